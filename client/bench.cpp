@@ -1,0 +1,169 @@
+// gemm-client bench: a closed-loop load test. `concurrency` threads each keep
+// one request in flight, cycling through every (shape, step) pair with fresh
+// server-generated inputs, until the duration or count is reached.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "commands.h"
+
+namespace gemmc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Sample {
+  size_t combo;
+  double latency;  // client round trip, seconds
+  double kernel;   // server's kernel seconds
+  double tflops;
+  grpc::StatusCode code;
+};
+
+struct Combo {
+  int64_t m, n, k;
+  uint32_t step;
+};
+
+// Nearest-rank percentile of sorted values.
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * sorted.size()));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+}  // namespace
+
+int CmdBench(GemmClient& client, const BenchArgs& args) {
+  std::vector<Combo> combos;
+  for (const auto& s : args.shapes) {
+    Combo c{};
+    if (!ParseShape(s, &c.m, &c.n, &c.k)) {
+      std::cerr << "error: shape '" << s << "' is not MxNxK (e.g. 1024x1024x512)\n";
+      return 2;
+    }
+    for (uint32_t step : args.steps) {
+      c.step = step;
+      combos.push_back(c);
+    }
+  }
+  const double duration = args.count == 0 && args.duration_seconds <= 0 ? 10.0 : args.duration_seconds;
+  std::fprintf(stderr, "bench: %zu shape/step pairs, concurrency %u, %s\n", combos.size(), args.concurrency,
+               args.count ? (std::to_string(args.count) + " requests").c_str()
+                          : (std::to_string(duration) + " s").c_str());
+
+  std::atomic<uint64_t> next{0};
+  std::mutex mu;
+  std::vector<Sample> samples;
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration<double>(duration);
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < args.concurrency; ++t) {
+    threads.emplace_back([&] {
+      std::vector<Sample> mine;
+      for (;;) {
+        const uint64_t i = next.fetch_add(1);
+        if (args.count ? i >= args.count : Clock::now() >= end) break;
+        const size_t ci = i % combos.size();
+        const Combo& c = combos[ci];
+        gemm::v1::MultiplyRequest req;
+        req.mutable_shape()->set_m(c.m);
+        req.mutable_shape()->set_n(c.n);
+        req.mutable_shape()->set_k(c.k);
+        req.set_step(c.step);
+        req.set_repeats(args.repeats);
+        req.set_verification(args.verify ? gemm::v1::VERIFICATION_FULL : gemm::v1::VERIFICATION_NONE);
+        req.mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
+        req.mutable_b()->mutable_random()->set_seed(i + 1);
+        gemm::v1::MultiplyResponse resp;
+        const auto t0 = Clock::now();
+        grpc::Status st = client.Multiply(req, &resp);
+        const double lat = std::chrono::duration<double>(Clock::now() - t0).count();
+        grpc::StatusCode code = st.error_code();
+        if (st.ok() && resp.verification().performed() && !resp.verification().passed()) {
+          code = grpc::StatusCode::DATA_LOSS;  // counted as an error: wrong result
+        }
+        mine.push_back({ci, lat, resp.timing().kernel_seconds(), resp.tflops(), code});
+      }
+      std::lock_guard lock(mu);
+      samples.insert(samples.end(), mine.begin(), mine.end());
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+
+  nlohmann::json rows = nlohmann::json::array();
+  size_t total_ok = 0;
+  std::printf("%-18s %4s %7s %6s %9s %9s %9s %9s %10s %8s\n", "shape", "step", "ok", "errors", "req/s", "p50 ms",
+              "p90 ms", "p99 ms", "kernel ms", "TFLOPS");
+  for (size_t ci = 0; ci < combos.size(); ++ci) {
+    std::vector<double> lat, kern, tf;
+    std::map<std::string, uint64_t> errors;
+    for (const auto& s : samples) {
+      if (s.combo != ci) continue;
+      if (s.code == grpc::StatusCode::OK) {
+        lat.push_back(s.latency);
+        kern.push_back(s.kernel);
+        tf.push_back(s.tflops);
+      } else {
+        ++errors[s.code == grpc::StatusCode::DATA_LOSS ? "VERIFICATION_FAILED" : CodeName(s.code)];
+      }
+    }
+    std::sort(lat.begin(), lat.end());
+    std::sort(kern.begin(), kern.end());
+    std::sort(tf.begin(), tf.end());
+    total_ok += lat.size();
+    uint64_t nerr = 0;
+    for (auto& [_, n] : errors) nerr += n;
+    const Combo& c = combos[ci];
+    const std::string shape = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k);
+    nlohmann::json row = {{"shape", shape},
+                          {"m", c.m},
+                          {"n", c.n},
+                          {"k", c.k},
+                          {"step", c.step},
+                          {"ok", lat.size()},
+                          {"errors", errors},
+                          {"requests_per_second", lat.size() / wall},
+                          {"latency_p50_ms", Percentile(lat, 50) * 1e3},
+                          {"latency_p90_ms", Percentile(lat, 90) * 1e3},
+                          {"latency_p99_ms", Percentile(lat, 99) * 1e3},
+                          {"kernel_median_ms", Percentile(kern, 50) * 1e3},
+                          {"tflops_median", Percentile(tf, 50)}};
+    rows.push_back(row);
+    std::printf("%-18s %4u %7zu %6lu %9.1f %9.3f %9.3f %9.3f %10.4f %8.3f\n", shape.c_str(), c.step, lat.size(),
+                nerr, lat.size() / wall, Percentile(lat, 50) * 1e3, Percentile(lat, 90) * 1e3,
+                Percentile(lat, 99) * 1e3, Percentile(kern, 50) * 1e3, Percentile(tf, 50));
+    for (auto& [name, n] : errors) std::printf("    %lu x %s\n", n, name.c_str());
+  }
+  std::printf("total: %zu ok of %zu in %.2f s, %.1f req/s\n", total_ok, samples.size(), wall, total_ok / wall);
+
+  if (!args.json_file.empty()) {
+    nlohmann::json doc = {{"wall_seconds", wall}, {"concurrency", args.concurrency}, {"results", rows}};
+    std::ofstream(args.json_file) << doc.dump(2) << "\n";
+  }
+  if (!args.csv_file.empty()) {
+    std::ofstream f(args.csv_file);
+    f << "shape,m,n,k,step,ok,errors,requests_per_second,latency_p50_ms,latency_p90_ms,latency_p99_ms,"
+         "kernel_median_ms,tflops_median\n";
+    for (const auto& r : rows) {
+      uint64_t nerr = 0;
+      for (const auto& [_, n] : r["errors"].items()) nerr += n.get<uint64_t>();
+      f << r["shape"].get<std::string>() << ',' << r["m"] << ',' << r["n"] << ',' << r["k"] << ',' << r["step"]
+        << ',' << r["ok"] << ',' << nerr << ',' << r["requests_per_second"] << ',' << r["latency_p50_ms"] << ','
+        << r["latency_p90_ms"] << ',' << r["latency_p99_ms"] << ',' << r["kernel_median_ms"] << ','
+        << r["tflops_median"] << '\n';
+    }
+  }
+  return total_ok > 0 ? 0 : 1;
+}
+
+}  // namespace gemmc

@@ -1,0 +1,274 @@
+#include "commands.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace gemmc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kReplyOverhead = 64 * 1024;
+
+int Fail(const std::string& what, const grpc::Status& st) {
+  std::cerr << "error: " << what << ": " << CodeName(st.error_code()) << ": " << st.error_message() << "\n";
+  return 1;
+}
+
+std::string HumanBytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  *out = std::move(ss).str();
+  return true;
+}
+
+bool WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(f);
+}
+
+void PrintReport(const gemm::v1::MultiplyResponse& r, double round_trip) {
+  const auto& s = r.shape();
+  const auto& v = r.verification();
+  const auto& t = r.timing();
+  std::printf("gemm %ldx%ldx%ld step %u on %s (%s engine)\n", s.m(), s.n(), s.k(), r.step(), r.device().c_str(),
+              r.engine().c_str());
+  if (v.performed()) {
+    std::printf("  verification  %s: max |err| %.3g, %lu of %lu elements out of tolerance, %lu non-finite\n"
+                "                (|d-ref| <= %.3g + %.3g*|ref|; reference %s)\n",
+                v.passed() ? "PASSED" : "FAILED", v.max_abs_error(), v.mismatches(), v.elements(), v.non_finite(),
+                v.atol(), v.rtol(), v.reference().c_str());
+  } else {
+    std::printf("  verification  skipped\n");
+  }
+  std::printf("  kernel        %.4f ms (median of %u), %.3f TFLOPS\n", t.kernel_seconds() * 1e3, t.repeats(),
+              r.tflops());
+  std::printf("  server time   queue %.3f, upload %.3f, kernel %.3f, download %.3f, verify %.3f, total %.3f ms\n",
+              t.queue_seconds() * 1e3, t.upload_seconds() * 1e3, t.kernel_seconds() * 1e3,
+              t.download_seconds() * 1e3, t.verify_seconds() * 1e3, t.total_seconds() * 1e3);
+  std::printf("  round trip    %.3f ms\n", round_trip * 1e3);
+  if (!r.d_handle().empty()) std::printf("  D handle      %s\n", r.d_handle().c_str());
+}
+
+}  // namespace
+
+Progress ProgressPrinter(const std::string& what) {
+  const bool tty = isatty(STDERR_FILENO);
+  auto last_quarter = std::make_shared<int>(-1);
+  auto start = Clock::now();
+  return [=](uint64_t done, uint64_t total) {
+    if (total == 0) return;
+    const int pct = static_cast<int>(100.0 * done / total);
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    const std::string rate = secs > 0 ? HumanBytes(done / secs) + "/s" : "";
+    if (tty) {
+      std::fprintf(stderr, "\r%s: %3d%% (%s of %s, %s)   ", what.c_str(), pct, HumanBytes(done).c_str(),
+                   HumanBytes(total).c_str(), rate.c_str());
+      if (done == total) std::fprintf(stderr, "\n");
+    } else if (pct / 25 != *last_quarter) {  // logs get a line per quarter
+      *last_quarter = pct / 25;
+      std::fprintf(stderr, "%s: %d%% (%s of %s)\n", what.c_str(), pct, HumanBytes(done).c_str(),
+                   HumanBytes(total).c_str());
+    }
+  };
+}
+
+bool ParseShape(const std::string& text, int64_t* m, int64_t* n, int64_t* k) {
+  char x1 = 0, x2 = 0;
+  std::istringstream in(text);
+  long long a = 0, b = 0, c = 0;
+  if (!(in >> a >> x1 >> b >> x2 >> c) || x1 != 'x' || x2 != 'x' || !in.eof()) return false;
+  *m = a;
+  *n = b;
+  *k = c;
+  return true;
+}
+
+int CmdList(GemmClient& client) {
+  gemm::v1::ListKernelsResponse r;
+  if (auto st = client.ListKernels(&r); !st.ok()) return Fail("ListKernels", st);
+  std::printf("gemmd %s, %s engine\n\nsteps:\n", r.server_version().c_str(), r.engine().c_str());
+  for (const auto& k : r.kernels()) {
+    std::string limits;
+    if (k.limits().max_m()) limits += " m<=" + std::to_string(k.limits().max_m());
+    if (k.limits().max_n()) limits += " n<=" + std::to_string(k.limits().max_n());
+    if (k.limits().max_k()) limits += " k<=" + std::to_string(k.limits().max_k());
+    std::printf("  %2u %-17s %-13s %s%s\n", k.step(), k.name().c_str(), k.available() ? "available" : "unavailable",
+                k.description().c_str(), limits.empty() ? "" : (" [" + limits.substr(1) + "]").c_str());
+    if (!k.available()) std::printf("     %-17s %s\n", "", k.unavailable_reason().c_str());
+  }
+  std::printf("\ndevices:\n");
+  for (const auto& d : r.devices()) {
+    std::string steps;
+    for (auto s : d.available_steps()) steps += (steps.empty() ? "" : ",") + std::to_string(s);
+    std::printf("  %-8s %-40s %s %s, %s, steps %s\n", d.id().c_str(), d.name().c_str(), d.kind().c_str(),
+                d.arch().c_str(), d.healthy() ? "healthy" : "UNHEALTHY", steps.c_str());
+  }
+  const auto& l = r.limits();
+  std::printf("\nlimits: max dim %ld, max request %s, max message %s, matrix quota %s, max repeats %u, queue %u\n",
+              l.max_dim(), HumanBytes(l.max_request_bytes()).c_str(), HumanBytes(l.max_message_bytes()).c_str(),
+              HumanBytes(l.matrix_quota_bytes()).c_str(), l.max_repeats(), l.queue_capacity());
+  return 0;
+}
+
+int CmdHealth(GemmClient& client, const std::string& service, double wait_seconds) {
+  const auto until = Clock::now() + std::chrono::duration<double>(wait_seconds);
+  for (;;) {
+    grpc::health::v1::HealthCheckResponse::ServingStatus status{};
+    grpc::Status st = client.Health(service, &status);
+    if (st.ok() && status == grpc::health::v1::HealthCheckResponse::SERVING) {
+      std::printf("SERVING\n");
+      return 0;
+    }
+    if (Clock::now() >= until) {
+      if (!st.ok()) return Fail("health", st);
+      std::printf("%s\n", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(status).c_str());
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+int CmdRun(GemmClient& client, const RunArgs& a) {
+  gemm::v1::ListKernelsResponse kernels;
+  if (auto st = client.ListKernels(&kernels); !st.ok()) return Fail("ListKernels", st);
+  const uint64_t max_message = std::min(kernels.limits().max_message_bytes(), client.options().max_message_bytes);
+
+  gemm::v1::MultiplyRequest req;
+  req.mutable_shape()->set_m(a.m);
+  req.mutable_shape()->set_n(a.n);
+  req.mutable_shape()->set_k(a.k);
+  req.set_step(a.step);
+  req.set_repeats(a.repeats);
+  req.set_verification(a.no_verify ? gemm::v1::VERIFICATION_NONE : gemm::v1::VERIFICATION_FULL);
+
+  std::vector<std::string> uploaded;  // handles to delete afterwards
+  if (!a.a_file.empty()) {
+    std::string abytes, bbytes;
+    if (!ReadFile(a.a_file, &abytes)) return std::cerr << "error: cannot read " << a.a_file << "\n", 2;
+    if (!ReadFile(a.b_file, &bbytes)) return std::cerr << "error: cannot read " << a.b_file << "\n", 2;
+    const bool inline_fits = abytes.size() + bbytes.size() + kReplyOverhead <= max_message;
+    if (a.transport == "inline" || (a.transport == "auto" && inline_fits)) {
+      req.mutable_a()->set_data(std::move(abytes));
+      req.mutable_b()->set_data(std::move(bbytes));
+    } else {
+      for (auto [name, rows, bytes, op] : {std::tuple{"A", a.m, &abytes, req.mutable_a()},
+                                           std::tuple{"B", a.n, &bbytes, req.mutable_b()}}) {
+        gemm::v1::MatrixInfo info;
+        auto st = client.Upload(rows, a.k, *bytes, std::string(name) + " of gemm-client run", &info,
+                                ProgressPrinter(std::string("upload ") + name));
+        if (!st.ok()) {
+          for (const auto& h : uploaded) client.Delete(h);
+          return Fail(std::string("upload ") + name, st);
+        }
+        uploaded.push_back(info.handle());
+        op->set_handle(info.handle());
+      }
+    }
+  } else {
+    const uint64_t seed = a.seed ? a.seed : std::random_device{}();
+    req.mutable_a()->mutable_random()->set_seed(seed);
+    req.mutable_b()->mutable_random()->set_seed(seed);
+  }
+  if (!a.out_file.empty()) {
+    const bool d_fits = static_cast<uint64_t>(a.m) * a.n * 2 + kReplyOverhead <= max_message;
+    req.set_output(d_fits ? gemm::v1::OUTPUT_INLINE : gemm::v1::OUTPUT_HANDLE);
+  }
+
+  gemm::v1::MultiplyResponse resp;
+  const auto t0 = Clock::now();
+  grpc::Status st = client.Multiply(req, &resp);
+  const double round_trip = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (const auto& h : uploaded) client.Delete(h);
+  if (!st.ok()) return Fail("Multiply", st);
+
+  if (!a.out_file.empty()) {
+    std::string d = resp.d();
+    if (!resp.d_handle().empty()) {
+      if (auto dst = client.Download(resp.d_handle(), &d, nullptr, ProgressPrinter("download D")); !dst.ok()) {
+        return Fail("download D", dst);
+      }
+      client.Delete(resp.d_handle());
+      resp.clear_d_handle();
+    }
+    if (!WriteFile(a.out_file, d)) return std::cerr << "error: cannot write " << a.out_file << "\n", 2;
+  }
+  if (a.json) {
+    resp.clear_d();
+    std::string json;
+    google::protobuf::util::JsonPrintOptions o;
+    o.add_whitespace = true;
+    o.always_print_primitive_fields = true;
+    (void)google::protobuf::util::MessageToJsonString(resp, &json, o);
+    std::printf("%s", json.c_str());
+  } else {
+    PrintReport(resp, round_trip);
+  }
+  return resp.verification().performed() && !resp.verification().passed() ? 3 : 0;
+}
+
+int CmdUpload(GemmClient& client, int64_t rows, int64_t cols, const std::string& file, const std::string& label) {
+  std::string bytes;
+  if (!ReadFile(file, &bytes)) return std::cerr << "error: cannot read " << file << "\n", 2;
+  gemm::v1::MatrixInfo info;
+  if (auto st = client.Upload(rows, cols, bytes, label, &info, ProgressPrinter("upload")); !st.ok()) {
+    return Fail("upload", st);
+  }
+  std::printf("%s\n", info.handle().c_str());
+  return 0;
+}
+
+int CmdDownload(GemmClient& client, const std::string& handle, const std::string& file) {
+  std::string bytes;
+  gemm::v1::MatrixInfo info;
+  if (auto st = client.Download(handle, &bytes, &info, ProgressPrinter("download")); !st.ok()) {
+    return Fail("download", st);
+  }
+  if (!WriteFile(file, bytes)) return std::cerr << "error: cannot write " << file << "\n", 2;
+  std::printf("%s: %ldx%ld fp16, %s -> %s\n", handle.c_str(), info.rows(), info.cols(),
+              HumanBytes(info.bytes()).c_str(), file.c_str());
+  return 0;
+}
+
+int CmdDelete(GemmClient& client, const std::string& handle) {
+  uint64_t freed = 0;
+  if (auto st = client.Delete(handle, &freed); !st.ok()) return Fail("delete", st);
+  std::printf("deleted %s (%s freed)\n", handle.c_str(), HumanBytes(freed).c_str());
+  return 0;
+}
+
+int CmdMatrices(GemmClient& client) {
+  gemm::v1::ListMatricesResponse r;
+  if (auto st = client.ListMatrices(&r); !st.ok()) return Fail("ListMatrices", st);
+  for (const auto& m : r.matrices()) {
+    std::printf("%s  %ldx%ld  %s  %s\n", m.handle().c_str(), m.rows(), m.cols(), HumanBytes(m.bytes()).c_str(),
+                m.label().c_str());
+  }
+  std::printf("%d matrices, %s of %s quota used\n", r.matrices_size(), HumanBytes(r.used_bytes()).c_str(),
+              HumanBytes(r.quota_bytes()).c_str());
+  return 0;
+}
+
+}  // namespace gemmc

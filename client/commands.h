@@ -1,0 +1,49 @@
+// gemm-client's subcommands; each returns the process exit code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gemm_client.h"
+
+namespace gemmc {
+
+struct RunArgs {
+  int64_t m = 512, n = 512, k = 512;
+  uint32_t step = 0;
+  uint64_t seed = 0;  // 0: a fresh one
+  std::string a_file, b_file, out_file;
+  bool no_verify = false;
+  uint32_t repeats = 1;
+  std::string transport = "auto";  // auto | inline | handle
+  bool json = false;
+};
+
+struct BenchArgs {
+  std::vector<std::string> shapes{"512x512x512"};
+  std::vector<uint32_t> steps{0};
+  uint32_t concurrency = 1;
+  double duration_seconds = 0;  // with count = 0: 10 s
+  uint64_t count = 0;
+  uint32_t repeats = 1;
+  bool verify = false;
+  std::string csv_file, json_file;
+};
+
+int CmdList(GemmClient& client);
+int CmdHealth(GemmClient& client, const std::string& service, double wait_seconds);
+int CmdRun(GemmClient& client, const RunArgs& args);
+int CmdUpload(GemmClient& client, int64_t rows, int64_t cols, const std::string& file, const std::string& label);
+int CmdDownload(GemmClient& client, const std::string& handle, const std::string& file);
+int CmdDelete(GemmClient& client, const std::string& handle);
+int CmdMatrices(GemmClient& client);
+int CmdBench(GemmClient& client, const BenchArgs& args);
+
+// Prints "<what>: 42% (1.2 of 2.9 GiB)" on stderr, live on a terminal.
+Progress ProgressPrinter(const std::string& what);
+
+// "512x384x256" -> m, n, k; false on a malformed string.
+bool ParseShape(const std::string& text, int64_t* m, int64_t* n, int64_t* k);
+
+}  // namespace gemmc

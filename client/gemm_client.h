@@ -1,0 +1,61 @@
+// A thin C++ client of gemm.v1: the calls gemm-client and the tests need,
+// with chunked upload/download for matrices larger than one message.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "gemm/v1/gemm.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace gemmc {
+
+struct ClientOptions {
+  std::string target = "localhost:50051";
+  double timeout_seconds = 0;                 // 0: no deadline
+  uint64_t max_message_bytes = 64ull << 20;   // must match the server's
+};
+
+// Called with (bytes done, bytes total) as an upload or download moves.
+using Progress = std::function<void(uint64_t, uint64_t)>;
+
+class GemmClient {
+ public:
+  explicit GemmClient(const ClientOptions& options);
+
+  grpc::Status Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp);
+  grpc::Status ListKernels(gemm::v1::ListKernelsResponse* resp);
+  grpc::Status ListMatrices(gemm::v1::ListMatricesResponse* resp);
+  grpc::Status Delete(const std::string& handle, uint64_t* freed = nullptr);
+
+  // Streams `bytes` (row-major fp16, rows·cols·2 bytes) in chunks.
+  grpc::Status Upload(int64_t rows, int64_t cols, std::string_view bytes, const std::string& label,
+                      gemm::v1::MatrixInfo* info, const Progress& progress = {}, uint64_t chunk_bytes = 0);
+  grpc::Status Download(const std::string& handle, std::string* bytes, gemm::v1::MatrixInfo* info = nullptr,
+                        const Progress& progress = {});
+
+  // grpc.health.v1 Check of `service` ("" = the whole server).
+  grpc::Status Health(const std::string& service,
+                      grpc::health::v1::HealthCheckResponse::ServingStatus* status);
+
+  const ClientOptions& options() const { return options_; }
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+
+ private:
+  void Prepare(grpc::ClientContext* ctx) const;
+
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<gemm::v1::GemmService::Stub> stub_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+};
+
+// "OK", "INVALID_ARGUMENT", ...
+std::string CodeName(grpc::StatusCode code);
+
+}  // namespace gemmc

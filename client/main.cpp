@@ -1,0 +1,84 @@
+// gemm-client: talks to a gemmd server. `gemm-client --help` lists commands.
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gemm-client: run GEMMs on a gemmd server", "gemm-client"};
+  app.require_subcommand(1);
+  gemmc::ClientOptions opts;
+  app.add_option("--target", opts.target, "server address; dns:///host:port balances over every replica")
+      ->envname("GEMM_TARGET")->capture_default_str();
+  app.add_option("--timeout", opts.timeout_seconds, "deadline of each call in seconds; 0 = none")
+      ->envname("GEMM_TIMEOUT")->capture_default_str();
+  app.add_option("--max-message-bytes", opts.max_message_bytes, "largest message (match the server's)")
+      ->envname("GEMM_MAX_MESSAGE_BYTES")->transform(CLI::AsSizeValue(false))->capture_default_str();
+
+  auto* list = app.add_subcommand("list", "kernel steps, devices and limits of the server");
+
+  std::string service;
+  double wait = 0;
+  auto* health = app.add_subcommand("health", "grpc.health.v1 check; exit 0 when SERVING");
+  health->add_option("--service", service, "service name; empty = whole server");
+  health->add_option("--wait", wait, "keep asking for up to this many seconds");
+
+  gemmc::RunArgs run_args;
+  auto* run = app.add_subcommand("run", "multiply once and print the report");
+  run->add_option("--m", run_args.m, "rows of A and D")->capture_default_str();
+  run->add_option("--n", run_args.n, "rows of B, columns of D")->capture_default_str();
+  run->add_option("--k", run_args.k, "columns of A and B")->capture_default_str();
+  run->add_option("--step", run_args.step, "kernel step: 0 vendor library, 1-10 the ladder")->capture_default_str();
+  run->add_option("--seed", run_args.seed, "server-generated random inputs from this seed (default: fresh)");
+  auto* a_opt = run->add_option("--a", run_args.a_file, "A from a raw little-endian fp16 file (m*k*2 bytes)");
+  auto* b_opt = run->add_option("--b", run_args.b_file, "B from a raw little-endian fp16 file (n*k*2 bytes)");
+  a_opt->needs(b_opt);
+  b_opt->needs(a_opt);
+  run->add_option("--out", run_args.out_file, "write D (raw fp16) to this file");
+  run->add_flag("--no-verify", run_args.no_verify, "skip the check against the reference");
+  run->add_option("--repeats", run_args.repeats, "kernel runs; the report gives the median")->capture_default_str();
+  run->add_option("--transport", run_args.transport,
+                  "how file inputs travel: auto, inline (in the request), handle (chunked upload)")
+      ->check(CLI::IsMember({"auto", "inline", "handle"}))->capture_default_str();
+  run->add_flag("--json", run_args.json, "print the reply as JSON");
+
+  int64_t rows = 0, cols = 0;
+  std::string file, label, handle;
+  auto* upload = app.add_subcommand("upload", "upload a raw fp16 matrix in chunks; prints its handle");
+  upload->add_option("--rows", rows)->required();
+  upload->add_option("--cols", cols)->required();
+  upload->add_option("--file", file)->required()->check(CLI::ExistingFile);
+  upload->add_option("--label", label);
+  auto* download = app.add_subcommand("download", "download a stored matrix to a raw fp16 file");
+  download->add_option("--handle", handle)->required();
+  download->add_option("--out", file)->required();
+  auto* del = app.add_subcommand("delete", "delete a stored matrix");
+  del->add_option("--handle", handle)->required();
+  auto* matrices = app.add_subcommand("matrices", "list stored matrices and the quota");
+
+  gemmc::BenchArgs bench_args;
+  auto* bench = app.add_subcommand("bench", "load test: throughput and latency percentiles");
+  bench->add_option("--shapes", bench_args.shapes, "MxNxK,... (server-generated inputs)")
+      ->delimiter(',')->capture_default_str();
+  bench->add_option("--steps", bench_args.steps, "steps to cycle through")->delimiter(',')->capture_default_str();
+  bench->add_option("--concurrency", bench_args.concurrency, "requests in flight")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
+  auto* dur = bench->add_option("--duration", bench_args.duration_seconds, "seconds to run (default 10)");
+  auto* cnt = bench->add_option("--count", bench_args.count, "requests to send, instead of --duration");
+  dur->excludes(cnt);
+  bench->add_option("--repeats", bench_args.repeats, "kernel runs per request")->capture_default_str();
+  bench->add_flag("--verify", bench_args.verify, "verify every result (slower)");
+  bench->add_option("--csv", bench_args.csv_file, "write per-(shape, step) results as CSV");
+  bench->add_option("--json", bench_args.json_file, "write per-(shape, step) results as JSON");
+
+  CLI11_PARSE(app, argc, argv);
+  gemmc::GemmClient client(opts);
+  if (*list) return gemmc::CmdList(client);
+  if (*health) return gemmc::CmdHealth(client, service, wait);
+  if (*run) return gemmc::CmdRun(client, run_args);
+  if (*upload) return gemmc::CmdUpload(client, rows, cols, file, label);
+  if (*download) return gemmc::CmdDownload(client, handle, file);
+  if (*del) return gemmc::CmdDelete(client, handle);
+  if (*matrices) return gemmc::CmdMatrices(client);
+  if (*bench) return gemmc::CmdBench(client, bench_args);
+  return 2;
+}

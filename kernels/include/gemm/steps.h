@@ -1,0 +1,36 @@
+// The kernel ladder's catalogue: what each step is and which shapes it takes.
+// Shared by the server (ListKernels, validation) and the benchmark; no CUDA.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace gemm {
+
+inline constexpr int kVendorStep = 0;
+inline constexpr int kFirstLadderStep = 1;
+inline constexpr int kLastStep = 10;
+
+struct StepInfo {
+  int step;
+  std::string_view name;         // short, stable, used in metrics and logs
+  std::string_view description;  // one line for ListKernels
+  // 0 = no limit of the step's own (the server's limits still apply).
+  int64_t max_m;
+  int64_t max_n;
+  int64_t max_k;
+};
+
+// Steps 0..kLastStep, in order.
+std::span<const StepInfo> AllSteps();
+
+// nullptr when `step` is not a step of the ladder.
+const StepInfo* FindStep(int64_t step);
+
+// Empty when the step takes an m×n×k problem; otherwise a sentence saying
+// which limit the shape breaks.
+std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k);
+
+}  // namespace gemm

@@ -1,0 +1,502 @@
+#include "api/gemm_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "gemm/steps.h"
+#include "version.h"
+
+namespace gemmd {
+
+using Clock = std::chrono::steady_clock;
+using gemm::v1::MatrixInfo;
+using gemm::v1::MultiplyRequest;
+using gemm::v1::MultiplyResponse;
+
+static_assert(std::endian::native == std::endian::little,
+              "the wire format is little-endian fp16; a big-endian host would need byte swaps");
+
+namespace {
+
+double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+
+void FillInfo(const MatrixDescription& d, MatrixInfo* out) {
+  out->set_handle(d.handle);
+  out->set_rows(d.rows);
+  out->set_cols(d.cols);
+  out->set_bytes(d.bytes);
+  out->set_label(d.label);
+}
+
+}  // namespace
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+GemmService::GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& store, Metrics& metrics,
+                         ServiceOptions options)
+    : engine_(engine),
+      dispatcher_(dispatcher),
+      store_(store),
+      metrics_(metrics),
+      options_(options),
+      devices_(engine.devices()) {}
+
+// ---------------------------------------------------------------- Multiply
+
+struct GemmService::MultiplyCall {
+  grpc::CallbackServerContext* ctx;
+  grpc::ServerUnaryReactor* reactor;
+  const MultiplyRequest* req;
+  MultiplyResponse* resp;
+  Clock::time_point start = Clock::now();
+  Clock::time_point enqueued;
+  std::chrono::system_clock::time_point deadline;
+  GemmJob job;
+  // Keep stored operands alive while the job reads them, even if deleted.
+  std::shared_ptr<const StoredMatrix> a_stored, b_stored;
+  std::unique_ptr<PendingMatrix> d_pending;
+  std::string device = "-";
+};
+
+grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx, const MultiplyRequest* req,
+                                                MultiplyResponse* resp) {
+  auto call = std::make_shared<MultiplyCall>();
+  call->ctx = ctx;
+  call->reactor = ctx->DefaultReactor();
+  call->req = req;
+  call->resp = resp;
+  call->deadline = ctx->deadline();
+  metrics_.AddInFlight(1);
+
+  if (auto st = ValidateMultiply(*req, options_.limits); !st.ok()) {
+    FinishMultiply(call, st);
+    return call->reactor;
+  }
+  if (auto avail = [&] {
+        StepAvailability any{false, ""};
+        for (size_t d = 0; d < devices_.size() && !any.available; ++d) {
+          any = engine_.availability(static_cast<int>(req->step()), static_cast<int>(d));
+        }
+        return any;
+      }();
+      !avail.available) {
+    FinishMultiply(call, absl::FailedPreconditionError(avail.reason));
+    return call->reactor;
+  }
+  const auto& s = req->shape();
+  if (auto err = gemm::ShapeError(*gemm::FindStep(req->step()), s.m(), s.n(), s.k()); !err.empty()) {
+    FinishMultiply(call, absl::InvalidArgumentError(err));
+    return call->reactor;
+  }
+
+  GemmJob& job = call->job;
+  job.m = s.m();
+  job.n = s.n();
+  job.k = s.k();
+  job.step = static_cast<int>(req->step());
+  job.verify = req->verification() != gemm::v1::VERIFICATION_NONE;
+  job.repeats = std::max<uint32_t>(req->repeats(), 1);
+
+  // Resolve each operand to host memory or a seed.
+  struct Side {
+    const char* name;
+    const char* dims;
+    const gemm::v1::Operand& op;
+    int64_t rows, cols;
+    OperandView& view;
+    std::shared_ptr<const StoredMatrix>& keep;
+  };
+  for (Side side : {Side{"a", "m x k", req->a(), s.m(), s.k(), job.a, call->a_stored},
+                    Side{"b", "n x k", req->b(), s.n(), s.k(), job.b, call->b_stored}}) {
+    switch (side.op.source_case()) {
+      case gemm::v1::Operand::kData:
+        side.view.kind = OperandView::Kind::kHost;
+        side.view.host = reinterpret_cast<const uint16_t*>(side.op.data().data());
+        break;
+      case gemm::v1::Operand::kRandom:
+        side.view.kind = OperandView::Kind::kRandom;
+        side.view.seed = side.op.random().seed();
+        break;
+      case gemm::v1::Operand::kHandle: {
+        auto stored = store_.Get(side.op.handle());
+        if (!stored.ok()) {
+          FinishMultiply(call, absl::NotFoundError(std::string(side.name) + ".handle: " +
+                                                   std::string(stored.status().message())));
+          return call->reactor;
+        }
+        const auto& desc = (*stored)->description();
+        if (desc.rows != side.rows || desc.cols != side.cols) {
+          FinishMultiply(call, absl::InvalidArgumentError(
+                                   std::string(side.name) + ".handle " + desc.handle + " is " +
+                                   std::to_string(desc.rows) + "x" + std::to_string(desc.cols) + ", but " +
+                                   side.dims + " = " + std::to_string(side.rows) + "x" +
+                                   std::to_string(side.cols)));
+          return call->reactor;
+        }
+        side.keep = *stored;
+        side.view.kind = OperandView::Kind::kHost;
+        side.view.host = side.keep->data();
+        break;
+      }
+      case gemm::v1::Operand::SOURCE_NOT_SET:
+        break;  // refused by ValidateMultiply
+    }
+  }
+
+  // Where D goes.
+  if (req->output() == gemm::v1::OUTPUT_INLINE) {
+    std::string* d = resp->mutable_d();
+    d->resize(static_cast<size_t>(job.m) * job.n * 2);
+    job.d = reinterpret_cast<uint16_t*>(d->data());
+  } else if (req->output() == gemm::v1::OUTPUT_HANDLE) {
+    auto pending = store_.Reserve(job.m, job.n, "D of a step " + std::to_string(job.step) + " multiply");
+    if (!pending.ok()) {
+      FinishMultiply(call, pending.status());
+      return call->reactor;
+    }
+    call->d_pending = std::move(*pending);
+    job.d = call->d_pending->data();
+  }
+
+  call->enqueued = Clock::now();
+  Dispatcher::Task task;
+  task.step = job.step;
+  task.work = 2.0 * job.m * job.n * job.k;
+  task.run = [this, call](int device) { RunMultiply(call, device); };
+  if (auto st = dispatcher_.Submit(std::move(task)); !st.ok()) FinishMultiply(call, st);
+  return call->reactor;
+}
+
+void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int device) {
+  const double queued = SecondsSince(call->enqueued);
+  call->device = devices_[device].id;
+  if (call->ctx->IsCancelled()) {
+    FinishMultiply(call, absl::CancelledError("the client cancelled the request while it was queued"));
+    return;
+  }
+  const auto deadline = call->deadline;
+  if (std::chrono::system_clock::now() > deadline) {
+    FinishMultiply(call, absl::DeadlineExceededError("the deadline passed after " + std::to_string(queued) +
+                                                     " s in the queue; the GEMM was not run"));
+    return;
+  }
+  grpc::CallbackServerContext* ctx = call->ctx;
+  call->job.should_stop = [ctx, deadline] {
+    return ctx->IsCancelled() || std::chrono::system_clock::now() > deadline;
+  };
+
+  auto report = engine_.Run(device, call->job);
+  if (!report.ok()) {
+    absl::Status st = report.status();
+    if (st.code() == absl::StatusCode::kCancelled && !ctx->IsCancelled()) {
+      st = absl::DeadlineExceededError("the deadline passed while the GEMM ran; it was dropped");
+    }
+    FinishMultiply(call, st);
+    return;
+  }
+
+  const GemmJob& job = call->job;
+  MultiplyResponse* resp = call->resp;
+  auto* shape = resp->mutable_shape();
+  *shape = call->req->shape();
+  resp->set_step(job.step);
+  resp->set_engine(engine_.name());
+  resp->set_device(call->device);
+
+  const VerificationResult& v = report->verification;
+  auto* vr = resp->mutable_verification();
+  vr->set_performed(v.performed);
+  vr->set_passed(v.passed);
+  vr->set_max_abs_error(v.max_abs_error);
+  vr->set_mismatches(v.mismatches);
+  vr->set_non_finite(v.non_finite);
+  vr->set_elements(v.elements);
+  vr->set_rtol(v.rtol);
+  vr->set_atol(v.atol);
+  vr->set_reference(v.reference);
+
+  const double flops = 2.0 * job.m * job.n * job.k;
+  const PhaseSeconds& p = report->seconds;
+  auto* t = resp->mutable_timing();
+  t->set_queue_seconds(queued);
+  t->set_upload_seconds(p.upload);
+  t->set_kernel_seconds(p.kernel);
+  t->set_download_seconds(p.download);
+  t->set_verify_seconds(p.verify);
+  t->set_repeats(p.repeats);
+  resp->set_tflops(p.kernel > 0 ? flops / p.kernel / 1e12 : 0);
+
+  metrics_.RecordGemm(job.step, call->device, p.kernel, flops * p.repeats, v.performed && !v.passed);
+
+  if (call->d_pending) {
+    if (ctx->IsCancelled()) {  // nobody would learn the handle
+      FinishMultiply(call, absl::CancelledError("the client cancelled the request"));
+      return;
+    }
+    call->d_pending->MarkFilled();
+    auto desc = store_.Commit(std::move(call->d_pending));
+    if (!desc.ok()) {
+      FinishMultiply(call, desc.status());
+      return;
+    }
+    resp->set_d_handle(desc->handle);
+  }
+  FinishMultiply(call, absl::OkStatus());
+}
+
+void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, const absl::Status& status) {
+  const double total = SecondsSince(call->start);
+  const std::string step = std::to_string(call->req->step());
+  if (status.ok()) {
+    call->resp->mutable_timing()->set_total_seconds(total);
+  } else {
+    call->resp->Clear();  // a refused call carries no half-filled reply
+  }
+  metrics_.RecordRequest("Multiply", step, CodeName(status.code()), total);
+  metrics_.AddInFlight(-1);
+  const auto& s = call->req->shape();
+  if (status.ok()) {
+    spdlog::info("Multiply step={} shape={}x{}x{} status=OK latency_ms={:.3f} device={} kernel_ms={:.3f} "
+                 "tflops={:.2f} verified={} peer={}",
+                 step, s.m(), s.n(), s.k(), total * 1e3, call->device,
+                 call->resp->timing().kernel_seconds() * 1e3, call->resp->tflops(),
+                 call->resp->verification().performed()
+                     ? (call->resp->verification().passed() ? "passed" : "FAILED")
+                     : "skipped",
+                 call->ctx->peer());
+  } else {
+    spdlog::info("Multiply step={} shape={}x{}x{} status={} latency_ms={:.3f} device={} peer={} error=\"{}\"",
+                 step, s.m(), s.n(), s.k(), CodeName(status.code()), total * 1e3, call->device,
+                 call->ctx->peer(), std::string(status.message()));
+  }
+  call->d_pending.reset();  // an unfinished D returns its quota now
+  call->reactor->Finish(ToGrpc(status));
+}
+
+// ------------------------------------------------------------- ListKernels
+
+grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* ctx,
+                                                   const gemm::v1::ListKernelsRequest*,
+                                                   gemm::v1::ListKernelsResponse* resp) {
+  const auto start = Clock::now();
+  for (const gemm::StepInfo& info : gemm::AllSteps()) {
+    auto* k = resp->add_kernels();
+    k->set_step(info.step);
+    k->set_name(std::string(info.name));
+    k->set_description(std::string(info.description));
+    k->mutable_limits()->set_max_m(info.max_m);
+    k->mutable_limits()->set_max_n(info.max_n);
+    k->mutable_limits()->set_max_k(info.max_k);
+    StepAvailability any{false, "no device"};
+    for (size_t d = 0; d < devices_.size() && !any.available; ++d) {
+      any = engine_.availability(info.step, static_cast<int>(d));
+    }
+    k->set_available(any.available);
+    k->set_unavailable_reason(any.reason);
+  }
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    const DeviceDescription& desc = devices_[d];
+    auto* dev = resp->add_devices();
+    dev->set_index(static_cast<uint32_t>(d));
+    dev->set_id(desc.id);
+    dev->set_name(desc.name);
+    dev->set_kind(desc.kind);
+    dev->set_arch(desc.arch);
+    dev->set_memory_bytes(desc.memory_bytes);
+    dev->set_healthy(engine_.healthy(static_cast<int>(d)));
+    for (const gemm::StepInfo& info : gemm::AllSteps()) {
+      if (engine_.availability(info.step, static_cast<int>(d)).available) dev->add_available_steps(info.step);
+    }
+  }
+  resp->set_engine(engine_.name());
+  resp->set_server_version(kGemmdVersion);
+  auto* l = resp->mutable_limits();
+  l->set_max_dim(options_.limits.max_dim);
+  l->set_max_request_bytes(options_.limits.max_request_bytes);
+  l->set_max_message_bytes(options_.limits.max_message_bytes);
+  l->set_matrix_quota_bytes(store_.quota_bytes());
+  l->set_max_repeats(options_.limits.max_repeats);
+  l->set_queue_capacity(options_.queue_capacity);
+  auto* reactor = ctx->DefaultReactor();
+  FinishSimple("ListKernels", reactor, absl::OkStatus(), start, "");
+  return reactor;
+}
+
+// ---------------------------------------------------------- matrix handles
+
+void GemmService::FinishSimple(const char* method, grpc::ServerUnaryReactor* reactor, const absl::Status& status,
+                               Clock::time_point start, const std::string& detail) {
+  const double seconds = SecondsSince(start);
+  metrics_.RecordRequest(method, "", CodeName(status.code()), seconds);
+  if (status.ok()) {
+    spdlog::info("{} status=OK latency_ms={:.3f} {}", method, seconds * 1e3, detail);
+  } else {
+    spdlog::info("{} status={} latency_ms={:.3f} {} error=\"{}\"", method, CodeName(status.code()),
+                 seconds * 1e3, detail, std::string(status.message()));
+  }
+  reactor->Finish(ToGrpc(status));
+}
+
+namespace {
+
+class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest> {
+ public:
+  UploadReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Metrics& metrics, MatrixInfo* resp)
+      : ctx_(ctx), store_(store), metrics_(metrics), resp_(resp) {
+    StartRead(&msg_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed its side: the upload is complete, or short
+      if (!pending_) return Done(absl::InvalidArgumentError("upload stream ended before its header"));
+      if (ctx_->IsCancelled()) return Done(absl::CancelledError("the client cancelled the upload"));
+      auto desc = store_.Commit(std::move(pending_));
+      if (!desc.ok()) return Done(desc.status());
+      FillInfo(*desc, resp_);
+      return Done(absl::OkStatus());
+    }
+    if (!pending_) {
+      if (!msg_.has_header()) {
+        return Done(absl::InvalidArgumentError("the first UploadMatrix message must carry the header"));
+      }
+      const auto& h = msg_.header();
+      if (h.rows() < 1 || h.cols() < 1) {
+        return Done(absl::InvalidArgumentError("header.rows and header.cols must be >= 1, got " +
+                                               std::to_string(h.rows()) + "x" + std::to_string(h.cols())));
+      }
+      auto pending = store_.Reserve(h.rows(), h.cols(), h.label());
+      if (!pending.ok()) return Done(pending.status());
+      pending_ = std::move(*pending);
+      detail_ = "shape=" + std::to_string(h.rows()) + "x" + std::to_string(h.cols());
+    }
+    if (auto st = pending_->Append(msg_.data()); !st.ok()) return Done(st);
+    msg_.Clear();
+    StartRead(&msg_);
+  }
+
+  void OnCancel() override { cancelled_ = true; }
+  void OnDone() override {
+    // Cancelled after the commit: nobody holds the handle, so free it.
+    if (cancelled_ && !resp_->handle().empty()) (void)store_.Delete(resp_->handle());
+    delete this;
+  }
+
+ private:
+  void Done(const absl::Status& status) {
+    pending_.reset();  // a broken upload gives its quota back at once
+    const double seconds = SecondsSince(start_);
+    metrics_.RecordRequest("UploadMatrix", "", CodeName(status.code()), seconds);
+    spdlog::info("UploadMatrix status={} latency_ms={:.3f} {} handle={}{}", CodeName(status.code()),
+                 seconds * 1e3, detail_, resp_->handle(),
+                 status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
+    Finish(ToGrpc(status));
+  }
+
+  grpc::CallbackServerContext* ctx_;
+  MatrixStore& store_;
+  Metrics& metrics_;
+  MatrixInfo* resp_;
+  bool cancelled_ = false;
+  gemm::v1::UploadMatrixRequest msg_;
+  std::unique_ptr<PendingMatrix> pending_;
+  std::string detail_;
+  Clock::time_point start_ = Clock::now();
+};
+
+class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixChunk> {
+ public:
+  DownloadReactor(MatrixStore& store, Metrics& metrics, const gemm::v1::DownloadMatrixRequest& req,
+                  uint64_t default_chunk, uint64_t max_message)
+      : metrics_(metrics) {
+    auto m = store.Get(req.handle());
+    if (!m.ok()) {
+      Done(m.status());
+      return;
+    }
+    matrix_ = *m;
+    chunk_ = req.chunk_bytes() == 0 ? default_chunk : req.chunk_bytes();
+    chunk_ = std::min<uint64_t>(chunk_, max_message - 1024);
+    chunk_ = std::max<uint64_t>(chunk_ & ~uint64_t{1}, 2);  // whole fp16 elements
+    FillInfo(matrix_->description(), chunk_msg_.mutable_info());
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return Done(absl::CancelledError("the client went away during the download"));
+    if (offset_ >= matrix_->description().bytes) return Done(absl::OkStatus());
+    WriteNext();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    const uint64_t total = matrix_->description().bytes;
+    const uint64_t len = std::min(chunk_, total - offset_);
+    if (offset_ > 0) chunk_msg_.clear_info();
+    chunk_msg_.set_offset(offset_);
+    chunk_msg_.set_data(reinterpret_cast<const char*>(matrix_->data()) + offset_, len);
+    offset_ += len;
+    StartWrite(&chunk_msg_);
+  }
+
+  void Done(const absl::Status& status) {
+    const double seconds = SecondsSince(start_);
+    metrics_.RecordRequest("DownloadMatrix", "", CodeName(status.code()), seconds);
+    spdlog::info("DownloadMatrix status={} latency_ms={:.3f} bytes={}{}", CodeName(status.code()),
+                 seconds * 1e3, offset_, status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
+    matrix_.reset();
+    Finish(ToGrpc(status));
+  }
+
+  Metrics& metrics_;
+  std::shared_ptr<const StoredMatrix> matrix_;
+  uint64_t chunk_ = 0;
+  uint64_t offset_ = 0;
+  gemm::v1::MatrixChunk chunk_msg_;
+  Clock::time_point start_ = Clock::now();
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* GemmService::UploadMatrix(grpc::CallbackServerContext* ctx,
+                                                                                  MatrixInfo* resp) {
+  return new UploadReactor(ctx, store_, metrics_, resp);
+}
+
+grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* GemmService::DownloadMatrix(
+    grpc::CallbackServerContext*, const gemm::v1::DownloadMatrixRequest* req) {
+  return new DownloadReactor(store_, metrics_, *req, options_.default_chunk_bytes,
+                             options_.limits.max_message_bytes);
+}
+
+grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext* ctx,
+                                                    const gemm::v1::DeleteMatrixRequest* req,
+                                                    gemm::v1::DeleteMatrixResponse* resp) {
+  const auto start = Clock::now();
+  auto freed = store_.Delete(req->handle());
+  if (freed.ok()) resp->set_freed_bytes(*freed);
+  auto* reactor = ctx->DefaultReactor();
+  FinishSimple("DeleteMatrix", reactor, freed.status(), start, "handle=" + req->handle());
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GemmService::ListMatrices(grpc::CallbackServerContext* ctx,
+                                                    const gemm::v1::ListMatricesRequest*,
+                                                    gemm::v1::ListMatricesResponse* resp) {
+  const auto start = Clock::now();
+  for (const auto& d : store_.List()) FillInfo(d, resp->add_matrices());
+  resp->set_used_bytes(store_.used_bytes());
+  resp->set_quota_bytes(store_.quota_bytes());
+  auto* reactor = ctx->DefaultReactor();
+  FinishSimple("ListMatrices", reactor, absl::OkStatus(), start, "");
+  return reactor;
+}
+
+}  // namespace gemmd

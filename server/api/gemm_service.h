@@ -1,0 +1,63 @@
+// gemm.v1.GemmService on gRPC's callback API: no thread per call. Multiply
+// validates, resolves handles and queues a task on the Dispatcher; a device
+// worker runs it and finishes the call.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "api/request_validation.h"
+#include "engine/dispatcher.h"
+#include "engine/engine.h"
+#include "engine/matrix_store.h"
+#include "gemm/v1/gemm.grpc.pb.h"
+#include "metrics/metrics.h"
+
+namespace gemmd {
+
+struct ServiceOptions {
+  RequestLimits limits;
+  uint32_t queue_capacity = 64;
+  uint64_t default_chunk_bytes = 1 << 20;
+};
+
+class GemmService final : public gemm::v1::GemmService::CallbackService {
+ public:
+  GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& store, Metrics& metrics,
+              ServiceOptions options);
+
+  grpc::ServerUnaryReactor* Multiply(grpc::CallbackServerContext* ctx, const gemm::v1::MultiplyRequest* req,
+                                     gemm::v1::MultiplyResponse* resp) override;
+  grpc::ServerUnaryReactor* ListKernels(grpc::CallbackServerContext* ctx,
+                                        const gemm::v1::ListKernelsRequest* req,
+                                        gemm::v1::ListKernelsResponse* resp) override;
+  grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* UploadMatrix(grpc::CallbackServerContext* ctx,
+                                                                       gemm::v1::MatrixInfo* resp) override;
+  grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* DownloadMatrix(
+      grpc::CallbackServerContext* ctx, const gemm::v1::DownloadMatrixRequest* req) override;
+  grpc::ServerUnaryReactor* DeleteMatrix(grpc::CallbackServerContext* ctx,
+                                         const gemm::v1::DeleteMatrixRequest* req,
+                                         gemm::v1::DeleteMatrixResponse* resp) override;
+  grpc::ServerUnaryReactor* ListMatrices(grpc::CallbackServerContext* ctx,
+                                         const gemm::v1::ListMatricesRequest* req,
+                                         gemm::v1::ListMatricesResponse* resp) override;
+
+  // Records, logs and finishes an RPC that is not Multiply.
+  void FinishSimple(const char* method, grpc::ServerUnaryReactor* reactor, const absl::Status& status,
+                    std::chrono::steady_clock::time_point start, const std::string& detail);
+
+ private:
+  struct MultiplyCall;
+  void RunMultiply(const std::shared_ptr<MultiplyCall>& call, int device);
+  void FinishMultiply(const std::shared_ptr<MultiplyCall>& call, const absl::Status& status);
+
+  Engine& engine_;
+  Dispatcher& dispatcher_;
+  MatrixStore& store_;
+  Metrics& metrics_;
+  ServiceOptions options_;
+  std::vector<DeviceDescription> devices_;
+};
+
+grpc::Status ToGrpc(const absl::Status& status);
+
+}  // namespace gemmd

@@ -1,0 +1,105 @@
+#include "api/request_validation.h"
+
+#include <string>
+
+#include "gemm/steps.h"
+
+namespace gemmd {
+namespace {
+
+using gemm::v1::MultiplyRequest;
+using gemm::v1::Operand;
+
+std::string Dims(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
+
+absl::Status CheckOperand(const char* name, const char* dims, const Operand& op, int64_t rows,
+                          int64_t cols) {
+  switch (op.source_case()) {
+    case Operand::SOURCE_NOT_SET:
+      return absl::InvalidArgumentError(std::string(name) +
+                                        ": no input given; set data, handle or random");
+    case Operand::kData: {
+      uint64_t want = 0;
+      MatrixBytes(rows, cols, &want);  // cannot overflow: checked by the caller
+      if (op.data().size() != want) {
+        return absl::InvalidArgumentError(std::string(name) + ".data has " +
+                                          std::to_string(op.data().size()) + " bytes, but a " + dims +
+                                          " = " + Dims(rows, cols) + " fp16 matrix needs " +
+                                          std::to_string(want));
+      }
+      return absl::OkStatus();
+    }
+    case Operand::kHandle:
+      if (op.handle().empty()) {
+        return absl::InvalidArgumentError(std::string(name) + ".handle is empty");
+      }
+      return absl::OkStatus();
+    case Operand::kRandom:
+      return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(std::string(name) + ": unknown input kind");
+}
+
+}  // namespace
+
+bool MatrixBytes(int64_t rows, int64_t cols, uint64_t* bytes) {
+  return !__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), bytes) &&
+         !__builtin_mul_overflow(*bytes, uint64_t{2}, bytes);
+}
+
+absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& limits) {
+  if (!req.has_shape()) return absl::InvalidArgumentError("shape is missing: set m, n and k");
+  const auto& s = req.shape();
+  for (auto [dim, value] : {std::pair{"m", s.m()}, {"n", s.n()}, {"k", s.k()}}) {
+    if (value < 1) {
+      return absl::InvalidArgumentError(std::string("shape.") + dim + " must be >= 1, got " +
+                                        std::to_string(value));
+    }
+    if (value > limits.max_dim) {
+      return absl::ResourceExhaustedError(std::string("shape.") + dim + " = " + std::to_string(value) +
+                                          " is above this server's largest dimension, " +
+                                          std::to_string(limits.max_dim));
+    }
+  }
+  if (gemm::FindStep(req.step()) == nullptr) {
+    return absl::InvalidArgumentError("unknown step " + std::to_string(req.step()) + ": steps are " +
+                                      std::to_string(gemm::kVendorStep) + " (vendor library) to " +
+                                      std::to_string(gemm::kLastStep) + "; ListKernels lists them");
+  }
+  if (!gemm::v1::Verification_IsValid(req.verification())) {
+    return absl::InvalidArgumentError("unknown verification mode " + std::to_string(req.verification()));
+  }
+  if (!gemm::v1::OutputMode_IsValid(req.output())) {
+    return absl::InvalidArgumentError("unknown output mode " + std::to_string(req.output()));
+  }
+  if (req.repeats() > limits.max_repeats) {
+    return absl::InvalidArgumentError("repeats = " + std::to_string(req.repeats()) +
+                                      " is above this server's limit of " +
+                                      std::to_string(limits.max_repeats));
+  }
+
+  uint64_t a = 0, b = 0, d = 0, total = 0;
+  if (!MatrixBytes(s.m(), s.k(), &a) || !MatrixBytes(s.n(), s.k(), &b) || !MatrixBytes(s.m(), s.n(), &d) ||
+      __builtin_add_overflow(a, b, &total) || __builtin_add_overflow(total, d, &total)) {
+    return absl::ResourceExhaustedError("shape " + std::to_string(s.m()) + "x" + std::to_string(s.n()) +
+                                        "x" + std::to_string(s.k()) + " overflows 64-bit byte counts");
+  }
+  if (total > limits.max_request_bytes) {
+    return absl::ResourceExhaustedError(
+        "shape " + std::to_string(s.m()) + "x" + std::to_string(s.n()) + "x" + std::to_string(s.k()) +
+        " needs " + std::to_string(total) + " bytes for A, B and D, above this server's limit of " +
+        std::to_string(limits.max_request_bytes));
+  }
+  // Room for the rest of the reply (report, field tags) beside D.
+  constexpr uint64_t kReplyOverhead = 64 * 1024;
+  if (req.output() == gemm::v1::OUTPUT_INLINE && d + kReplyOverhead > limits.max_message_bytes) {
+    return absl::ResourceExhaustedError(
+        "D is " + std::to_string(d) + " bytes, too large to return inline under the max message size of " +
+        std::to_string(limits.max_message_bytes) + " bytes; ask for OUTPUT_HANDLE and DownloadMatrix");
+  }
+
+  if (auto st = CheckOperand("a", "m x k", req.a(), s.m(), s.k()); !st.ok()) return st;
+  return CheckOperand("b", "n x k", req.b(), s.n(), s.k());
+}
+
+}  // namespace gemmd

@@ -1,0 +1,28 @@
+// Checks a MultiplyRequest before any work is queued: every refusal here
+// carries the gRPC code a client can act on and a sentence a person can read.
+#pragma once
+
+#include <absl/status/status.h>
+
+#include <cstdint>
+
+#include "gemm/v1/gemm.pb.h"
+
+namespace gemmd {
+
+struct RequestLimits {
+  int64_t max_dim = 65536;
+  uint64_t max_request_bytes = 4ull << 30;
+  uint64_t max_message_bytes = 64ull << 20;
+  uint32_t max_repeats = 100;
+};
+
+// Shape, step number, enum values, repeat count, operand sizes, and the
+// byte limits. Does not look at handles (the store does) or at whether this
+// server offers the step (the engine does).
+absl::Status ValidateMultiply(const gemm::v1::MultiplyRequest& req, const RequestLimits& limits);
+
+// fp16 bytes of a rows×cols matrix; false on overflow.
+bool MatrixBytes(int64_t rows, int64_t cols, uint64_t* bytes);
+
+}  // namespace gemmd

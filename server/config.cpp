@@ -1,0 +1,59 @@
+#include "config.h"
+
+#include <CLI/CLI.hpp>
+
+#include "version.h"
+
+namespace gemmd {
+
+ParsedConfig ParseServerConfig(int argc, char** argv) {
+  ServerConfig c;
+  CLI::App app{"gemmd: a GEMM service. D = A·Bᵀ in fp16 over gRPC, on GPUs or the CPU.", "gemmd"};
+  app.set_version_flag("--version", std::string(kGemmdVersion));
+  app.get_formatter()->column_width(40);
+
+  const auto size = CLI::AsSizeValue(false);  // 64MiB, 2G, 4096...
+  app.add_option("--listen", c.listen, "gRPC listen address (host:port; port 0 picks a free one)")
+      ->envname("GEMMD_LISTEN")->capture_default_str();
+  app.add_option("--metrics-listen", c.metrics_listen,
+                 "Prometheus /metrics address; empty disables the endpoint")
+      ->envname("GEMMD_METRICS_LISTEN")->capture_default_str();
+  app.add_option("--max-message-bytes", c.max_message_bytes, "largest gRPC message, in and out")
+      ->envname("GEMMD_MAX_MESSAGE_BYTES")->transform(size)->capture_default_str();
+  app.add_option("--workers", c.workers_per_device, "worker threads per device")
+      ->envname("GEMMD_WORKERS")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--queue-capacity", c.queue_capacity,
+                 "requests that may wait for a device; more get RESOURCE_EXHAUSTED")
+      ->envname("GEMMD_QUEUE_CAPACITY")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--max-dim", c.max_dim, "largest m, n or k of one request")
+      ->envname("GEMMD_MAX_DIM")->check(CLI::Range(int64_t{1}, int64_t{1} << 31))->capture_default_str();
+  app.add_option("--max-request-bytes", c.max_request_bytes, "largest A+B+D (fp16 bytes) of one request")
+      ->envname("GEMMD_MAX_REQUEST_BYTES")->transform(size)->capture_default_str();
+  app.add_option("--matrix-quota-bytes", c.matrix_quota_bytes, "memory for all stored matrices")
+      ->envname("GEMMD_MATRIX_QUOTA_BYTES")->transform(size)->capture_default_str();
+  app.add_option("--max-repeats", c.max_repeats, "largest repeat count of one request")
+      ->envname("GEMMD_MAX_REPEATS")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--shutdown-grace-seconds", c.shutdown_grace_seconds,
+                 "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
+      ->envname("GEMMD_SHUTDOWN_GRACE_SECONDS")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+  app.add_option("--engine", c.engine, "where GEMMs run: auto (GPUs if any, else CPU), cpu, cuda")
+      ->envname("GEMMD_ENGINE")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  app.add_option("--port-file", c.port_file, "write the bound gRPC port to this file once serving")
+      ->envname("GEMMD_PORT_FILE");
+  app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error")
+      ->envname("GEMMD_LOG_LEVEL")->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return {std::nullopt, app.exit(e)};
+  }
+  if (c.max_message_bytes < 4096 || c.max_message_bytes > (2ull << 30) - 1) {
+    std::fprintf(stderr, "--max-message-bytes must be between 4KiB and 2GiB-1 (protobuf's cap)\n");
+    return {std::nullopt, 2};
+  }
+  return {c, 0};
+}
+
+}  // namespace gemmd

@@ -1,0 +1,34 @@
+// Everything an operator can set, as flags or GEMMD_* environment variables.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gemmd {
+
+struct ServerConfig {
+  std::string listen = "0.0.0.0:50051";          // gRPC address; port 0 picks one
+  std::string metrics_listen = "127.0.0.1:9464";  // Prometheus /metrics; "" disables
+  uint64_t max_message_bytes = 64ull << 20;       // gRPC cap, both directions
+  uint32_t workers_per_device = 1;
+  uint32_t queue_capacity = 64;                   // requests waiting across devices
+  int64_t max_dim = 65536;                        // largest m, n or k
+  uint64_t max_request_bytes = 4ull << 30;        // A + B + D of one Multiply
+  uint64_t matrix_quota_bytes = 8ull << 30;       // all stored matrices together
+  uint32_t max_repeats = 100;
+  double shutdown_grace_seconds = 30;             // in-flight work gets this long
+  std::string engine = "auto";                    // auto | cpu | cuda
+  std::string port_file;                          // write the bound gRPC port here
+  std::string log_level = "info";
+};
+
+// Parses flags (GEMMD_* env vars fill what flags leave out). Returns the
+// config, or the exit code when the process should stop (--help, bad flag).
+struct ParsedConfig {
+  std::optional<ServerConfig> config;
+  int exit_code = 0;
+};
+ParsedConfig ParseServerConfig(int argc, char** argv);
+
+}  // namespace gemmd

@@ -1,0 +1,135 @@
+#include "engine/cpu_engine.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/verify.h"
+#include "gemm/half.h"
+#include "gemm/random_fill.h"
+#include "gemm/steps.h"
+
+namespace gemmd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Widens an fp16 operand (rows·cols) to T, or generates it from its seed.
+template <typename T>
+std::vector<T> Materialize(const OperandView& op, gemm::OperandId id, size_t count) {
+  std::vector<T> out(count);
+  if (op.kind == OperandView::Kind::kHost) {
+    for (size_t i = 0; i < count; ++i) out[i] = gemm::HalfToFloat(op.host[i]);
+  } else {
+    for (size_t i = 0; i < count; ++i) out[i] = gemm::RandomValue(op.seed, id, i);
+  }
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+}
+
+}  // namespace
+
+std::vector<DeviceDescription> CpuEngine::devices() const {
+  DeviceDescription d;
+  d.id = "cpu:0";
+  d.name = "OpenBLAS sgemm, " + std::to_string(openblas_get_num_threads()) + " threads";
+  d.kind = "cpu";
+#if defined(__x86_64__)
+  d.arch = "x86_64";
+#elif defined(__aarch64__)
+  d.arch = "aarch64";
+#else
+  d.arch = "unknown";
+#endif
+  return {d};
+}
+
+StepAvailability CpuEngine::availability(int step, int) const {
+  if (step == gemm::kVendorStep) return {true, ""};
+  return {false, "step " + std::to_string(step) +
+                     " runs on NVIDIA sm_90 or sm_100 GPUs; this server has none (CPU engine)"};
+}
+
+absl::Status CpuEngine::Warmup(int device) {
+  // OpenBLAS spins up its thread pool on the first call; pay that here.
+  GemmJob job;
+  job.m = job.n = job.k = 64;
+  job.a.seed = 1;
+  job.b.seed = 2;
+  auto report = Run(device, job);
+  if (!report.ok()) return report.status();
+  if (!report->verification.passed) return absl::InternalError("CPU warm-up GEMM failed verification");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
+  if (job.step != gemm::kVendorStep) return absl::FailedPreconditionError(availability(job.step, 0).reason);
+  const size_t m = job.m, n = job.n, k = job.k;
+  GemmReport report;
+
+  auto t = Clock::now();
+  const std::vector<float> a = Materialize<float>(job.a, gemm::OperandId::kA, m * k);
+  const std::vector<float> b = Materialize<float>(job.b, gemm::OperandId::kB, n * k);
+  report.seconds.upload = SecondsSince(t);
+  if (job.should_stop()) return absl::CancelledError("request cancelled before the GEMM ran");
+
+  // Poisoned so an element the GEMM failed to write cannot pass verification.
+  std::vector<float> c(m * n, std::numeric_limits<float>::quiet_NaN());
+  const uint32_t repeats = std::max<uint32_t>(job.repeats, 1);
+  std::vector<double> kernel_seconds;
+  kernel_seconds.reserve(repeats);
+  for (uint32_t r = 0; r < repeats; ++r) {
+    if (r > 0 && job.should_stop()) return absl::CancelledError("request cancelled between repeats");
+    t = Clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, a.data(), static_cast<int>(k), b.data(), static_cast<int>(k),
+                0.0f, c.data(), static_cast<int>(n));
+    kernel_seconds.push_back(SecondsSince(t));
+  }
+  report.seconds.kernel = Median(kernel_seconds);
+  report.seconds.repeats = repeats;
+
+  t = Clock::now();
+  std::unique_ptr<uint16_t[]> scratch;
+  uint16_t* d = job.d;
+  if (d == nullptr && job.verify) {
+    scratch.reset(new uint16_t[m * n]);
+    d = scratch.get();
+  }
+  if (d != nullptr) {
+    for (size_t i = 0; i < m * n; ++i) d[i] = gemm::FloatToHalf(c[i]);
+  }
+  report.seconds.download = SecondsSince(t);
+
+  if (job.verify) {
+    if (job.should_stop()) return absl::CancelledError("request cancelled before verification");
+    t = Clock::now();
+    const std::vector<double> a64(a.begin(), a.end());
+    const std::vector<double> b64(b.begin(), b.end());
+    std::vector<double> ref(m * n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0, a64.data(), static_cast<int>(k), b64.data(),
+                static_cast<int>(k), 0.0, ref.data(), static_cast<int>(n));
+    report.verification = CompareWithReference(d, ref.data(), m * n);
+    report.verification.reference = "openblas-dgemm-fp64";
+    report.seconds.verify = SecondsSince(t);
+  }
+  return report;
+}
+
+}  // namespace gemmd

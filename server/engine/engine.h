@@ -1,0 +1,86 @@
+// The engine interface: where GEMMs run. The gRPC layer never sees CUDA or
+// BLAS; it hands an Engine a GemmJob for one of the engine's devices.
+#pragma once
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gemmd {
+
+struct DeviceDescription {
+  std::string id;    // "cpu:0", "cuda:1": responses, logs, metric labels
+  std::string name;  // "cpu:0 (openblas)", "cuda:0 NVIDIA H100 80GB HBM3"
+  std::string kind;  // "cpu" or "cuda"
+  std::string arch;  // "x86_64", "sm_90"
+  uint64_t memory_bytes = 0;
+};
+
+struct StepAvailability {
+  bool available = false;
+  std::string reason;  // why not, for a person; empty when available
+};
+
+// One input matrix as the engine receives it.
+struct OperandView {
+  enum class Kind { kHost, kRandom };
+  Kind kind = Kind::kRandom;
+  const uint16_t* host = nullptr;  // kHost: row-major fp16, rows·cols elements
+  uint64_t seed = 0;               // kRandom: see gemm/random_fill.h
+};
+
+struct GemmJob {
+  int64_t m = 0, n = 0, k = 0;
+  int step = 0;
+  OperandView a, b;  // A is m×k, B is n×k
+  bool verify = true;
+  uint32_t repeats = 1;
+  uint16_t* d = nullptr;  // where D goes (m·n fp16), or nullptr if not wanted
+  // Polled between phases: a cancelled or expired request is dropped early.
+  std::function<bool()> should_stop = [] { return false; };
+};
+
+struct VerificationResult {
+  bool performed = false;
+  bool passed = false;
+  double max_abs_error = 0;
+  uint64_t mismatches = 0;
+  uint64_t non_finite = 0;
+  uint64_t elements = 0;
+  double rtol = 1e-3;
+  double atol = 1e-2;
+  std::string reference;
+};
+
+struct PhaseSeconds {
+  double upload = 0, kernel = 0, download = 0, verify = 0;
+  uint32_t repeats = 1;
+};
+
+struct GemmReport {
+  VerificationResult verification;
+  PhaseSeconds seconds;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual std::string name() const = 0;
+  virtual std::vector<DeviceDescription> devices() const = 0;
+  virtual StepAvailability availability(int step, int device) const = 0;
+  virtual bool healthy(int device) const = 0;
+
+  // Runs each available step once so the first real request pays no start-up.
+  virtual absl::Status Warmup(int device) = 0;
+
+  // Runs on a dispatcher worker of `device`; at most one call per worker.
+  virtual absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) = 0;
+};
+
+}  // namespace gemmd

@@ -1,0 +1,153 @@
+#include "engine/matrix_store.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <random>
+
+#include "gemm/random_fill.h"
+
+namespace gemmd {
+
+QuotaReservation::QuotaReservation(std::shared_ptr<std::atomic<uint64_t>> used, uint64_t bytes,
+                                   std::function<void()> on_change)
+    : used_(std::move(used)), bytes_(bytes), on_change_(std::move(on_change)) {}
+
+QuotaReservation::~QuotaReservation() {
+  used_->fetch_sub(bytes_);
+  on_change_();
+}
+
+absl::Status PendingMatrix::Append(std::string_view bytes) {
+  if (bytes.size() > this->bytes() - received_) {
+    return absl::InvalidArgumentError("upload sends more than rows*cols*2 = " +
+                                      std::to_string(this->bytes()) + " bytes");
+  }
+  std::memcpy(reinterpret_cast<char*>(data()) + received_, bytes.data(), bytes.size());
+  received_ += bytes.size();
+  return absl::OkStatus();
+}
+
+MatrixStore::MatrixStore(uint64_t quota_bytes, std::function<void(uint64_t, size_t)> on_usage)
+    : quota_(quota_bytes), on_usage_(std::move(on_usage)), rng_state_(std::random_device{}()) {
+  rng_state_ ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+MatrixStore::~MatrixStore() {
+  // Matrices release their quota through Publish(), which needs mu_: free
+  // them while the store is still whole.
+  std::map<std::string, std::shared_ptr<StoredMatrix>, std::less<>> doomed;
+  {
+    std::lock_guard lock(mu_);
+    doomed.swap(matrices_);
+  }
+  doomed.clear();
+}
+
+absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows, int64_t cols,
+                                                                     std::string label) {
+  if (rows < 1 || cols < 1) {
+    return absl::InvalidArgumentError("a matrix needs rows >= 1 and cols >= 1, got " +
+                                      std::to_string(rows) + "x" + std::to_string(cols));
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), &bytes) ||
+      __builtin_mul_overflow(bytes, uint64_t{2}, &bytes)) {
+    return absl::ResourceExhaustedError("a " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                        " matrix is larger than any quota");
+  }
+  uint64_t used = used_->load();
+  do {
+    if (bytes > quota_ - std::min(used, quota_)) {
+      return absl::ResourceExhaustedError(
+          "matrix quota exhausted: " + std::to_string(bytes) + " bytes asked, " +
+          std::to_string(quota_ - std::min(used, quota_)) + " of " + std::to_string(quota_) +
+          " free; delete matrices you no longer need");
+    }
+  } while (!used_->compare_exchange_weak(used, used + bytes));
+
+  auto pending = std::make_unique<PendingMatrix>();
+  pending->matrix_ = std::make_shared<StoredMatrix>();
+  StoredMatrix& m = *pending->matrix_;
+  m.reservation_ = std::make_unique<QuotaReservation>(used_, bytes, [this] { Publish(); });
+  m.desc_.rows = rows;
+  m.desc_.cols = cols;
+  m.desc_.bytes = bytes;
+  m.desc_.label = std::move(label);
+  m.data_.reset(new (std::nothrow) uint16_t[bytes / 2]);
+  if (!m.data_) {
+    return absl::ResourceExhaustedError("the server could not allocate " + std::to_string(bytes) +
+                                        " bytes of host memory");
+  }
+  Publish();
+  return pending;
+}
+
+absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMatrix> pending) {
+  if (pending->received() != pending->bytes()) {
+    return absl::InvalidArgumentError("upload ended after " + std::to_string(pending->received()) +
+                                      " of " + std::to_string(pending->bytes()) +
+                                      " bytes (rows*cols*2); the matrix was discarded");
+  }
+  std::lock_guard lock(mu_);
+  std::shared_ptr<StoredMatrix> m = std::move(pending->matrix_);
+  m->desc_.handle = NewHandle();
+  matrices_.emplace(m->desc_.handle, m);
+  MatrixDescription desc = m->desc_;
+  return desc;
+}
+
+absl::StatusOr<std::shared_ptr<const StoredMatrix>> MatrixStore::Get(std::string_view handle) const {
+  std::lock_guard lock(mu_);
+  auto it = matrices_.find(handle);
+  if (it == matrices_.end()) {
+    return absl::NotFoundError("no matrix with handle '" + std::string(handle) +
+                               "' (never uploaded, or deleted)");
+  }
+  return std::shared_ptr<const StoredMatrix>(it->second);
+}
+
+absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle) {
+  std::shared_ptr<StoredMatrix> victim;  // freed outside the lock
+  {
+    std::lock_guard lock(mu_);
+    auto it = matrices_.find(handle);
+    if (it == matrices_.end()) {
+      return absl::NotFoundError("no matrix with handle '" + std::string(handle) +
+                                 "' (never uploaded, or deleted already)");
+    }
+    victim = std::move(it->second);
+    matrices_.erase(it);
+  }
+  return victim->description().bytes;
+}
+
+std::vector<MatrixDescription> MatrixStore::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<MatrixDescription> out;
+  for (const auto& [handle, m] : matrices_) out.push_back(m->description());
+  return out;
+}
+
+void MatrixStore::Publish() const {
+  size_t count = 0;
+  {
+    std::lock_guard lock(mu_);
+    count = matrices_.size();
+  }
+  on_usage_(used_->load(), count);
+}
+
+std::string MatrixStore::NewHandle() {
+  // Unguessable enough that one client does not stumble on another's matrix.
+  rng_state_ = gemm::Mix64(rng_state_ + 0x9e3779b97f4a7c15ULL);
+  const uint64_t hi = rng_state_;
+  rng_state_ = gemm::Mix64(rng_state_ + 0x9e3779b97f4a7c15ULL);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "m-%016llx%016llx", static_cast<unsigned long long>(hi),
+                static_cast<unsigned long long>(rng_state_));
+  return buf;
+}
+
+}  // namespace gemmd

@@ -1,0 +1,125 @@
+#include "gemm_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "gemm/steps.h"
+#include "version.h"
+
+namespace gemmd {
+
+namespace {
+constexpr const char* kServiceName = "gemm.v1.GemmService";
+}
+
+GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
+    : config_(std::move(config)), engine_(std::move(engine)) {
+  const auto devices = engine_->devices();
+  store_ = std::make_unique<MatrixStore>(
+      config_.matrix_quota_bytes, [this](uint64_t bytes, size_t count) { metrics_.SetResidentMatrices(bytes, count); });
+  DispatcherOptions dopts;
+  dopts.queue_capacity = config_.queue_capacity;
+  dopts.workers_per_device = config_.workers_per_device;
+  dopts.on_queue_depth = [this, devices](int device, size_t depth) {
+    metrics_.SetQueueDepth(devices[device].id, depth);
+  };
+  dispatcher_ = std::make_unique<Dispatcher>(*engine_, dopts);
+
+  ServiceOptions sopts;
+  sopts.limits.max_dim = config_.max_dim;
+  sopts.limits.max_request_bytes = config_.max_request_bytes;
+  sopts.limits.max_message_bytes = config_.max_message_bytes;
+  sopts.limits.max_repeats = config_.max_repeats;
+  sopts.queue_capacity = config_.queue_capacity;
+  service_ = std::make_unique<GemmService>(*engine_, *dispatcher_, *store_, metrics_, sopts);
+
+  metrics_.SetQuota(config_.matrix_quota_bytes);
+  metrics_.SetBuildInfo(kGemmdVersion, engine_->name());
+  for (const auto& d : devices) {
+    metrics_.SetQueueDepth(d.id, 0);
+  }
+}
+
+GemmServer::~GemmServer() { Shutdown(std::chrono::seconds(0)); }
+
+absl::Status GemmServer::Start() {
+  if (!config_.metrics_listen.empty()) {
+    try {
+      metrics_.Serve(config_.metrics_listen);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError("cannot serve metrics on " + config_.metrics_listen + ": " + e.what());
+    }
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_ || port_ == 0) return absl::UnavailableError("cannot listen on " + config_.listen);
+
+  auto* health = server_->GetHealthCheckService();
+  health->SetServingStatus("", false);
+  health->SetServingStatus(kServiceName, false);
+
+  // Warm every device before saying SERVING, so the first request pays no
+  // start-up cost.
+  const auto devices = engine_->devices();
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const int di = static_cast<int>(d);
+    const auto start = std::chrono::steady_clock::now();
+    absl::Status st = engine_->Warmup(di);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!st.ok()) {
+      spdlog::error("device {} failed its warm-up: {}", devices[d].id, std::string(st.message()));
+    } else {
+      spdlog::info("device {} ({}) warm in {:.1f} ms", devices[d].id, devices[d].name, ms);
+    }
+    metrics_.SetDeviceHealthy(devices[d].id, engine_->healthy(di));
+  }
+  // One line per distinct reason, not one per step.
+  std::map<std::string, std::string> unavailable;  // reason -> steps
+  for (const gemm::StepInfo& info : gemm::AllSteps()) {
+    StepAvailability any{false, "no device"};
+    for (size_t d = 0; d < devices.size() && !any.available; ++d) {
+      any = engine_->availability(info.step, static_cast<int>(d));
+    }
+    metrics_.SetStepAvailable(info.step, any.available);
+    if (!any.available) {
+      std::string& steps = unavailable[any.reason];
+      steps += (steps.empty() ? "" : ",") + std::to_string(info.step);
+    }
+  }
+  for (const auto& [reason, steps] : unavailable) spdlog::info("steps {} unavailable: {}", steps, reason);
+  health->SetServingStatus("", true);
+  health->SetServingStatus(kServiceName, true);
+  spdlog::info("gemmd {} serving gemm.v1 on port {} ({} engine, {} device(s)); metrics on {}", kGemmdVersion,
+               port_, engine_->name(), devices.size(),
+               config_.metrics_listen.empty() ? "nowhere (disabled)"
+                                              : "port " + std::to_string(metrics_.port()) + " /metrics");
+  return absl::OkStatus();
+}
+
+void GemmServer::Shutdown(std::chrono::duration<double> grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_) {
+    auto* health = server_->GetHealthCheckService();
+    health->SetServingStatus("", false);
+    health->SetServingStatus(kServiceName, false);
+    // Stops accepting; waits for in-flight calls until the deadline, then
+    // cancels them (the workers see IsCancelled and finish them early).
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::duration_cast<std::chrono::system_clock::duration>(grace));
+  }
+  dispatcher_->Shutdown();
+  if (server_) server_->Wait();
+}
+
+}  // namespace gemmd

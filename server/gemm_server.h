@@ -1,0 +1,50 @@
+// Assembles one gemmd: engine, dispatcher, matrix store, metrics, the gRPC
+// service with health and reflection. main() and the end-to-end test
+// fixture both start servers through this class.
+#pragma once
+
+#include <absl/status/status.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+
+#include "api/gemm_service.h"
+#include "config.h"
+#include "engine/dispatcher.h"
+#include "engine/engine.h"
+#include "engine/matrix_store.h"
+#include "metrics/metrics.h"
+
+namespace gemmd {
+
+class GemmServer {
+ public:
+  GemmServer(ServerConfig config, std::unique_ptr<Engine> engine);
+  ~GemmServer();
+
+  // Binds, warms every device up (health NOT_SERVING meanwhile), then
+  // reports SERVING. Returns once serving.
+  absl::Status Start();
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_.port(); }
+  Metrics& metrics() { return metrics_; }
+
+  // Stops accepting, lets in-flight calls finish within `grace`, cancels
+  // the rest, drains the queue and stops the workers. Idempotent.
+  void Shutdown(std::chrono::duration<double> grace);
+
+ private:
+  ServerConfig config_;
+  Metrics metrics_;  // first in, last out: everything below reports to it
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<MatrixStore> store_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<GemmService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace gemmd

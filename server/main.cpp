@@ -1,0 +1,49 @@
+// gemmd: the GEMM server. Blocks SIGINT/SIGTERM in every thread and waits
+// for them here, so shutdown runs on an ordinary thread, not in a handler.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <fstream>
+
+#include "config.h"
+#include "engine/engine_factory.h"
+#include "gemm_server.h"
+
+int main(int argc, char** argv) {
+  auto parsed = gemmd::ParseServerConfig(argc, argv);
+  if (!parsed.config) return parsed.exit_code;
+  const gemmd::ServerConfig& config = *parsed.config;
+  spdlog::set_default_logger(spdlog::stderr_color_mt("gemmd"));
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // inherited by every thread below
+
+  auto choice = gemmd::CreateEngine(config.engine);
+  if (!choice.ok()) {
+    spdlog::critical("{}", std::string(choice.status().message()));
+    return 1;
+  }
+  spdlog::info("{}", choice->why);
+  gemmd::GemmServer server(config, std::move(choice->engine));
+  if (auto st = server.Start(); !st.ok()) {
+    spdlog::critical("{}", std::string(st.message()));
+    return 1;
+  }
+  if (!config.port_file.empty()) {
+    std::ofstream(config.port_file) << server.port() << "\n";
+  }
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("{} received: draining (grace {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+               config.shutdown_grace_seconds);
+  server.Shutdown(std::chrono::duration<double>(config.shutdown_grace_seconds));
+  spdlog::info("stopped cleanly");
+  return 0;
+}

@@ -1,0 +1,136 @@
+#include "metrics/metrics.h"
+
+#include <cmath>
+
+namespace gemmd {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+// 50 µs .. ~100 s, a factor of 2 apart: a 1×1×1 CPU GEMM and an 8192³ on a
+// CPU both land inside.
+prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (double s = 50e-6; s < 120; s *= 2) b.push_back(s);
+  return b;
+}
+
+}  // namespace
+
+Metrics::Metrics()
+    : requests_(BuildCounter()
+                    .Name("gemm_requests_total")
+                    .Help("Finished RPCs by method, kernel step and gRPC status code")
+                    .Register(*registry_)),
+      request_seconds_(BuildHistogram()
+                           .Name("gemm_request_duration_seconds")
+                           .Help("RPC latency from arrival to reply, by method and step")
+                           .Register(*registry_)),
+      kernel_seconds_(BuildHistogram()
+                          .Name("gemm_kernel_duration_seconds")
+                          .Help("Time of the GEMM kernel alone (median of the request's repeats)")
+                          .Register(*registry_)),
+      flops_(BuildCounter()
+                 .Name("gemm_floating_point_operations_total")
+                 .Help("2*m*n*k per kernel run; rate() gives sustained FLOP/s")
+                 .Register(*registry_)),
+      gemms_(BuildCounter()
+                 .Name("gemm_kernel_runs_total")
+                 .Help("GEMMs run on a device, by step and device")
+                 .Register(*registry_)),
+      verification_failures_(BuildCounter()
+                                 .Name("gemm_verification_failures_total")
+                                 .Help("GEMMs whose result failed verification against the reference")
+                                 .Register(*registry_)),
+      step_available_(BuildGauge()
+                          .Name("gemm_step_available")
+                          .Help("1 if this server offers the kernel step, 0 if not")
+                          .Register(*registry_)),
+      device_healthy_(BuildGauge()
+                          .Name("gemm_device_healthy")
+                          .Help("1 while the device serves requests, 0 once it is marked unhealthy")
+                          .Register(*registry_)),
+      queue_depth_(BuildGauge()
+                       .Name("gemm_queue_depth")
+                       .Help("Requests waiting for a device, per device")
+                       .Register(*registry_)),
+      in_flight_(BuildGauge()
+                     .Name("gemm_requests_in_flight")
+                     .Help("Multiply requests received and not yet answered")
+                     .Register(*registry_)
+                     .Add({})),
+      resident_bytes_(BuildGauge()
+                          .Name("gemm_resident_matrix_bytes")
+                          .Help("Bytes held by stored (uploaded or result) matrices")
+                          .Register(*registry_)
+                          .Add({})),
+      resident_matrices_(BuildGauge()
+                             .Name("gemm_resident_matrices")
+                             .Help("Stored matrices behind handles")
+                             .Register(*registry_)
+                             .Add({})),
+      quota_bytes_(BuildGauge()
+                       .Name("gemm_matrix_quota_bytes")
+                       .Help("Quota for stored matrices")
+                       .Register(*registry_)
+                       .Add({})),
+      build_info_(BuildGauge()
+                      .Name("gemm_build_info")
+                      .Help("Always 1; labels carry the version and engine")
+                      .Register(*registry_)) {}
+
+void Metrics::Serve(const std::string& address) {
+  exposer_ = std::make_unique<prometheus::Exposer>(address);
+  exposer_->RegisterCollectable(registry_);
+}
+
+int Metrics::port() const {
+  if (!exposer_) return 0;
+  auto ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::RecordRequest(const std::string& method, const std::string& step,
+                            const std::string& code, double seconds) {
+  requests_.Add({{"method", method}, {"step", step}, {"code", code}}).Increment();
+  request_seconds_.Add({{"method", method}, {"step", step}}, LatencyBuckets()).Observe(seconds);
+}
+
+void Metrics::RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,
+                         bool verification_failed) {
+  const std::string s = std::to_string(step);
+  kernel_seconds_.Add({{"step", s}, {"device", device}}, LatencyBuckets()).Observe(kernel_seconds);
+  flops_.Add({{"step", s}, {"device", device}}).Increment(flops);
+  gemms_.Add({{"step", s}, {"device", device}}).Increment();
+  auto& failures = verification_failures_.Add({{"step", s}, {"device", device}});
+  if (verification_failed) failures.Increment();
+}
+
+void Metrics::SetStepAvailable(int step, bool available) {
+  step_available_.Add({{"step", std::to_string(step)}}).Set(available ? 1 : 0);
+}
+
+void Metrics::SetDeviceHealthy(const std::string& device, bool healthy) {
+  device_healthy_.Add({{"device", device}}).Set(healthy ? 1 : 0);
+}
+
+void Metrics::SetQueueDepth(const std::string& device, size_t depth) {
+  queue_depth_.Add({{"device", device}}).Set(static_cast<double>(depth));
+}
+
+void Metrics::AddInFlight(double delta) { in_flight_.Increment(delta); }
+
+void Metrics::SetResidentMatrices(uint64_t bytes, size_t count) {
+  resident_bytes_.Set(static_cast<double>(bytes));
+  resident_matrices_.Set(static_cast<double>(count));
+}
+
+void Metrics::SetQuota(uint64_t bytes) { quota_bytes_.Set(static_cast<double>(bytes)); }
+
+void Metrics::SetBuildInfo(const std::string& version, const std::string& engine) {
+  build_info_.Add({{"version", version}, {"engine", engine}}).Set(1);
+}
+
+}  // namespace gemmd

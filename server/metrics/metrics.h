@@ -1,0 +1,64 @@
+// The server's Prometheus metrics (prometheus-cpp), served by its exposer on
+// their own HTTP port. Names follow Prometheus conventions: base units,
+// _seconds, _bytes, _total.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gemmd {
+
+class Metrics {
+ public:
+  Metrics();
+
+  // Serves /metrics on `address` ("host:port"; port 0 picks a free one).
+  void Serve(const std::string& address);
+  // The bound port, once serving; 0 otherwise.
+  int port() const;
+
+  // One finished RPC. `step` is "" for methods that take none.
+  void RecordRequest(const std::string& method, const std::string& step, const std::string& code,
+                     double seconds);
+  // One GEMM that ran on a device.
+  void RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,
+                  bool verification_failed);
+  void SetStepAvailable(int step, bool available);
+  void SetDeviceHealthy(const std::string& device, bool healthy);
+  void SetQueueDepth(const std::string& device, size_t depth);
+  void AddInFlight(double delta);
+  void SetResidentMatrices(uint64_t bytes, size_t count);
+  void SetQuota(uint64_t bytes);
+  void SetBuildInfo(const std::string& version, const std::string& engine);
+
+  prometheus::Registry& registry() { return *registry_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer_;
+
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& request_seconds_;
+  prometheus::Family<prometheus::Histogram>& kernel_seconds_;
+  prometheus::Family<prometheus::Counter>& flops_;
+  prometheus::Family<prometheus::Counter>& gemms_;
+  prometheus::Family<prometheus::Counter>& verification_failures_;
+  prometheus::Family<prometheus::Gauge>& step_available_;
+  prometheus::Family<prometheus::Gauge>& device_healthy_;
+  prometheus::Family<prometheus::Gauge>& queue_depth_;
+  prometheus::Gauge& in_flight_;
+  prometheus::Gauge& resident_bytes_;
+  prometheus::Gauge& resident_matrices_;
+  prometheus::Gauge& quota_bytes_;
+  prometheus::Family<prometheus::Gauge>& build_info_;
+};
+
+}  // namespace gemmd

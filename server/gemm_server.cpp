@@ -82,14 +82,14 @@ absl::Status GemmServer::Start() {
       spdlog::info("device {} ({}) warm in {:.1f} ms", devices[d].id, devices[d].name, ms);
     }
     metrics_.SetDeviceHealthy(devices[d].id, engine_->healthy(di));
+    for (const gemm::StepInfo& info : gemm::AllSteps()) {
+      if (engine_->availability(info.step, di).available) metrics_.InitSeries(info.step, devices[d].id);
+    }
   }
   // One line per distinct reason, not one per step.
   std::map<std::string, std::string> unavailable;  // reason -> steps
   for (const gemm::StepInfo& info : gemm::AllSteps()) {
-    StepAvailability any{false, "no device"};
-    for (size_t d = 0; d < devices.size() && !any.available; ++d) {
-      any = engine_->availability(info.step, static_cast<int>(d));
-    }
+    const StepAvailability any = AvailabilityOnAnyDevice(*engine_, info.step);
     metrics_.SetStepAvailable(info.step, any.available);
     if (!any.available) {
       std::string& steps = unavailable[any.reason];

@@ -30,6 +30,8 @@ class GemmServer {
   int port() const { return port_; }
   int metrics_port() const { return metrics_.port(); }
   Metrics& metrics() { return metrics_; }
+  // Requests waiting for a device (not running).
+  size_t queued() const { return dispatcher_->queued(); }
 
   // Stops accepting, lets in-flight calls finish within `grace`, cancels
   // the rest, drains the queue and stops the workers. Idempotent.

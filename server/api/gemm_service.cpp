@@ -79,15 +79,8 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
     FinishMultiply(call, st);
     return call->reactor;
   }
-  if (auto avail = [&] {
-        StepAvailability any{false, ""};
-        for (size_t d = 0; d < devices_.size() && !any.available; ++d) {
-          any = engine_.availability(static_cast<int>(req->step()), static_cast<int>(d));
-        }
-        return any;
-      }();
-      !avail.available) {
-    FinishMultiply(call, absl::FailedPreconditionError(avail.reason));
+  if (auto avail = AvailabilityOnAnyDevice(engine_, static_cast<int>(req->step())); !avail.available) {
+    FinishMultiply(call, absl::FailedPreconditionError("step " + std::to_string(req->step()) + " " + avail.reason));
     return call->reactor;
   }
   const auto& s = req->shape();
@@ -294,10 +287,7 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
     k->mutable_limits()->set_max_m(info.max_m);
     k->mutable_limits()->set_max_n(info.max_n);
     k->mutable_limits()->set_max_k(info.max_k);
-    StepAvailability any{false, "no device"};
-    for (size_t d = 0; d < devices_.size() && !any.available; ++d) {
-      any = engine_.availability(info.step, static_cast<int>(d));
-    }
+    const StepAvailability any = AvailabilityOnAnyDevice(engine_, info.step);
     k->set_available(any.available);
     k->set_unavailable_reason(any.reason);
   }

@@ -61,8 +61,7 @@ std::vector<DeviceDescription> CpuEngine::devices() const {
 
 StepAvailability CpuEngine::availability(int step, int) const {
   if (step == gemm::kVendorStep) return {true, ""};
-  return {false, "step " + std::to_string(step) +
-                     " runs on NVIDIA sm_90 or sm_100 GPUs; this server has none (CPU engine)"};
+  return {false, "runs on NVIDIA sm_90 or sm_100 GPUs; this server has none (CPU engine)"};
 }
 
 absl::Status CpuEngine::Warmup(int device) {
@@ -78,7 +77,9 @@ absl::Status CpuEngine::Warmup(int device) {
 }
 
 absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
-  if (job.step != gemm::kVendorStep) return absl::FailedPreconditionError(availability(job.step, 0).reason);
+  if (job.step != gemm::kVendorStep) {
+    return absl::FailedPreconditionError("step " + std::to_string(job.step) + " " + availability(job.step, 0).reason);
+  }
   const size_t m = job.m, n = job.n, k = job.k;
   GemmReport report;
 

@@ -23,7 +23,9 @@ struct DeviceDescription {
 
 struct StepAvailability {
   bool available = false;
-  std::string reason;  // why not, for a person; empty when available
+  // Why not, for a person, as a predicate of "step N": "runs on NVIDIA
+  // sm_90 or sm_100 GPUs; this server has none". Empty when available.
+  std::string reason;
 };
 
 // One input matrix as the engine receives it.
@@ -82,5 +84,18 @@ class Engine {
   // Runs on a dispatcher worker of `device`; at most one call per worker.
   virtual absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) = 0;
 };
+
+// Whether any device of `engine` can run `step` (the first device's reason
+// when none can).
+inline StepAvailability AvailabilityOnAnyDevice(const Engine& engine, int step) {
+  StepAvailability first{false, "has no device to run on"};
+  const size_t count = engine.devices().size();
+  for (size_t d = 0; d < count; ++d) {
+    StepAvailability a = engine.availability(step, static_cast<int>(d));
+    if (a.available) return a;
+    if (d == 0) first = a;
+  }
+  return first;
+}
 
 }  // namespace gemmd

@@ -90,11 +90,15 @@ absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMat
                                       " of " + std::to_string(pending->bytes()) +
                                       " bytes (rows*cols*2); the matrix was discarded");
   }
-  std::lock_guard lock(mu_);
-  std::shared_ptr<StoredMatrix> m = std::move(pending->matrix_);
-  m->desc_.handle = NewHandle();
-  matrices_.emplace(m->desc_.handle, m);
-  MatrixDescription desc = m->desc_;
+  MatrixDescription desc;
+  {
+    std::lock_guard lock(mu_);
+    std::shared_ptr<StoredMatrix> m = std::move(pending->matrix_);
+    m->desc_.handle = NewHandle();
+    matrices_.emplace(m->desc_.handle, m);
+    desc = m->desc_;
+  }
+  Publish();
   return desc;
 }
 
@@ -120,7 +124,10 @@ absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle) {
     victim = std::move(it->second);
     matrices_.erase(it);
   }
-  return victim->description().bytes;
+  const uint64_t bytes = victim->description().bytes;
+  victim.reset();  // frees now unless a running GEMM still reads it
+  Publish();
+  return bytes;
 }
 
 std::vector<MatrixDescription> MatrixStore::List() const {

@@ -108,6 +108,16 @@ void Metrics::RecordGemm(int step, const std::string& device, double kernel_seco
   if (verification_failed) failures.Increment();
 }
 
+void Metrics::InitSeries(int step, const std::string& device) {
+  const std::string s = std::to_string(step);
+  requests_.Add({{"method", "Multiply"}, {"step", s}, {"code", "OK"}});
+  request_seconds_.Add({{"method", "Multiply"}, {"step", s}}, LatencyBuckets());
+  kernel_seconds_.Add({{"step", s}, {"device", device}}, LatencyBuckets());
+  flops_.Add({{"step", s}, {"device", device}});
+  gemms_.Add({{"step", s}, {"device", device}});
+  verification_failures_.Add({{"step", s}, {"device", device}});
+}
+
 void Metrics::SetStepAvailable(int step, bool available) {
   step_available_.Add({{"step", std::to_string(step)}}).Set(available ? 1 : 0);
 }

@@ -31,6 +31,9 @@ class Metrics {
   // One GEMM that ran on a device.
   void RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,
                   bool verification_failed);
+  // Creates the zero-valued series of a (step, device) pair that can run,
+  // so dashboards and rate() see 0 instead of nothing before the first GEMM.
+  void InitSeries(int step, const std::string& device);
   void SetStepAvailable(int step, bool available);
   void SetDeviceHealthy(const std::string& device, bool healthy);
   void SetQueueDepth(const std::string& device, size_t depth);

@@ -1,0 +1,57 @@
+#include "config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+namespace gemmd {
+namespace {
+
+ParsedConfig Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "gemmd");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return ParseServerConfig(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(Config, DefaultsAreServiceable) {
+  auto p = Parse({});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->listen, "0.0.0.0:50051");
+  EXPECT_EQ(p.config->max_message_bytes, 64u << 20);
+  EXPECT_EQ(p.config->engine, "auto");
+}
+
+TEST(Config, FlagsTakeSizesWithUnits) {
+  auto p = Parse({"--listen", "127.0.0.1:7000", "--max-message-bytes", "16MB", "--matrix-quota-bytes", "2GB",
+                  "--queue-capacity", "5", "--workers", "3", "--engine", "cpu"});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->listen, "127.0.0.1:7000");
+  EXPECT_EQ(p.config->max_message_bytes, 16u << 20);
+  EXPECT_EQ(p.config->matrix_quota_bytes, 2ull << 30);
+  EXPECT_EQ(p.config->queue_capacity, 5u);
+  EXPECT_EQ(p.config->workers_per_device, 3u);
+}
+
+TEST(Config, EnvironmentFillsWhatFlagsLeaveOut) {
+  setenv("GEMMD_QUEUE_CAPACITY", "17", 1);
+  setenv("GEMMD_LISTEN", "127.0.0.1:1234", 1);
+  auto p = Parse({"--listen", "127.0.0.1:999"});
+  unsetenv("GEMMD_QUEUE_CAPACITY");
+  unsetenv("GEMMD_LISTEN");
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->queue_capacity, 17u);
+  EXPECT_EQ(p.config->listen, "127.0.0.1:999");  // a flag beats the environment
+}
+
+TEST(Config, BadValuesStopWithAUsageError) {
+  EXPECT_FALSE(Parse({"--engine", "tpu"}).config);
+  EXPECT_NE(Parse({"--engine", "tpu"}).exit_code, 0);
+  EXPECT_FALSE(Parse({"--workers", "0"}).config);
+  EXPECT_FALSE(Parse({"--max-message-bytes", "1"}).config);
+  EXPECT_FALSE(Parse({"--no-such-flag"}).config);
+}
+
+}  // namespace
+}  // namespace gemmd

@@ -1,0 +1,86 @@
+#include "engine/cpu_engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gemm/random_fill.h"
+#include "test_util.h"
+
+namespace gemmd {
+namespace {
+
+using testing::CountMismatches;
+using testing::RandomHalfBytes;
+using testing::ReferenceGemm;
+using testing::ToDouble;
+
+TEST(CpuEngine, OffersStepZeroOnlyAndExplainsTheRest) {
+  CpuEngine e;
+  ASSERT_EQ(e.devices().size(), 1u);
+  EXPECT_EQ(e.devices()[0].id, "cpu:0");
+  EXPECT_TRUE(e.availability(0, 0).available);
+  for (int s = 1; s <= 10; ++s) {
+    EXPECT_FALSE(e.availability(s, 0).available);
+    EXPECT_THAT(e.availability(s, 0).reason, ::testing::HasSubstr("GPU"));
+  }
+  GemmJob job;
+  job.m = job.n = job.k = 8;
+  job.step = 5;
+  EXPECT_EQ(e.Run(0, job).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CpuEngine, HostInputsGiveTheReferenceProductAndAPassingReport) {
+  CpuEngine e;
+  const int64_t m = 70, n = 45, k = 130;
+  const std::string a = RandomHalfBytes(m, k, 1), b = RandomHalfBytes(n, k, 2);
+  std::string d(m * n * 2, '\xff');  // poisoned: 0xffff is an fp16 NaN
+  GemmJob job;
+  job.m = m;
+  job.n = n;
+  job.k = k;
+  job.a = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(a.data()), 0};
+  job.b = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(b.data()), 0};
+  job.d = reinterpret_cast<uint16_t*>(d.data());
+  auto r = e.Run(0, job);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->verification.passed);
+  EXPECT_EQ(r->verification.elements, static_cast<uint64_t>(m * n));
+  EXPECT_EQ(CountMismatches(d, ReferenceGemm(ToDouble(a), ToDouble(b), m, n, k)), 0);
+}
+
+TEST(CpuEngine, RandomInputsComeFromTheSeed) {
+  CpuEngine e;
+  const int64_t m = 20, n = 30, k = 40;
+  std::string d(m * n * 2, '\xff');
+  GemmJob job;
+  job.m = m;
+  job.n = n;
+  job.k = k;
+  job.a.seed = 77;
+  job.b.seed = 77;
+  job.d = reinterpret_cast<uint16_t*>(d.data());
+  job.repeats = 3;
+  auto r = e.Run(0, job);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->seconds.repeats, 3u);
+  std::vector<double> a(m * k), b(n * k);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = gemm::RandomValue(77, gemm::OperandId::kA, i);
+  for (int64_t i = 0; i < n * k; ++i) b[i] = gemm::RandomValue(77, gemm::OperandId::kB, i);
+  EXPECT_EQ(CountMismatches(d, ReferenceGemm(a, b, m, n, k)), 0);
+}
+
+TEST(CpuEngine, AStopRequestCancelsBeforeTheGemm) {
+  CpuEngine e;
+  GemmJob job;
+  job.m = job.n = job.k = 16;
+  job.should_stop = [] { return true; };
+  EXPECT_EQ(e.Run(0, job).status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST(CpuEngine, WarmupSucceeds) {
+  CpuEngine e;
+  EXPECT_TRUE(e.Warmup(0).ok());
+}
+
+}  // namespace
+}  // namespace gemmd

@@ -1,0 +1,484 @@
+// End-to-end: a real server on a loopback port, a real gRPC channel.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "gemm/random_fill.h"
+#include "server_fixture.h"
+#include "test_util.h"
+
+namespace gemmd::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using gemm::v1::MultiplyRequest;
+using gemm::v1::MultiplyResponse;
+
+MultiplyRequest InlineRequest(int64_t m, int64_t n, int64_t k, uint32_t seed) {
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.mutable_a()->set_data(RandomHalfBytes(m, k, seed));
+  req.mutable_b()->set_data(RandomHalfBytes(n, k, seed + 1));
+  req.set_output(gemm::v1::OUTPUT_INLINE);
+  return req;
+}
+
+MultiplyRequest RandomRequest(int64_t m, int64_t n, int64_t k, uint64_t seed) {
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.mutable_a()->mutable_random()->set_seed(seed);
+  req.mutable_b()->mutable_random()->set_seed(seed);
+  return req;
+}
+
+void ExpectError(const grpc::Status& st, grpc::StatusCode code, const std::string& text) {
+  EXPECT_EQ(st.error_code(), code) << gemmc::CodeName(st.error_code()) << ": " << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr(text));
+}
+
+class GemmServiceTest : public ServerFixture {
+ protected:
+  void SetUp() override { StartServer(); }
+
+  grpc::Status Send(const MultiplyRequest& req, MultiplyResponse* resp = nullptr) {
+    MultiplyResponse local;
+    return client().Multiply(req, resp ? resp : &local);
+  }
+};
+
+// ------------------------------------------------------------ happy paths
+
+TEST_F(GemmServiceTest, InlineDataMatchesAnIndependentReference) {
+  const int64_t m = 64, n = 48, k = 100;
+  MultiplyRequest req = InlineRequest(m, n, k, 7);
+  MultiplyResponse resp;
+  ASSERT_TRUE(Send(req, &resp).ok());
+  const auto ref = ReferenceGemm(ToDouble(req.a().data()), ToDouble(req.b().data()), m, n, k);
+  EXPECT_EQ(CountMismatches(resp.d(), ref), 0);
+  EXPECT_TRUE(resp.verification().performed());
+  EXPECT_TRUE(resp.verification().passed());
+  EXPECT_EQ(resp.verification().elements(), static_cast<uint64_t>(m * n));
+  EXPECT_EQ(resp.verification().reference(), "openblas-dgemm-fp64");
+  EXPECT_DOUBLE_EQ(resp.verification().rtol(), 1e-3);
+  EXPECT_DOUBLE_EQ(resp.verification().atol(), 1e-2);
+  EXPECT_EQ(resp.engine(), "cpu");
+  EXPECT_EQ(resp.device(), "cpu:0");
+  EXPECT_GT(resp.timing().kernel_seconds(), 0);
+  EXPECT_GE(resp.timing().total_seconds(), resp.timing().kernel_seconds());
+  EXPECT_NEAR(resp.tflops(), 2.0 * m * n * k / resp.timing().kernel_seconds() / 1e12, 1e-9);
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+class RaggedShapeTest : public GemmServiceTest, public ::testing::WithParamInterface<Shape> {};
+
+TEST_P(RaggedShapeTest, MatchesReference) {
+  const Shape s = GetParam();
+  MultiplyRequest req = InlineRequest(s.m, s.n, s.k, static_cast<uint32_t>(s.m * 31 + s.n * 7 + s.k));
+  MultiplyResponse resp;
+  ASSERT_TRUE(Send(req, &resp).ok());
+  EXPECT_TRUE(resp.verification().passed());
+  const auto ref = ReferenceGemm(ToDouble(req.a().data()), ToDouble(req.b().data()), s.m, s.n, s.k);
+  EXPECT_EQ(CountMismatches(resp.d(), ref), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RaggedShapeTest,
+                         ::testing::Values(Shape{1, 1, 1}, Shape{129, 77, 1000}, Shape{1, 257, 3}, Shape{300, 1, 64},
+                                           Shape{17, 33, 9}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.m) + "x" + std::to_string(info.param.n) + "x" +
+                                  std::to_string(info.param.k);
+                         });
+
+TEST_F(GemmServiceTest, ServerGeneratedInputsFollowTheDocumentedGenerator) {
+  const int64_t m = 33, n = 20, k = 70;
+  MultiplyRequest req = RandomRequest(m, n, k, 12345);
+  req.set_output(gemm::v1::OUTPUT_INLINE);
+  MultiplyResponse first, second, other;
+  ASSERT_TRUE(Send(req, &first).ok());
+  ASSERT_TRUE(Send(req, &second).ok());
+  EXPECT_EQ(first.d(), second.d());
+  EXPECT_TRUE(first.verification().passed());
+
+  // The client can rebuild the inputs from the seed (gemm/random_fill.h).
+  std::vector<double> a(m * k), b(n * k);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = gemm::RandomValue(12345, gemm::OperandId::kA, i);
+  for (int64_t i = 0; i < n * k; ++i) b[i] = gemm::RandomValue(12345, gemm::OperandId::kB, i);
+  EXPECT_EQ(CountMismatches(first.d(), ReferenceGemm(a, b, m, n, k)), 0);
+
+  req.mutable_a()->mutable_random()->set_seed(54321);
+  ASSERT_TRUE(Send(req, &other).ok());
+  EXPECT_NE(first.d(), other.d());
+}
+
+TEST_F(GemmServiceTest, RepeatsReportTheMedianAndVerificationCanBeSkipped) {
+  MultiplyRequest req = RandomRequest(96, 96, 96, 3);
+  req.set_repeats(5);
+  req.set_verification(gemm::v1::VERIFICATION_NONE);
+  MultiplyResponse resp;
+  ASSERT_TRUE(Send(req, &resp).ok());
+  EXPECT_EQ(resp.timing().repeats(), 5u);
+  EXPECT_FALSE(resp.verification().performed());
+  EXPECT_TRUE(resp.d().empty());  // OUTPUT_NONE by default
+}
+
+TEST_F(GemmServiceTest, ChunkedUploadMultiplyByHandleAndChunkedDownload) {
+  // A is larger than one 4 MiB message: it must travel in chunks.
+  const int64_t m = 1100, n = 64, k = 2048;
+  const std::string a = RandomHalfBytes(m, k, 1), b = RandomHalfBytes(n, k, 2);
+  ASSERT_GT(a.size(), config().max_message_bytes);
+  gemm::v1::MatrixInfo ai, bi;
+  uint64_t progress_calls = 0;
+  ASSERT_TRUE(client().Upload(m, k, a, "A", &ai, [&](uint64_t, uint64_t) { ++progress_calls; }, 1 << 20).ok());
+  ASSERT_TRUE(client().Upload(n, k, b, "B", &bi, {}, 999'998).ok());  // odd chunking is fine
+  EXPECT_GE(progress_calls, 4u);
+  EXPECT_EQ(ai.rows(), m);
+  EXPECT_EQ(ai.bytes(), a.size());
+
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.mutable_a()->set_handle(ai.handle());
+  req.mutable_b()->set_handle(bi.handle());
+  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  MultiplyResponse resp;
+  ASSERT_TRUE(Send(req, &resp).ok());
+  EXPECT_TRUE(resp.verification().passed());
+  ASSERT_FALSE(resp.d_handle().empty());
+
+  std::string d;
+  gemm::v1::MatrixInfo di;
+  ASSERT_TRUE(client().Download(resp.d_handle(), &d, &di).ok());
+  EXPECT_EQ(di.rows(), m);
+  EXPECT_EQ(di.cols(), n);
+  EXPECT_EQ(CountMismatches(d, ReferenceGemm(ToDouble(a), ToDouble(b), m, n, k)), 0);
+
+  gemm::v1::ListMatricesResponse list;
+  ASSERT_TRUE(client().ListMatrices(&list).ok());
+  EXPECT_EQ(list.matrices_size(), 3);
+  EXPECT_EQ(list.used_bytes(), a.size() + b.size() + d.size());
+
+  for (const auto& h : {ai.handle(), bi.handle(), resp.d_handle()}) ASSERT_TRUE(client().Delete(h).ok());
+  ASSERT_TRUE(client().ListMatrices(&list).ok());
+  EXPECT_EQ(list.matrices_size(), 0);
+  EXPECT_EQ(list.used_bytes(), 0u);
+}
+
+TEST_F(GemmServiceTest, ListKernelsDescribesEveryStepDeviceAndLimit) {
+  gemm::v1::ListKernelsResponse r;
+  ASSERT_TRUE(client().ListKernels(&r).ok());
+  ASSERT_EQ(r.kernels_size(), 11);
+  EXPECT_EQ(r.engine(), "cpu");
+  EXPECT_TRUE(r.kernels(0).available());
+  for (int s = 1; s <= 10; ++s) {
+    EXPECT_EQ(r.kernels(s).step(), static_cast<uint32_t>(s));
+    EXPECT_FALSE(r.kernels(s).available());
+    EXPECT_THAT(r.kernels(s).unavailable_reason(), HasSubstr("NVIDIA sm_90 or sm_100"));
+    EXPECT_FALSE(r.kernels(s).description().empty());
+  }
+  EXPECT_EQ(r.kernels(1).limits().max_k(), 64);
+  EXPECT_EQ(r.kernels(2).limits().max_m(), 128);
+  ASSERT_EQ(r.devices_size(), 1);
+  EXPECT_EQ(r.devices(0).id(), "cpu:0");
+  EXPECT_TRUE(r.devices(0).healthy());
+  EXPECT_THAT(r.devices(0).available_steps(), ::testing::ElementsAre(0u));
+  EXPECT_EQ(r.limits().max_message_bytes(), config().max_message_bytes);
+  EXPECT_EQ(r.limits().matrix_quota_bytes(), config().matrix_quota_bytes);
+}
+
+TEST_F(GemmServiceTest, HealthIsServingForTheServerAndTheService) {
+  grpc::health::v1::HealthCheckResponse::ServingStatus status{};
+  ASSERT_TRUE(client().Health("", &status).ok());
+  EXPECT_EQ(status, grpc::health::v1::HealthCheckResponse::SERVING);
+  ASSERT_TRUE(client().Health("gemm.v1.GemmService", &status).ok());
+  EXPECT_EQ(status, grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(client().Health("no.such.Service", &status).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(GemmServiceTest, ManyConcurrentClientsAllGetVerifiedResults) {
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        MultiplyResponse resp;
+        if (Send(RandomRequest(40 + t, 50 + i, 60, t * 100 + i), &resp).ok() && resp.verification().passed()) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 40);
+}
+
+// ------------------------------------------------------------- bad inputs
+
+TEST_F(GemmServiceTest, RefusesZeroAndNegativeDimensions) {
+  ExpectError(Send(RandomRequest(0, 8, 8, 1)), grpc::StatusCode::INVALID_ARGUMENT, "shape.m must be >= 1, got 0");
+  ExpectError(Send(RandomRequest(8, -3, 8, 1)), grpc::StatusCode::INVALID_ARGUMENT, "shape.n must be >= 1, got -3");
+  ExpectError(Send(RandomRequest(8, 8, -1, 1)), grpc::StatusCode::INVALID_ARGUMENT, "shape.k must be >= 1, got -1");
+  MultiplyRequest no_shape;
+  ExpectError(Send(no_shape), grpc::StatusCode::INVALID_ARGUMENT, "shape is missing");
+}
+
+TEST_F(GemmServiceTest, RefusesDataOfTheWrongLength) {
+  MultiplyRequest req = InlineRequest(16, 8, 4, 1);
+  req.mutable_a()->set_data(std::string(100, '\0'));
+  ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT,
+              "a.data has 100 bytes, but a m x k = 16x4 fp16 matrix needs 128");
+  req = InlineRequest(16, 8, 4, 1);
+  req.mutable_b()->set_data(std::string(63, '\0'));  // odd: not even whole fp16 elements
+  ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT, "b.data has 63 bytes");
+}
+
+TEST_F(GemmServiceTest, RefusesAMissingOperand) {
+  MultiplyRequest req = RandomRequest(8, 8, 8, 1);
+  req.clear_b();
+  ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT, "b: no input given");
+}
+
+TEST_F(GemmServiceTest, RefusesAnUnknownStep) {
+  MultiplyRequest req = RandomRequest(8, 8, 8, 1);
+  req.set_step(11);
+  ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT, "unknown step 11: steps are 0 (vendor library) to 10");
+}
+
+TEST_F(GemmServiceTest, GpuStepsSayWhatTheyNeed) {
+  MultiplyRequest req = RandomRequest(256, 256, 256, 1);
+  req.set_step(7);
+  ExpectError(Send(req), grpc::StatusCode::FAILED_PRECONDITION,
+              "step 7 runs on NVIDIA sm_90 or sm_100 GPUs; this server has none");
+}
+
+TEST_F(GemmServiceTest, RefusesUnknownEnumValuesAndTooManyRepeats) {
+  MultiplyRequest req = RandomRequest(8, 8, 8, 1);
+  req.set_verification(static_cast<gemm::v1::Verification>(9));
+  ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT, "unknown verification mode 9");
+  req = RandomRequest(8, 8, 8, 1);
+  req.set_output(static_cast<gemm::v1::OutputMode>(42));
+  ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT, "unknown output mode 42");
+  req = RandomRequest(8, 8, 8, 1);
+  req.set_repeats(config().max_repeats + 1);
+  ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT, "repeats = 101 is above this server's limit of 100");
+}
+
+TEST_F(GemmServiceTest, RefusesDimensionsAboveTheLimit) {
+  ExpectError(Send(RandomRequest(8, 8, config().max_dim + 1, 1)), grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "shape.k = 65537 is above this server's largest dimension, 65536");
+}
+
+TEST_F(GemmServiceTest, RefusesRequestsAboveTheByteLimit) {
+  // 65536 x 65536 x 65536: 24 GiB of operands, above the default 4 GiB.
+  ExpectError(Send(RandomRequest(65536, 65536, 65536, 1)), grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "bytes for A, B and D, above this server's limit of 4294967296");
+}
+
+TEST_F(GemmServiceTest, RefusesAnInlineDTooLargeForOneMessage) {
+  MultiplyRequest req = RandomRequest(2048, 2048, 8, 1);  // D: 8 MiB > 4 MiB
+  req.set_output(gemm::v1::OUTPUT_INLINE);
+  ExpectError(Send(req), grpc::StatusCode::RESOURCE_EXHAUSTED, "ask for OUTPUT_HANDLE and DownloadMatrix");
+}
+
+TEST_F(GemmServiceTest, RefusesAMessageAboveTheMaxMessageSize) {
+  MultiplyRequest req = InlineRequest(1024, 8, 2048, 1);  // A alone is 4 MiB + tags
+  EXPECT_EQ(Send(req).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+TEST_F(GemmServiceTest, UnknownAndDeletedHandlesAreNotFound) {
+  MultiplyRequest req = RandomRequest(8, 8, 8, 1);
+  req.mutable_a()->set_handle("m-doesnotexist");
+  ExpectError(Send(req), grpc::StatusCode::NOT_FOUND, "a.handle: no matrix with handle 'm-doesnotexist'");
+
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Upload(8, 8, RandomHalfBytes(8, 8, 1), "", &info).ok());
+  ASSERT_TRUE(client().Delete(info.handle()).ok());
+  req.mutable_a()->set_handle(info.handle());
+  ExpectError(Send(req), grpc::StatusCode::NOT_FOUND, "no matrix with handle");
+  ExpectError(client().Delete(info.handle()), grpc::StatusCode::NOT_FOUND, "deleted already");
+  std::string bytes;
+  ExpectError(client().Download(info.handle(), &bytes), grpc::StatusCode::NOT_FOUND, "no matrix with handle");
+}
+
+TEST_F(GemmServiceTest, RefusesAHandleOfTheWrongShape) {
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Upload(8, 4, RandomHalfBytes(8, 4, 1), "", &info).ok());
+  MultiplyRequest req = RandomRequest(8, 8, 8, 1);
+  req.mutable_b()->set_handle(info.handle());
+  ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT, "is 8x4, but n x k = 8x8");
+}
+
+TEST_F(GemmServiceTest, RefusesBrokenUploads) {
+  gemm::v1::MatrixInfo info;
+  ExpectError(client().Upload(0, 4, "", "", &info), grpc::StatusCode::INVALID_ARGUMENT,
+              "header.rows and header.cols must be >= 1");
+  ExpectError(client().Upload(8, 8, std::string(100, '\0'), "", &info), grpc::StatusCode::INVALID_ARGUMENT,
+              "upload ended after 100 of 128 bytes");
+  ExpectError(client().Upload(8, 8, std::string(130, '\0'), "", &info), grpc::StatusCode::INVALID_ARGUMENT,
+              "upload sends more than rows*cols*2 = 128 bytes");
+  // 64 MiB quota: a 8192x8192 matrix (128 MiB) does not fit.
+  ExpectError(client().Upload(8192, 8192, std::string(2, '\0'), "", &info), grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "matrix quota exhausted");
+  gemm::v1::ListMatricesResponse list;
+  ASSERT_TRUE(client().ListMatrices(&list).ok());
+  EXPECT_EQ(list.used_bytes(), 0u);  // every broken upload gave its quota back
+}
+
+TEST_F(GemmServiceTest, AnUploadWithoutHeaderIsRefused) {
+  grpc::ClientContext ctx;
+  gemm::v1::MatrixInfo info;
+  auto stub = gemm::v1::GemmService::NewStub(client().channel());
+  auto writer = stub->UploadMatrix(&ctx, &info);
+  gemm::v1::UploadMatrixRequest msg;
+  msg.set_data("abcd");
+  writer->Write(msg);
+  writer->WritesDone();
+  ExpectError(writer->Finish(), grpc::StatusCode::INVALID_ARGUMENT, "first UploadMatrix message must carry the header");
+}
+
+TEST_F(GemmServiceTest, OutputHandleBeyondTheQuotaIsRefused) {
+  MultiplyRequest req = RandomRequest(8192, 8192, 1, 1);  // D: 128 MiB > 64 MiB quota
+  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  ExpectError(Send(req), grpc::StatusCode::RESOURCE_EXHAUSTED, "matrix quota exhausted");
+}
+
+class WideLimitsTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    ServerConfig c = LoopbackConfig();
+    c.max_dim = int64_t{1} << 31;
+    StartServer(c);
+  }
+};
+
+TEST_F(WideLimitsTest, DimensionsWhoseProductOverflowsAreRefused) {
+  const int64_t big = int64_t{1} << 31;
+  MultiplyResponse resp;
+  ExpectError(client().Multiply(RandomRequest(big, big, big, 1), &resp), grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "overflows 64-bit byte counts");
+}
+
+// ------------------------------------ queueing, deadlines, cancellation
+
+class GatedServiceTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    auto engine = std::make_unique<GatedEngine>();
+    gate_ = engine.get();
+    ServerConfig c = LoopbackConfig();
+    c.queue_capacity = 1;
+    StartServer(c, std::move(engine));
+  }
+  void TearDown() override {
+    gate_->Open();
+    ServerFixture::TearDown();
+  }
+  // Polls ListMatrices until the quota in use is `bytes` (or 5 s pass).
+  uint64_t WaitForUsedBytes(uint64_t bytes) {
+    gemm::v1::ListMatricesResponse list;
+    for (int i = 0; i < 500; ++i) {
+      list.Clear();
+      if (client().ListMatrices(&list).ok() && list.used_bytes() == bytes) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return list.used_bytes();
+  }
+  GatedEngine* gate_ = nullptr;
+};
+
+TEST_F(GatedServiceTest, AFullQueueIsResourceExhausted) {
+  gate_->Close();
+  MultiplyResponse r1, r2;
+  grpc::Status s1, s2;
+  std::thread t1([&] { s1 = client().Multiply(RandomRequest(8, 8, 8, 1), &r1); });
+  gate_->WaitArrived(1);  // first request holds the device
+  std::thread t2([&] { s2 = client().Multiply(RandomRequest(8, 8, 8, 2), &r2); });
+  // Once the second one sits in the queue (capacity 1), a third is refused.
+  for (int i = 0; i < 1000 && server().queued() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(server().queued(), 1u);
+  MultiplyResponse r3;
+  ExpectError(client().Multiply(RandomRequest(8, 8, 8, 3), &r3), grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "queue is full (1 requests waiting)");
+  gate_->Open();
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(s1.ok());
+  EXPECT_TRUE(s2.ok());
+}
+
+TEST_F(GatedServiceTest, AnExpiredDeadlineDropsTheWork) {
+  gate_->Close();
+  grpc::Status s1;
+  MultiplyResponse r1;
+  std::thread t1([&] { s1 = client().Multiply(RandomRequest(8, 8, 8, 1), &r1); });
+  gate_->WaitArrived(1);
+
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  auto stub = gemm::v1::GemmService::NewStub(client().channel());
+  MultiplyResponse r2;
+  grpc::Status s2 = stub->Multiply(&ctx, RandomRequest(8, 8, 8, 2), &r2);
+  EXPECT_EQ(s2.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+
+  gate_->Open();
+  t1.join();
+  EXPECT_TRUE(s1.ok());
+  // A later request still works, and the expired one never reached the GEMM.
+  MultiplyResponse r3;
+  EXPECT_TRUE(client().Multiply(RandomRequest(8, 8, 8, 3), &r3).ok());
+  EXPECT_EQ(gate_->runs(), 2);
+}
+
+TEST_F(GatedServiceTest, ACancelledRequestIsDroppedAndLeaksNothing) {
+  gate_->Close();
+  grpc::Status s1;
+  MultiplyResponse r1;
+  std::thread t1([&] { s1 = client().Multiply(RandomRequest(8, 8, 8, 1), &r1); });
+  gate_->WaitArrived(1);
+
+  // Queued behind the first, holding quota for its D; then cancelled.
+  grpc::ClientContext ctx;
+  auto stub = gemm::v1::GemmService::NewStub(client().channel());
+  MultiplyRequest req = RandomRequest(512, 512, 8, 2);
+  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  MultiplyResponse r2;
+  grpc::Status s2;
+  std::thread t2([&] { s2 = stub->Multiply(&ctx, req, &r2); });
+  EXPECT_EQ(WaitForUsedBytes(512 * 512 * 2), 512u * 512 * 2);  // D's quota is held while queued
+  ctx.TryCancel();
+  t2.join();
+  EXPECT_EQ(s2.error_code(), grpc::StatusCode::CANCELLED);
+
+  gate_->Open();
+  t1.join();
+  EXPECT_TRUE(s1.ok());
+  EXPECT_EQ(WaitForUsedBytes(0), 0u);
+  EXPECT_EQ(gate_->runs(), 1);  // the cancelled GEMM never ran
+}
+
+TEST_F(GatedServiceTest, AnUploadCancelledMidwayGivesItsQuotaBack) {
+  grpc::ClientContext ctx;
+  gemm::v1::MatrixInfo info;
+  auto stub = gemm::v1::GemmService::NewStub(client().channel());
+  auto writer = stub->UploadMatrix(&ctx, &info);
+  gemm::v1::UploadMatrixRequest msg;
+  msg.mutable_header()->set_rows(1024);
+  msg.mutable_header()->set_cols(1024);
+  msg.set_data(std::string(1 << 20, '\1'));  // half of it
+  ASSERT_TRUE(writer->Write(msg));
+  EXPECT_EQ(WaitForUsedBytes(2u << 20), 2u << 20);
+  ctx.TryCancel();
+  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(WaitForUsedBytes(0), 0u);
+  gemm::v1::ListMatricesResponse list;
+  ASSERT_TRUE(client().ListMatrices(&list).ok());
+  EXPECT_EQ(list.matrices_size(), 0);
+}
+
+}  // namespace
+}  // namespace gemmd::testing

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""A small Python client of gemmd (gemm.v1): multiply two numpy arrays.
+
+    from gemm_client import GemmClient
+    with GemmClient("localhost:50051") as c:
+        d, reply = c.multiply(a, b)        # a: (m, k), b: (n, k) -> d = a @ b.T
+
+Needs python3-grpcio, python3-protobuf and python3-numpy (Debian), and the
+stubs CMake generates into build/python (put it on PYTHONPATH). Inputs go
+inline when they fit one message, else through chunked uploads to handles.
+"""
+import argparse
+import sys
+
+import grpc
+import numpy as np
+
+from gemm.v1 import gemm_pb2, gemm_pb2_grpc
+
+_OVERHEAD = 64 * 1024
+
+
+class GemmClient:
+    def __init__(self, target, max_message_bytes=64 << 20, timeout=None):
+        opts = [("grpc.max_send_message_length", max_message_bytes),
+                ("grpc.max_receive_message_length", max_message_bytes),
+                ("grpc.lb_policy_name", "round_robin")]
+        self._channel = grpc.insecure_channel(target, options=opts)
+        self._stub = gemm_pb2_grpc.GemmServiceStub(self._channel)
+        self._max = max_message_bytes
+        self._timeout = timeout
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._channel.close()
+
+    def list_kernels(self):
+        return self._stub.ListKernels(gemm_pb2.ListKernelsRequest(), timeout=self._timeout)
+
+    def upload(self, matrix, label="", chunk_bytes=1 << 20):
+        """Uploads a 2-D array as fp16 in chunks; returns its handle."""
+        data = np.ascontiguousarray(matrix, dtype="<f2").tobytes()
+        rows, cols = matrix.shape
+
+        def chunks():
+            header = gemm_pb2.MatrixHeader(rows=rows, cols=cols, label=label)
+            for off in range(0, max(len(data), 1), chunk_bytes):
+                yield gemm_pb2.UploadMatrixRequest(header=header if off == 0 else None,
+                                                   data=data[off:off + chunk_bytes])
+        return self._stub.UploadMatrix(chunks(), timeout=self._timeout).handle
+
+    def download(self, handle):
+        parts, info = [], None
+        for chunk in self._stub.DownloadMatrix(gemm_pb2.DownloadMatrixRequest(handle=handle),
+                                               timeout=self._timeout):
+            if chunk.HasField("info"):
+                info = chunk.info
+            parts.append(chunk.data)
+        return np.frombuffer(b"".join(parts), dtype="<f2").reshape(info.rows, info.cols)
+
+    def delete(self, handle):
+        self._stub.DeleteMatrix(gemm_pb2.DeleteMatrixRequest(handle=handle), timeout=self._timeout)
+
+    def multiply(self, a, b, step=0, verify=True, repeats=1):
+        """Returns (D as float16 (m, n), the MultiplyResponse) for D = a @ b.T."""
+        a = np.ascontiguousarray(a, dtype="<f2")
+        b = np.ascontiguousarray(b, dtype="<f2")
+        (m, k), (n, kb) = a.shape, b.shape
+        if k != kb:
+            raise ValueError(f"a is {m}x{k} and b is {n}x{kb}: both need k columns")
+        req = gemm_pb2.MultiplyRequest(
+            shape=gemm_pb2.Shape(m=m, n=n, k=k), step=step, repeats=repeats,
+            verification=gemm_pb2.VERIFICATION_FULL if verify else gemm_pb2.VERIFICATION_NONE)
+        uploaded = []
+        try:
+            if a.nbytes + b.nbytes + _OVERHEAD <= self._max:
+                req.a.data, req.b.data = a.tobytes(), b.tobytes()
+            else:
+                for op, mat in ((req.a, a), (req.b, b)):
+                    op.handle = self.upload(mat)
+                    uploaded.append(op.handle)
+            inline = m * n * 2 + _OVERHEAD <= self._max
+            req.output = gemm_pb2.OUTPUT_INLINE if inline else gemm_pb2.OUTPUT_HANDLE
+            reply = self._stub.Multiply(req, timeout=self._timeout)
+        finally:
+            for h in uploaded:
+                self.delete(h)
+        if inline:
+            d = np.frombuffer(reply.d, dtype="<f2").reshape(m, n)
+        else:
+            d = self.download(reply.d_handle)
+            self.delete(reply.d_handle)
+        return d, reply
+
+
+def main():
+    p = argparse.ArgumentParser(description="multiply two random numpy arrays on gemmd and check with numpy")
+    p.add_argument("--target", default="localhost:50051")
+    p.add_argument("--m", type=int, default=256)
+    p.add_argument("--n", type=int, default=192)
+    p.add_argument("--k", type=int, default=320)
+    p.add_argument("--step", type=int, default=0)
+    args = p.parse_args()
+    rng = np.random.default_rng()
+    a = rng.uniform(-1, 1, (args.m, args.k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (args.n, args.k)).astype(np.float16)
+    with GemmClient(args.target) as c:
+        d, reply = c.multiply(a, b, step=args.step)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    bad = int(np.sum(np.abs(d.astype(np.float64) - ref) > 1e-2 + 1e-3 * np.abs(ref)))
+    print(f"{args.m}x{args.n}x{args.k} step {args.step} on {reply.device}: server verification "
+          f"{'passed' if reply.verification.passed else 'FAILED'}, numpy check {bad} mismatches, "
+          f"{reply.tflops:.3f} TFLOPS")
+    return 0 if bad == 0 and reply.verification.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs gemmd's build and test dependencies from Debian 12's packages.
+# Idempotent: apt runs only when something is missing. CUDA 13 is not a
+# Debian package: where /usr/local/cuda exists it is used, else the GPU parts
+# are left out of the build.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
+  libabsl-dev prometheus-cpp-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
+  libopenblas-dev libfp16-dev libcurl4-openssl-dev
+  libgtest-dev libgmock-dev
+  python3 python3-grpcio python3-protobuf python3-numpy
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo=""
+[[ $(id -u) -eq 0 ]] || sudo=sudo
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

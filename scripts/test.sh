@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# One command for the whole test suite: install dependencies, build, run
+# every test; then the same suite again under AddressSanitizer and
+# LeakSanitizer, so a leak or memory error fails the run. GPU tests skip
+# with a reason on machines without a GPU. Set GEMMD_SKIP_SANITIZE=1 to skip
+# the second pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+(cd build && ctest --output-on-failure -j "$(nproc)")
+if [[ ${GEMMD_SKIP_SANITIZE:-0} != 1 ]]; then
+  GEMMD_BUILD_DIR=build-asan scripts/build.sh -DGEMMD_SANITIZE=ON -DGEMMD_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+  (cd build-asan && ctest --output-on-failure -j "$(nproc)")
+fi

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# gemm-client against a real server (GEMM_TARGET set by with_server.sh).
+set -euo pipefail
+client=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+passed=0
+ok() { passed=$((passed + 1)); echo "ok: $*"; }
+
+"$client" health | grep -qx SERVING || fail "health is not SERVING"
+ok "health"
+
+"$client" list >"$work/list"
+grep -q "vendor *available" "$work/list" || fail "list lacks step 0"
+grep -q "runs on NVIDIA sm_90 or sm_100 GPUs" "$work/list" || fail "list lacks the GPU reason"
+ok "list"
+
+# The README's example.
+"$client" run --m 512 --n 384 --k 256 >"$work/run"
+grep -q "verification  PASSED" "$work/run" || { cat "$work/run"; fail "512x384x256 not verified"; }
+grep -q "TFLOPS" "$work/run" || fail "no TFLOPS in the report"
+ok "run 512x384x256"
+
+"$client" run --m 129 --n 77 --k 1000 --seed 5 --repeats 3 --json >"$work/json"
+grep -q '"passed": true' "$work/json" || fail "JSON report not passed"
+grep -q '"repeats": 3' "$work/json" || fail "JSON lacks repeats"
+ok "run --json"
+
+# File inputs, through handles (chunked) and inline; D written to a file.
+python3 - "$work" <<'PY'
+import random, struct, sys
+w = sys.argv[1]
+def half(x): return struct.pack('<e', x)
+for name, rows, cols in (('a', 1200, 1024), ('b', 96, 1024)):
+    with open(f'{w}/{name}.bin', 'wb') as f:
+        f.write(b''.join(half(random.uniform(-1, 1)) for _ in range(rows * cols)))
+PY
+"$client" run --m 1200 --n 96 --k 1024 --a "$work/a.bin" --b "$work/b.bin" --transport handle \
+  --out "$work/d.bin" 2>"$work/progress" >"$work/run2"
+grep -q "PASSED" "$work/run2" || fail "handle run not verified"
+grep -q "upload A: 100%" "$work/progress" || { cat "$work/progress"; fail "no upload progress"; }
+[[ $(stat -c %s "$work/d.bin") -eq $((1200 * 96 * 2)) ]] || fail "D has the wrong size"
+"$client" matrices | grep -q "^0 matrices" || fail "run left matrices behind"
+ok "run with chunked upload"
+
+python3 - "$work" <<'PY'
+import struct, sys
+w = sys.argv[1]
+def load(name, rows, cols):
+    data = open(f'{w}/{name}.bin', 'rb').read()
+    return [struct.unpack_from(f'<{cols}e', data, r * cols * 2) for r in range(rows)]
+a, b, d = load('a', 1200, 1024), load('b', 96, 1024), load('d', 1200, 96)
+for i in range(0, 1200, 97):
+    for j in range(0, 96, 7):
+        ref = sum(x * y for x, y in zip(a[i], b[j]))
+        assert abs(d[i][j] - ref) <= 1e-2 + 1e-3 * abs(ref), (i, j, d[i][j], ref)
+PY
+ok "D file matches a Python reference"
+
+handle=$("$client" upload --rows 96 --cols 1024 --file "$work/b.bin" --label B 2>/dev/null)
+[[ $handle == m-* ]] || fail "upload printed no handle"
+"$client" matrices | grep -q "$handle" || fail "matrices does not list $handle"
+"$client" download --handle "$handle" --out "$work/b2.bin" >/dev/null
+cmp -s "$work/b.bin" "$work/b2.bin" || fail "download differs from upload"
+"$client" delete --handle "$handle" | grep -q "deleted" || fail "delete"
+ok "upload, download, delete"
+
+# Errors: a status name, a readable message and a non-zero exit.
+set +e
+"$client" run --m 0 --n 4 --k 4 2>"$work/err"; rc=$?
+set -e
+[[ $rc -eq 1 ]] && grep -q "INVALID_ARGUMENT: shape.m must be >= 1, got 0" "$work/err" || fail "zero dim: rc=$rc $(cat "$work/err")"
+set +e
+"$client" run --m 64 --n 64 --k 64 --step 7 2>"$work/err"; rc=$?
+"$client" delete --handle m-nope 2>"$work/err2"; rc2=$?
+set -e
+[[ $rc -eq 1 ]] && grep -q "FAILED_PRECONDITION: step 7 runs on NVIDIA" "$work/err" || fail "step 7: $(cat "$work/err")"
+[[ $rc2 -eq 1 ]] && grep -q "NOT_FOUND" "$work/err2" || fail "unknown handle: $(cat "$work/err2")"
+ok "errors"
+
+"$client" bench --shapes 64x64x64,128x96x32 --steps 0 --concurrency 4 --count 80 --verify \
+  --csv "$work/bench.csv" --json "$work/bench.json" >"$work/bench"
+grep -q "total: 80 ok of 80" "$work/bench" || { cat "$work/bench"; fail "bench"; }
+[[ $(wc -l <"$work/bench.csv") -eq 3 ]] || fail "bench CSV rows"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['results'])==2 and all(r['ok']==40 for r in d['results'])" "$work/bench.json" || fail "bench JSON"
+ok "bench"
+
+echo "$passed passed, 0 failed"

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include <thread>
 
 #include "gemm/random_fill.h"
@@ -200,6 +202,45 @@ TEST_F(GemmServiceTest, HealthIsServingForTheServerAndTheService) {
   ASSERT_TRUE(client().Health("gemm.v1.GemmService", &status).ok());
   EXPECT_EQ(status, grpc::health::v1::HealthCheckResponse::SERVING);
   EXPECT_EQ(client().Health("no.such.Service", &status).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// What grpcurl does first: ask the reflection service to list the services.
+// Sent as raw bytes (ServerReflectionRequest{list_services: ""}) because the
+// reflection stubs live inside libgrpc++_reflection already.
+TEST_F(GemmServiceTest, ReflectionListsTheService) {
+  grpc::GenericStub stub(client().channel());
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto await = [&](intptr_t want) {
+    void* tag = nullptr;
+    bool ok = false;
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(reinterpret_cast<intptr_t>(tag), want);
+    return ok;
+  };
+  auto call = stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(await(1));
+  grpc::Slice request(std::string("\x3a\x00", 2));  // field 7 (list_services), empty string
+  grpc::ByteBuffer out(&request, 1);
+  call->Write(out, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(await(2));
+  call->WritesDone(reinterpret_cast<void*>(3));
+  ASSERT_TRUE(await(3));
+  grpc::ByteBuffer in;
+  call->Read(&in, reinterpret_cast<void*>(4));
+  ASSERT_TRUE(await(4));
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(in.Dump(&slices).ok());
+  std::string reply;
+  for (const auto& s : slices) reply.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_THAT(reply, HasSubstr("gemm.v1.GemmService"));
+  EXPECT_THAT(reply, HasSubstr("grpc.health.v1.Health"));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  await(5);
+  EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
 TEST_F(GemmServiceTest, ManyConcurrentClientsAllGetVerifiedResults) {

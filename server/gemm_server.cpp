@@ -81,7 +81,7 @@ absl::Status GemmServer::Start() {
     } else {
       spdlog::info("device {} ({}) warm in {:.1f} ms", devices[d].id, devices[d].name, ms);
     }
-    metrics_.SetDeviceHealthy(devices[d].id, engine_->healthy(di));
+    service_->PublishDeviceState(di);
     for (const gemm::StepInfo& info : gemm::AllSteps()) {
       if (engine_->availability(info.step, di).available) metrics_.InitSeries(info.step, devices[d].id);
     }

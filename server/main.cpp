@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // inherited by every thread below
 
-  auto choice = gemmd::CreateEngine(config.engine);
+  auto choice = gemmd::CreateEngine(config.engine, {config.workers_per_device});
   if (!choice.ok()) {
     spdlog::critical("{}", std::string(choice.status().message()));
     return 1;

@@ -186,6 +186,7 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
   };
 
   auto report = engine_.Run(device, call->job);
+  PublishDeviceState(device);
   if (!report.ok()) {
     absl::Status st = report.status();
     if (st.code() == absl::StatusCode::kCancelled && !ctx->IsCancelled()) {
@@ -242,6 +243,12 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
     resp->set_d_handle(desc->handle);
   }
   FinishMultiply(call, absl::OkStatus());
+}
+
+void GemmService::PublishDeviceState(int device) {
+  const DeviceMemory mem = engine_.memory(device);
+  metrics_.SetDeviceMemory(devices_[device].id, mem.total_bytes, mem.pool_bytes, mem.used_bytes);
+  metrics_.SetDeviceHealthy(devices_[device].id, engine_.healthy(device));
 }
 
 void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, const absl::Status& status) {

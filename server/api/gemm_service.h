@@ -41,6 +41,9 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
                                          const gemm::v1::ListMatricesRequest* req,
                                          gemm::v1::ListMatricesResponse* resp) override;
 
+  // Device memory and health gauges; after every GEMM and at start.
+  void PublishDeviceState(int device);
+
   // Records, logs and finishes an RPC that is not Multiply.
   void FinishSimple(const char* method, grpc::ServerUnaryReactor* reactor, const absl::Status& status,
                     std::chrono::steady_clock::time_point start, const std::string& detail);

@@ -64,6 +64,12 @@ struct PhaseSeconds {
   uint32_t repeats = 1;
 };
 
+struct DeviceMemory {
+  uint64_t total_bytes = 0;  // the device's memory
+  uint64_t pool_bytes = 0;   // reserved by the engine's pool
+  uint64_t used_bytes = 0;   // in use by requests now
+};
+
 struct GemmReport {
   VerificationResult verification;
   PhaseSeconds seconds;
@@ -83,6 +89,9 @@ class Engine {
 
   // Runs on a dispatcher worker of `device`; at most one call per worker.
   virtual absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) = 0;
+
+  // Device memory, for the metrics; zeros where the engine keeps none.
+  virtual DeviceMemory memory(int) const { return {}; }
 };
 
 // Whether any device of `engine` can run `step` (the first device's reason

@@ -1,19 +1,33 @@
 #include "engine/engine_factory.h"
 
 #include "engine/cpu_engine.h"
+#ifdef GEMMD_WITH_CUDA
+#include "engine/cuda_engine.h"
+#endif
 
 namespace gemmd {
 
-absl::StatusOr<EngineChoice> CreateEngine(const std::string& name) {
-  // The CUDA engine joins this build with the CUDA engine work; until then
-  // every request runs on the CPU and the GPU steps say why they cannot.
-  constexpr const char* kNoCuda = "this build has no CUDA engine";
-  if (name == "cuda") return absl::FailedPreconditionError(std::string("--engine=cuda: ") + kNoCuda);
-  if (name == "cpu") return EngineChoice{std::make_unique<CpuEngine>(), "CPU engine (asked for)"};
-  if (name == "auto") {
-    return EngineChoice{std::make_unique<CpuEngine>(), std::string("CPU engine: ") + kNoCuda};
+absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineOptions& options) {
+  if (name != "auto" && name != "cpu" && name != "cuda") {
+    return absl::InvalidArgumentError("unknown engine '" + name + "' (auto, cpu or cuda)");
   }
-  return absl::InvalidArgumentError("unknown engine '" + name + "' (auto, cpu or cuda)");
+  if (name == "cpu") return EngineChoice{std::make_unique<CpuEngine>(), "CPU engine (asked for)"};
+#ifdef GEMMD_WITH_CUDA
+  CudaEngineOptions copts;
+  copts.lanes_per_device = options.workers_per_device;
+  auto cuda = CudaEngine::Create(copts);
+  if (cuda.ok()) {
+    const size_t n = (*cuda)->devices().size();
+    return EngineChoice{std::move(*cuda), "CUDA engine on " + std::to_string(n) + " GPU(s)"};
+  }
+  if (name == "cuda") return absl::FailedPreconditionError("--engine=cuda: " + std::string(cuda.status().message()));
+  return EngineChoice{std::make_unique<CpuEngine>(), "CPU engine: " + std::string(cuda.status().message())};
+#else
+  (void)options;
+  constexpr const char* kNoCuda = "this build has no CUDA engine (nvcc was not found when it was configured)";
+  if (name == "cuda") return absl::FailedPreconditionError(std::string("--engine=cuda: ") + kNoCuda);
+  return EngineChoice{std::make_unique<CpuEngine>(), std::string("CPU engine: ") + kNoCuda};
+#endif
 }
 
 }  // namespace gemmd

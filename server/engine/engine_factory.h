@@ -16,6 +16,10 @@ struct EngineChoice {
   std::string why;  // one line for the start-up log
 };
 
-absl::StatusOr<EngineChoice> CreateEngine(const std::string& name);
+struct EngineOptions {
+  uint32_t workers_per_device = 1;  // the CUDA engine gives each its own lane
+};
+
+absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineOptions& options);
 
 }  // namespace gemmd

@@ -56,6 +56,18 @@ Metrics::Metrics()
                        .Name("gemm_queue_depth")
                        .Help("Requests waiting for a device, per device")
                        .Register(*registry_)),
+      device_memory_total_(BuildGauge()
+                               .Name("gemm_device_memory_total_bytes")
+                               .Help("Memory of the device")
+                               .Register(*registry_)),
+      device_memory_pool_(BuildGauge()
+                              .Name("gemm_device_memory_pool_bytes")
+                              .Help("Device memory reserved by the engine's pool (kept between requests)")
+                              .Register(*registry_)),
+      device_memory_used_(BuildGauge()
+                              .Name("gemm_device_memory_used_bytes")
+                              .Help("Device memory of the pool in use by requests")
+                              .Register(*registry_)),
       in_flight_(BuildGauge()
                      .Name("gemm_requests_in_flight")
                      .Help("Multiply requests received and not yet answered")
@@ -128,6 +140,12 @@ void Metrics::SetDeviceHealthy(const std::string& device, bool healthy) {
 
 void Metrics::SetQueueDepth(const std::string& device, size_t depth) {
   queue_depth_.Add({{"device", device}}).Set(static_cast<double>(depth));
+}
+
+void Metrics::SetDeviceMemory(const std::string& device, uint64_t total, uint64_t pool, uint64_t used) {
+  device_memory_total_.Add({{"device", device}}).Set(static_cast<double>(total));
+  device_memory_pool_.Add({{"device", device}}).Set(static_cast<double>(pool));
+  device_memory_used_.Add({{"device", device}}).Set(static_cast<double>(used));
 }
 
 void Metrics::AddInFlight(double delta) { in_flight_.Increment(delta); }

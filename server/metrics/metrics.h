@@ -37,6 +37,7 @@ class Metrics {
   void SetStepAvailable(int step, bool available);
   void SetDeviceHealthy(const std::string& device, bool healthy);
   void SetQueueDepth(const std::string& device, size_t depth);
+  void SetDeviceMemory(const std::string& device, uint64_t total, uint64_t pool, uint64_t used);
   void AddInFlight(double delta);
   void SetResidentMatrices(uint64_t bytes, size_t count);
   void SetQuota(uint64_t bytes);
@@ -57,6 +58,9 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& step_available_;
   prometheus::Family<prometheus::Gauge>& device_healthy_;
   prometheus::Family<prometheus::Gauge>& queue_depth_;
+  prometheus::Family<prometheus::Gauge>& device_memory_total_;
+  prometheus::Family<prometheus::Gauge>& device_memory_pool_;
+  prometheus::Family<prometheus::Gauge>& device_memory_used_;
   prometheus::Gauge& in_flight_;
   prometheus::Gauge& resident_bytes_;
   prometheus::Gauge& resident_matrices_;

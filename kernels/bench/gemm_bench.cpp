@@ -1,0 +1,261 @@
+// gemm-bench: every requested step against cuBLAS, in one process on one GPU.
+// For each shape: fresh random inputs (several sets, rotated when they would
+// fit in L2, so repeats do not time the cache), a correctness check of each
+// step against cuBLAS with D poisoned, warm-up, then timed runs interleaved
+// step by step (cuBLAS too), median of CUDA-event times. Prints a markdown
+// table; writes CSV and markdown files when asked.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gemm/device_ops.h"
+#include "gemm/gemm.h"
+#include "gemm/steps.h"
+
+namespace {
+
+#define CHECK_CUDA(expr)                                                                          \
+  do {                                                                                            \
+    cudaError_t e_ = (expr);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+struct Options {
+  std::vector<Shape> shapes{{4096, 4096, 4096}, {8192, 8192, 8192}};
+  std::vector<int> steps{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  int warmup = 5;
+  int iters = 30;
+  int device = 0;
+  std::string csv, md;
+};
+
+struct Row {
+  int step;
+  Shape shape;
+  bool ran = false;
+  std::string status;  // "ok", "FAIL (n mismatches)", or why skipped
+  double ms = 0, ms_min = 0, tflops = 0, ratio = 0;
+};
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+[[noreturn]] void Usage(const char* msg) {
+  std::fprintf(stderr,
+               "%s\nusage: gemm-bench [--shapes MxNxK,...] [--steps 1,2,...] [--warmup N] [--iters N] "
+               "[--device N] [--csv FILE] [--md FILE]\n",
+               msg);
+  std::exit(2);
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Usage(("missing value for " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--shapes") {
+      o.shapes.clear();
+      for (auto& s : Split(value(), ',')) {
+        Shape sh{};
+        if (std::sscanf(s.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m < 1 || sh.n < 1 || sh.k < 1)
+          Usage(("bad shape " + s).c_str());
+        o.shapes.push_back(sh);
+      }
+    } else if (a == "--steps") {
+      o.steps.clear();
+      for (auto& s : Split(value(), ',')) o.steps.push_back(std::atoi(s.c_str()));
+    } else if (a == "--warmup") {
+      o.warmup = std::atoi(value().c_str());
+    } else if (a == "--iters") {
+      o.iters = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--device") {
+      o.device = std::atoi(value().c_str());
+    } else if (a == "--csv") {
+      o.csv = value();
+    } else if (a == "--md") {
+      o.md = value();
+    } else {
+      Usage(("unknown argument " + a).c_str());
+    }
+  }
+  return o;
+}
+
+double Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = Parse(argc, argv);
+  gemm::DeviceContext ctx;
+  if (auto err = gemm::CreateContext(opt.device, &ctx); !err.empty()) {
+    std::fprintf(stderr, "gemm-bench: %s\n", err.c_str());
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, opt.device));
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  gemm::CompareResult* cmp = nullptr;
+  CHECK_CUDA(cudaMalloc(&cmp, sizeof(*cmp)));
+
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  std::fprintf(stderr, "gemm-bench on %s (%d SMs, %d MB L2), %s\n", prop.name, prop.multiProcessorCount,
+               prop.l2CacheSize >> 20, date);
+
+  std::vector<Row> rows;
+  for (const Shape& s : opt.shapes) {
+    const uint64_t a_elems = s.m * s.k, b_elems = s.n * s.k, d_elems = s.m * s.n;
+    const uint64_t set_bytes = (a_elems + b_elems) * 2;
+    // Enough input sets that consecutive runs never find their inputs in L2.
+    const int sets = static_cast<int>(std::clamp<uint64_t>(3ull * prop.l2CacheSize / set_bytes + 1, 1, 8));
+    std::vector<__half*> as(sets), bs(sets);
+    for (int i = 0; i < sets; ++i) {
+      CHECK_CUDA(cudaMalloc(&as[i], a_elems * 2));
+      CHECK_CUDA(cudaMalloc(&bs[i], b_elems * 2));
+      const uint64_t seed = static_cast<uint64_t>(now) * 1000 + i;  // fresh every run
+      CHECK_CUDA(gemm::FillRandom(as[i], a_elems, seed, gemm::OperandId::kA, stream));
+      CHECK_CUDA(gemm::FillRandom(bs[i], b_elems, seed, gemm::OperandId::kB, stream));
+    }
+    __half *d = nullptr, *ref = nullptr;
+    CHECK_CUDA(cudaMalloc(&d, d_elems * 2));
+    CHECK_CUDA(cudaMalloc(&ref, d_elems * 2));
+    gemm::Problem p{s.m, s.n, s.k, as[0], bs[0], ref};
+    if (auto err = gemm::Launch(0, p, ctx, stream); !err.empty()) {
+      std::fprintf(stderr, "cuBLAS reference failed: %s\n", err.c_str());
+      return 1;
+    }
+
+    std::vector<int> steps{0};
+    for (int st : opt.steps)
+      if (st != 0) steps.push_back(st);
+    std::vector<Row> shape_rows;
+    for (int st : steps) {
+      Row r{st, s};
+      const gemm::StepSupport sup = gemm::Supports(st, ctx);
+      const gemm::StepInfo* info = gemm::FindStep(st);
+      std::string shape_err = info ? gemm::ShapeError(*info, s.m, s.n, s.k) : "unknown step";
+      if (!sup.supported) {
+        r.status = "skipped: step " + std::to_string(st) + " " + sup.reason;
+      } else if (!shape_err.empty()) {
+        r.status = "skipped: shape";
+      } else {
+        CHECK_CUDA(gemm::Poison(d, d_elems, stream));
+        gemm::Problem q{s.m, s.n, s.k, as[0], bs[0], d};
+        if (auto err = gemm::Launch(st, q, ctx, stream); !err.empty()) {
+          r.status = "FAIL: " + err;
+        } else {
+          CHECK_CUDA(gemm::Compare(d, ref, d_elems, 1e-3f, 1e-2f, cmp, stream));
+          gemm::CompareResult host{};
+          CHECK_CUDA(cudaMemcpyAsync(&host, cmp, sizeof host, cudaMemcpyDeviceToHost, stream));
+          CHECK_CUDA(cudaStreamSynchronize(stream));
+          if (host.mismatches == 0) {
+            r.ran = true;
+            r.status = "ok";
+          } else {
+            r.status = "FAIL: " + std::to_string(host.mismatches) + " mismatches";
+          }
+        }
+      }
+      shape_rows.push_back(r);
+    }
+
+    // Warm-up, then interleaved timing: every step sees the same conditions.
+    std::vector<std::vector<float>> times(shape_rows.size());
+    for (int it = -opt.warmup; it < opt.iters; ++it) {
+      for (size_t i = 0; i < shape_rows.size(); ++i) {
+        if (!shape_rows[i].ran) continue;
+        const int set = (it + opt.warmup) % sets;
+        gemm::Problem q{s.m, s.n, s.k, as[set], bs[set], d};
+        CHECK_CUDA(cudaEventRecord(start, stream));
+        gemm::Launch(shape_rows[i].step, q, ctx, stream);
+        CHECK_CUDA(cudaEventRecord(stop, stream));
+        CHECK_CUDA(cudaEventSynchronize(stop));
+        float ms = 0;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+        if (it >= 0) times[i].push_back(ms);
+      }
+    }
+    CHECK_CUDA(cudaGetLastError());
+    const double flops = 2.0 * s.m * s.n * s.k;
+    double cublas_ms = 0;
+    for (size_t i = 0; i < shape_rows.size(); ++i) {
+      Row& r = shape_rows[i];
+      if (!r.ran) continue;
+      r.ms = Median(times[i]);
+      r.ms_min = *std::min_element(times[i].begin(), times[i].end());
+      r.tflops = flops / (r.ms * 1e-3) / 1e12;
+      if (r.step == 0) cublas_ms = r.ms;
+      r.ratio = cublas_ms > 0 ? cublas_ms / r.ms : 0;
+    }
+    rows.insert(rows.end(), shape_rows.begin(), shape_rows.end());
+    for (int i = 0; i < sets; ++i) {
+      cudaFree(as[i]);
+      cudaFree(bs[i]);
+    }
+    cudaFree(d);
+    cudaFree(ref);
+  }
+
+  std::ostringstream md;
+  md << "GPU: " << prop.name << ", " << date << ", median of " << opt.iters << " runs after " << opt.warmup
+     << " warm-ups, fresh random inputs\n\n";
+  md << "| shape | step | name | ms | TFLOPS | vs cuBLAS | check |\n| --- | ---: | --- | ---: | ---: | ---: | --- |\n";
+  for (const Row& r : rows) {
+    char buf[256];
+    const std::string shape = std::to_string(r.shape.m) + "x" + std::to_string(r.shape.n) + "x" + std::to_string(r.shape.k);
+    if (r.ran) {
+      std::snprintf(buf, sizeof buf, "| %s | %d | %s | %.4f | %.1f | %.3f | %s |\n", shape.c_str(), r.step,
+                    std::string(gemm::FindStep(r.step)->name).c_str(), r.ms, r.tflops, r.ratio, r.status.c_str());
+    } else {
+      std::snprintf(buf, sizeof buf, "| %s | %d | %s | - | - | - | %s |\n", shape.c_str(), r.step,
+                    gemm::FindStep(r.step) ? std::string(gemm::FindStep(r.step)->name).c_str() : "?",
+                    r.status.c_str());
+    }
+    md << buf;
+  }
+  std::printf("%s", md.str().c_str());
+  if (!opt.md.empty()) std::ofstream(opt.md) << md.str();
+  if (!opt.csv.empty()) {
+    std::ofstream f(opt.csv);
+    f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status\n";
+    for (const Row& r : rows) {
+      f << '"' << prop.name << "\"," << date << ',' << r.step << ','
+        << (gemm::FindStep(r.step) ? gemm::FindStep(r.step)->name : "?") << ',' << r.shape.m << ',' << r.shape.n
+        << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio << ",\""
+        << r.status << "\"\n";
+    }
+  }
+  bool failed = false;
+  for (const Row& r : rows) failed |= r.status.rfind("FAIL", 0) == 0;
+  gemm::DestroyContext(&ctx);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,53 @@
+// The kernel library's CUDA API: a problem, a step, a stream. Step 0 is
+// cuBLAS; steps 1-10 are the ladder (kernels/src/sm90, kernels/src/sm100).
+// No gRPC, no server: the engine and gemm-bench both sit on this.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+namespace gemm {
+
+// D[m,n] = A[m,k]·B[n,k]ᵀ. Device pointers; all three row-major and dense
+// (leading dimension k, k and n).
+struct Problem {
+  int64_t m = 0, n = 0, k = 0;
+  const __half* a = nullptr;
+  const __half* b = nullptr;
+  __half* d = nullptr;
+};
+
+// What one device needs to run any step; created once per device and owner
+// (the engine keeps one per worker lane, gemm-bench one per process).
+struct DeviceContext {
+  int device = 0;
+  int sm_count = 0;
+  int cc_major = 0, cc_minor = 0;
+  size_t smem_optin = 0;  // largest dynamic shared memory a block may ask for
+  cublasHandle_t cublas = nullptr;
+  void* cublas_workspace = nullptr;
+  size_t cublas_workspace_bytes = 0;
+};
+
+// Fills the device facts, creates the cuBLAS handle and its workspace, and
+// sets each kernel's shared-memory attribute once. Empty string on success.
+std::string CreateContext(int device, DeviceContext* ctx);
+void DestroyContext(DeviceContext* ctx);
+
+struct StepSupport {
+  bool supported = false;
+  std::string reason;  // predicate of "step N", e.g. "has no sm_90 kernel in this build"
+};
+
+// Whether this build has a kernel for `step` on this device's architecture.
+StepSupport Supports(int step, const DeviceContext& ctx);
+
+// Launches `step` on `stream`; asynchronous. Empty string, or what went wrong
+// (a launch error, a shape the step does not take).
+std::string Launch(int step, const Problem& p, const DeviceContext& ctx, cudaStream_t stream);
+
+}  // namespace gemm

@@ -1,0 +1,33 @@
+// cuBLAS, loaded with dlopen rather than linked.
+//
+// Why: libcublasLt carries ~94 KB of static TLS. glibc counts every linked
+// library's static TLS into the minimum stack of each new thread, and
+// libraries that start threads with a fixed stack (civetweb inside
+// prometheus-cpp's exposer asks for 100 KB) then fail pthread_create. A
+// library loaded with dlopen gets dynamic TLS instead, so loading cuBLAS on
+// first use keeps the rest of the process unaffected.
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <string>
+
+namespace gemm::detail {
+
+struct CublasApi {
+  decltype(&cublasCreate_v2) Create;
+  decltype(&cublasDestroy_v2) Destroy;
+  decltype(&cublasSetStream_v2) SetStream;
+  decltype(&cublasSetWorkspace_v2) SetWorkspace;
+  // cublasGemmEx is overloaded in C++ (an inline computeType shim): name the C one.
+  cublasStatus_t (*GemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                           const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                           cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  decltype(&cublasGetStatusName) GetStatusName;
+  decltype(&cublasGetStatusString) GetStatusString;
+};
+
+// Loads libcublas.so.13 once; nullptr (and *error set) when it cannot.
+const CublasApi* Cublas(std::string* error);
+
+}  // namespace gemm::detail

@@ -1,0 +1,104 @@
+#include "gemm/gemm.h"
+
+#include <string>
+
+#include "cublas_api.h"
+#include "gemm/steps.h"
+#include "ladder.h"
+
+namespace gemm {
+namespace {
+
+constexpr size_t kCublasWorkspaceBytes = 32u << 20;  // what cuBLAS asks for on Hopper
+
+std::string CudaError(const char* what, cudaError_t e) {
+  return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+}
+
+std::string CublasError(const char* what, cublasStatus_t s) {
+  const detail::CublasApi* api = detail::Cublas(nullptr);
+  return std::string(what) + ": " + api->GetStatusName(s) + " (" + api->GetStatusString(s) + ")";
+}
+
+const detail::LadderKernel* FindLadderKernel(int step, const DeviceContext& ctx) {
+  for (const auto& k : detail::Sm90Kernels()) {
+    if (k.step == step && k.cc_major == ctx.cc_major) return &k;
+  }
+  return nullptr;
+}
+
+// D row-major m×n = A·Bᵀ is, in cuBLAS's column-major terms, the n×m matrix
+// Dᵀ = Bᵀᵀ·Aᵀ = op(B)·A with B read transposed: no copies needed.
+std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX) return "cuBLAS takes dimensions below 2^31";
+  const detail::CublasApi& cublas = *detail::Cublas(nullptr);  // loaded by CreateContext
+  if (auto s = cublas.SetStream(ctx.cublas, stream); s != CUBLAS_STATUS_SUCCESS) return CublasError("cublasSetStream", s);
+  const float alpha = 1.0f, beta = 0.0f;
+  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+  auto s = cublas.GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, p.b, CUDA_R_16F, k, p.a, CUDA_R_16F, k,
+                        &beta, p.d, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmEx", s);
+}
+
+}  // namespace
+
+std::string CreateContext(int device, DeviceContext* ctx) {
+  *ctx = DeviceContext{};
+  ctx->device = device;
+  if (auto e = cudaSetDevice(device); e != cudaSuccess) return CudaError("cudaSetDevice", e);
+  cudaDeviceProp prop{};
+  if (auto e = cudaGetDeviceProperties(&prop, device); e != cudaSuccess) return CudaError("cudaGetDeviceProperties", e);
+  ctx->sm_count = prop.multiProcessorCount;
+  ctx->cc_major = prop.major;
+  ctx->cc_minor = prop.minor;
+  ctx->smem_optin = prop.sharedMemPerBlockOptin;
+  std::string load_error;
+  const detail::CublasApi* cublas = detail::Cublas(&load_error);
+  if (cublas == nullptr) return load_error;
+  if (auto s = cublas->Create(&ctx->cublas); s != CUBLAS_STATUS_SUCCESS) return CublasError("cublasCreate", s);
+  if (auto e = cudaMalloc(&ctx->cublas_workspace, kCublasWorkspaceBytes); e != cudaSuccess) {
+    return CudaError("cudaMalloc (cuBLAS workspace)", e);
+  }
+  ctx->cublas_workspace_bytes = kCublasWorkspaceBytes;
+  if (auto s = cublas->SetWorkspace(ctx->cublas, ctx->cublas_workspace, kCublasWorkspaceBytes);
+      s != CUBLAS_STATUS_SUCCESS) {
+    return CublasError("cublasSetWorkspace", s);
+  }
+  for (const auto& k : detail::Sm90Kernels()) {
+    if (k.cc_major != ctx->cc_major || k.prepare == nullptr) continue;
+    if (auto e = k.prepare(); e != cudaSuccess) return CudaError("kernel attribute", e);
+  }
+  return "";
+}
+
+void DestroyContext(DeviceContext* ctx) {
+  if (ctx->cublas) detail::Cublas(nullptr)->Destroy(ctx->cublas);
+  if (ctx->cublas_workspace) cudaFree(ctx->cublas_workspace);
+  *ctx = DeviceContext{};
+}
+
+StepSupport Supports(int step, const DeviceContext& ctx) {
+  if (step == kVendorStep) return {true, ""};
+  if (FindStep(step) == nullptr) return {false, "is not a step of the ladder"};
+  if (ctx.cc_major != 9 && ctx.cc_major != 10) {
+    return {false, "runs on NVIDIA sm_90 or sm_100 GPUs; this one is sm_" + std::to_string(ctx.cc_major) +
+                       std::to_string(ctx.cc_minor)};
+  }
+  if (FindLadderKernel(step, ctx) == nullptr) {
+    return {false, "has no sm_" + std::to_string(ctx.cc_major) + "0a kernel in this build yet"};
+  }
+  return {true, ""};
+}
+
+std::string Launch(int step, const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
+  if (p.m < 1 || p.n < 1 || p.k < 1) return "m, n and k must be >= 1";
+  if (step == kVendorStep) return LaunchCublas(p, ctx, stream);
+  const StepInfo* info = FindStep(step);
+  if (info == nullptr) return "unknown step " + std::to_string(step);
+  if (auto err = ShapeError(*info, p.m, p.n, p.k); !err.empty()) return err;
+  const detail::LadderKernel* k = FindLadderKernel(step, ctx);
+  if (k == nullptr) return "step " + std::to_string(step) + " " + Supports(step, ctx).reason;
+  return k->launch(p, ctx, stream);
+}
+
+}  // namespace gemm

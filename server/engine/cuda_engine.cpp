@@ -1,0 +1,490 @@
+#include "engine/cuda_engine.h"
+
+#include <cuda_runtime.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "engine/verify.h"
+#include "gemm/device_ops.h"
+#include "gemm/gemm.h"
+#include "gemm/steps.h"
+
+namespace gemmd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string ErrorText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+// Errors after which the context is unusable: the device serves no more.
+bool IsSticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One worker's private resources on a device: its own cuBLAS handle, streams,
+// events and pinned staging, so several workers never share mutable state.
+struct Lane {
+  gemm::DeviceContext ctx;
+  cudaStream_t copy = nullptr, compute = nullptr;
+  cudaEvent_t staged[2] = {nullptr, nullptr};
+  cudaEvent_t inputs_ready = nullptr;
+  std::vector<cudaEvent_t> starts, stops;
+  char* staging = nullptr;  // pinned, two halves used alternately
+  uint64_t staging_bytes = 0;
+  gemm::CompareResult* cmp = nullptr;       // device
+  gemm::CompareResult* cmp_host = nullptr;  // pinned
+  bool busy = false;
+};
+
+}  // namespace
+
+struct CudaEngine::Device {
+  int ordinal = 0;
+  DeviceDescription desc;
+  cudaMemPool_t pool = nullptr;
+  std::vector<std::unique_ptr<Lane>> lanes;
+  std::mutex lanes_mu;
+  std::condition_variable lane_free;
+  // Kernels and verification of one request at a time: timings stay clean,
+  // while another lane's upload or download overlaps them.
+  std::mutex compute_mu;
+  mutable std::mutex state_mu;
+  std::atomic<bool> healthy{true};
+  std::string unhealthy_reason;
+  std::vector<StepAvailability> steps;
+
+  void MarkUnhealthy(const std::string& why) {
+    std::lock_guard lock(state_mu);
+    if (healthy.exchange(false)) {
+      unhealthy_reason = why;
+      spdlog::error("device {} marked unhealthy: {}", desc.id, why);
+    }
+  }
+  absl::Status Fail(const char* what, cudaError_t e) {
+    if (e == cudaErrorMemoryAllocation) {
+      return absl::ResourceExhaustedError(desc.id + ": " + what + ": out of device memory");
+    }
+    const std::string msg = desc.id + ": " + what + ": " + ErrorText(e);
+    if (IsSticky(e)) {
+      MarkUnhealthy(msg);
+      return absl::InternalError(msg + " (the device's context is lost; it serves no more requests)");
+    }
+    return absl::InternalError(msg);
+  }
+  // Waits for `stream`; a kernel still running after `timeout` is presumed
+  // hung, and the device is taken out of service rather than the server.
+  absl::Status Wait(cudaStream_t stream, double timeout) {
+    const auto start = Clock::now();
+    for (int spins = 0;; ++spins) {
+      const cudaError_t e = cudaStreamQuery(stream);
+      if (e == cudaSuccess) return absl::OkStatus();
+      if (e != cudaErrorNotReady) return Fail("stream", e);
+      if (SecondsSince(start) > timeout) {
+        MarkUnhealthy("a kernel ran past " + std::to_string(timeout) + " s and is presumed hung");
+        return absl::DeadlineExceededError(desc.id + ": a kernel ran past " + std::to_string(timeout) +
+                                           " s; the device is out of service");
+      }
+      if (spins < 2000) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+  }
+};
+
+namespace {
+
+// Borrows a free lane of a device for one request.
+class LaneLease {
+ public:
+  explicit LaneLease(CudaEngine::Device& dev) : dev_(dev) {
+    std::unique_lock lock(dev.lanes_mu);
+    dev.lane_free.wait(lock, [&] {
+      for (auto& l : dev.lanes)
+        if (!l->busy) return true;
+      return false;
+    });
+    for (auto& l : dev.lanes) {
+      if (!l->busy) {
+        lane_ = l.get();
+        lane_->busy = true;
+        break;
+      }
+    }
+  }
+  ~LaneLease() {
+    std::lock_guard lock(dev_.lanes_mu);
+    lane_->busy = false;
+    dev_.lane_free.notify_one();
+  }
+  Lane& operator*() { return *lane_; }
+  Lane* operator->() { return lane_; }
+
+ private:
+  CudaEngine::Device& dev_;
+  Lane* lane_ = nullptr;
+};
+
+// Stream-ordered allocations from the device's pool, freed on `free_stream`
+// after everything queued there.
+class PoolBuffers {
+ public:
+  PoolBuffers(cudaMemPool_t pool, cudaStream_t alloc_stream, cudaStream_t free_stream)
+      : pool_(pool), alloc_(alloc_stream), free_(free_stream) {}
+  ~PoolBuffers() {
+    cudaStreamSynchronize(alloc_);  // idle already on success; on an error path, nothing may still read
+    for (void* p : ptrs_) cudaFreeAsync(p, free_);
+  }
+  cudaError_t Allocate(__half** out, uint64_t elements) {
+    void* p = nullptr;
+    cudaError_t e = cudaMallocFromPoolAsync(&p, std::max<uint64_t>(elements, 1) * sizeof(__half), pool_, alloc_);
+    if (e == cudaSuccess) ptrs_.push_back(p);
+    *out = static_cast<__half*>(p);
+    return e;
+  }
+
+ private:
+  cudaMemPool_t pool_;
+  cudaStream_t alloc_, free_;
+  std::vector<void*> ptrs_;
+};
+
+// Host -> device through the lane's pinned staging, two halves in flight.
+cudaError_t StagedUpload(Lane& lane, void* dst, const void* src, uint64_t bytes) {
+  const uint64_t half = lane.staging_bytes / 2;
+  for (uint64_t off = 0, i = 0; off < bytes; off += half, ++i) {
+    const uint64_t len = std::min(half, bytes - off);
+    char* buf = lane.staging + (i % 2) * half;
+    if (auto e = cudaEventSynchronize(lane.staged[i % 2]); e != cudaSuccess) return e;
+    std::memcpy(buf, static_cast<const char*>(src) + off, len);
+    if (auto e = cudaMemcpyAsync(static_cast<char*>(dst) + off, buf, len, cudaMemcpyHostToDevice, lane.copy);
+        e != cudaSuccess)
+      return e;
+    if (auto e = cudaEventRecord(lane.staged[i % 2], lane.copy); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+// Device -> host the same way: chunk i copies while chunk i-1 is unpacked.
+cudaError_t StagedDownload(Lane& lane, void* dst, const void* src, uint64_t bytes) {
+  const uint64_t half = lane.staging_bytes / 2;
+  const uint64_t chunks = (bytes + half - 1) / half;
+  for (uint64_t i = 0; i <= chunks; ++i) {
+    if (i < chunks) {
+      const uint64_t off = i * half, len = std::min(half, bytes - off);
+      if (auto e = cudaMemcpyAsync(lane.staging + (i % 2) * half, static_cast<const char*>(src) + off, len,
+                                   cudaMemcpyDeviceToHost, lane.copy);
+          e != cudaSuccess)
+        return e;
+      if (auto e = cudaEventRecord(lane.staged[i % 2], lane.copy); e != cudaSuccess) return e;
+    }
+    if (i > 0) {
+      const uint64_t j = i - 1, off = j * half, len = std::min(half, bytes - off);
+      if (auto e = cudaEventSynchronize(lane.staged[j % 2]); e != cudaSuccess) return e;
+      std::memcpy(static_cast<char*>(dst) + off, lane.staging + (j % 2) * half, len);
+    }
+  }
+  return cudaSuccess;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions options) {
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
+    return absl::NotFoundError(e == cudaSuccess ? "no CUDA device is visible" : "no usable CUDA device (" + ErrorText(e) + ")");
+  }
+  std::unique_ptr<CudaEngine> engine(new CudaEngine(options));
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    auto dev = std::make_unique<Device>();
+    dev->ordinal = ordinal;
+    cudaDeviceProp prop{};
+    if (auto e = cudaSetDevice(ordinal); e != cudaSuccess) return absl::InternalError(ErrorText(e));
+    if (auto e = cudaGetDeviceProperties(&prop, ordinal); e != cudaSuccess) return absl::InternalError(ErrorText(e));
+    dev->desc.id = "cuda:" + std::to_string(ordinal);
+    dev->desc.name = prop.name;
+    dev->desc.kind = "cuda";
+    dev->desc.arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+    dev->desc.memory_bytes = prop.totalGlobalMem;
+
+    // The pool keeps what it grows to: no cudaMalloc/cudaFree per request.
+    if (auto e = cudaDeviceGetDefaultMemPool(&dev->pool, ordinal); e != cudaSuccess) {
+      return absl::InternalError(dev->desc.id + ": memory pool: " + ErrorText(e));
+    }
+    uint64_t keep = UINT64_MAX;
+    cudaMemPoolSetAttribute(dev->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+
+    for (uint32_t l = 0; l < std::max<uint32_t>(options.lanes_per_device, 1); ++l) {
+      auto lane = std::make_unique<Lane>();
+      if (auto err = gemm::CreateContext(ordinal, &lane->ctx); !err.empty()) {
+        return absl::InternalError(dev->desc.id + ": " + err);
+      }
+      cudaError_t e = cudaStreamCreateWithFlags(&lane->copy, cudaStreamNonBlocking);
+      if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&lane->compute, cudaStreamNonBlocking);
+      for (auto& ev : lane->staged)
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+      if (e == cudaSuccess) e = cudaEventCreateWithFlags(&lane->inputs_ready, cudaEventDisableTiming);
+      lane->staging_bytes = std::max<uint64_t>(options.staging_bytes, 1 << 20);
+      if (e == cudaSuccess) e = cudaMallocHost(&lane->staging, lane->staging_bytes);
+      if (e == cudaSuccess) e = cudaMalloc(&lane->cmp, sizeof(gemm::CompareResult));
+      if (e == cudaSuccess) e = cudaMallocHost(&lane->cmp_host, sizeof(gemm::CompareResult));
+      if (e != cudaSuccess) return absl::InternalError(dev->desc.id + ": lane set-up: " + ErrorText(e));
+      dev->lanes.push_back(std::move(lane));
+    }
+    const gemm::DeviceContext& ctx = dev->lanes.front()->ctx;
+    for (const gemm::StepInfo& info : gemm::AllSteps()) {
+      gemm::StepSupport s = gemm::Supports(info.step, ctx);
+      dev->steps.push_back({s.supported, s.reason});
+    }
+    engine->devices_.push_back(std::move(dev));
+  }
+  return engine;
+}
+
+CudaEngine::CudaEngine(CudaEngineOptions options) : options_(options) {}
+
+CudaEngine::~CudaEngine() {
+  for (auto& dev : devices_) {
+    cudaSetDevice(dev->ordinal);
+    for (auto& lane : dev->lanes) {
+      if (lane->copy) cudaStreamSynchronize(lane->copy);
+      if (lane->compute) cudaStreamSynchronize(lane->compute);
+      for (cudaEvent_t ev : lane->starts) cudaEventDestroy(ev);
+      for (cudaEvent_t ev : lane->stops) cudaEventDestroy(ev);
+      for (cudaEvent_t ev : lane->staged) if (ev) cudaEventDestroy(ev);
+      if (lane->inputs_ready) cudaEventDestroy(lane->inputs_ready);
+      if (lane->copy) cudaStreamDestroy(lane->copy);
+      if (lane->compute) cudaStreamDestroy(lane->compute);
+      if (lane->staging) cudaFreeHost(lane->staging);
+      if (lane->cmp) cudaFree(lane->cmp);
+      if (lane->cmp_host) cudaFreeHost(lane->cmp_host);
+      gemm::DestroyContext(&lane->ctx);
+    }
+  }
+}
+
+std::vector<DeviceDescription> CudaEngine::devices() const {
+  std::vector<DeviceDescription> out;
+  for (const auto& d : devices_) out.push_back(d->desc);
+  return out;
+}
+
+StepAvailability CudaEngine::availability(int step, int device) const {
+  const Device& dev = *devices_[device];
+  std::lock_guard lock(dev.state_mu);
+  if (step < 0 || step >= static_cast<int>(dev.steps.size())) return {false, "is not a step of the ladder"};
+  return dev.steps[step];
+}
+
+bool CudaEngine::healthy(int device) const { return devices_[device]->healthy.load(); }
+
+DeviceMemory CudaEngine::memory(int device) const {
+  const Device& dev = *devices_[device];
+  DeviceMemory m;
+  m.total_bytes = dev.desc.memory_bytes;
+  cudaMemPoolGetAttribute(dev.pool, cudaMemPoolAttrReservedMemCurrent, &m.pool_bytes);
+  cudaMemPoolGetAttribute(dev.pool, cudaMemPoolAttrUsedMemCurrent, &m.used_bytes);
+  return m;
+}
+
+absl::Status CudaEngine::Warmup(int device) {
+  Device& dev = *devices_[device];
+  // Self-test every offered step on small and ragged shapes against cuBLAS;
+  // a step that fails is withdrawn with the reason. A hang is bounded by the
+  // wait timeout (it takes the device out of service, not the server).
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape self_test[] = {{128, 128, 64}, {77, 100, 50}, {128, 128, 1000}, {256, 512, 320}, {1000, 129, 77},
+                             {1, 300, 64},   {300, 1, 8},   {129, 257, 13}};
+  for (const gemm::StepInfo& info : gemm::AllSteps()) {
+    if (!availability(info.step, device).available) continue;
+    for (const Shape& s : self_test) {
+      if (!gemm::ShapeError(info, s.m, s.n, s.k).empty()) continue;
+      GemmJob job;
+      job.m = s.m;
+      job.n = s.n;
+      job.k = s.k;
+      job.step = info.step;
+      job.a.seed = 1000 + info.step;
+      job.b.seed = 2000 + info.step;
+      auto r = Run(device, job);
+      std::string failure;
+      if (!r.ok()) {
+        failure = std::string(r.status().message());
+      } else if (!r->verification.passed) {
+        failure = std::to_string(r->verification.mismatches) + " of " + std::to_string(r->verification.elements) +
+                  " elements wrong";
+      }
+      if (!failure.empty()) {
+        const std::string reason = "failed its start-up self-test on " + std::to_string(s.m) + "x" +
+                                   std::to_string(s.n) + "x" + std::to_string(s.k) + " (" + failure + ")";
+        spdlog::error("{}: step {} {}", dev.desc.id, info.step, reason);
+        std::lock_guard lock(dev.state_mu);
+        dev.steps[info.step] = {false, reason};
+        break;
+      }
+      if (!dev.healthy) return absl::InternalError(dev.desc.id + " was lost during its self-test");
+    }
+  }
+  // Load the cuBLAS kernels real requests pick, and grow the pool to a
+  // working size, so the first request costs what a steady one does.
+  for (int64_t size : {1024, 4096}) {
+    GemmJob job;
+    job.m = job.n = job.k = size;
+    job.a.seed = 1;
+    job.b.seed = 2;
+    job.repeats = 3;
+    if (auto r = Run(device, job); !r.ok()) return r.status();
+  }
+  return dev.healthy ? absl::OkStatus() : absl::InternalError(dev.unhealthy_reason);
+}
+
+absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
+  Device& dev = *devices_[device];
+  if (!dev.healthy) {
+    std::lock_guard lock(dev.state_mu);
+    return absl::UnavailableError(dev.desc.id + " is out of service: " + dev.unhealthy_reason);
+  }
+  if (auto a = availability(job.step, device); !a.available) {
+    return absl::FailedPreconditionError("step " + std::to_string(job.step) + " " + a.reason);
+  }
+  LaneLease lane(dev);
+  if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return dev.Fail("cudaSetDevice", e);
+  const double timeout = options_.sync_timeout_seconds;
+  const uint64_t a_elems = job.m * job.k, b_elems = job.n * job.k, d_elems = job.m * job.n;
+  GemmReport report;
+
+  // Inputs: generated on the GPU from a seed, or staged up from the host.
+  auto t = Clock::now();
+  PoolBuffers buffers(dev.pool, lane->copy, lane->compute);
+  __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
+  cudaError_t e = buffers.Allocate(&a, a_elems);
+  if (e == cudaSuccess) e = buffers.Allocate(&b, b_elems);
+  if (e == cudaSuccess) e = buffers.Allocate(&d, d_elems);
+  if (e == cudaSuccess && job.verify) e = buffers.Allocate(&ref, d_elems);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    size_t free_bytes = 0, total = 0;
+    cudaMemGetInfo(&free_bytes, &total);
+    return absl::ResourceExhaustedError(
+        dev.desc.id + " cannot hold this request: it needs " + std::to_string((a_elems + b_elems + d_elems * (job.verify ? 2 : 1)) * 2) +
+        " bytes for A, B, D" + (job.verify ? " and the reference" : "") + "; " + std::to_string(free_bytes) + " of " +
+        std::to_string(total) + " bytes are free");
+  }
+  if (e != cudaSuccess) return dev.Fail("allocation", e);
+  for (auto [op, dst, count, id] : {std::tuple{&job.a, a, a_elems, gemm::OperandId::kA},
+                                    std::tuple{&job.b, b, b_elems, gemm::OperandId::kB}}) {
+    e = op->kind == OperandView::Kind::kRandom ? gemm::FillRandom(dst, count, op->seed, id, lane->copy)
+                                               : StagedUpload(*lane, dst, op->host, count * 2);
+    if (e != cudaSuccess) return dev.Fail("upload", e);
+  }
+  if (e = cudaEventRecord(lane->inputs_ready, lane->copy); e != cudaSuccess) return dev.Fail("event", e);
+  if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
+  report.seconds.upload = SecondsSince(t);
+  if (job.should_stop()) return absl::CancelledError("request cancelled before the GEMM ran");
+  cudaStreamWaitEvent(lane->compute, lane->inputs_ready, 0);
+
+  {
+    std::lock_guard compute(dev.compute_mu);
+    const uint32_t repeats = std::max<uint32_t>(job.repeats, 1);
+    while (lane->starts.size() < repeats) {
+      cudaEvent_t s0, s1;
+      if ((e = cudaEventCreate(&s0)) != cudaSuccess || (e = cudaEventCreate(&s1)) != cudaSuccess) {
+        return dev.Fail("event", e);
+      }
+      lane->starts.push_back(s0);
+      lane->stops.push_back(s1);
+    }
+    const gemm::Problem problem{job.m, job.n, job.k, a, b, d};
+    for (uint32_t r = 0; r < repeats; ++r) {
+      // Poisoned before every run (outside the timed region): an element the
+      // kernel does not write stays NaN and fails verification.
+      if ((e = gemm::Poison(d, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
+      cudaEventRecord(lane->starts[r], lane->compute);
+      if (auto err = gemm::Launch(job.step, problem, lane->ctx, lane->compute); !err.empty()) {
+        if ((e = cudaGetLastError()) != cudaSuccess) return dev.Fail(("step " + std::to_string(job.step)).c_str(), e);
+        return absl::InternalError(dev.desc.id + ": step " + std::to_string(job.step) + ": " + err);
+      }
+      cudaEventRecord(lane->stops[r], lane->compute);
+    }
+    if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
+    std::vector<double> seconds;
+    for (uint32_t r = 0; r < repeats; ++r) {
+      float ms = 0;
+      if ((e = cudaEventElapsedTime(&ms, lane->starts[r], lane->stops[r])) != cudaSuccess) return dev.Fail("timing", e);
+      seconds.push_back(ms * 1e-3);
+    }
+    report.seconds.kernel = Median(seconds);
+    report.seconds.repeats = repeats;
+
+    if (job.verify) {
+      t = Clock::now();
+      if ((e = gemm::Poison(ref, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
+      const gemm::Problem reference{job.m, job.n, job.k, a, b, ref};
+      if (auto err = gemm::Launch(gemm::kVendorStep, reference, lane->ctx, lane->compute); !err.empty()) {
+        return absl::InternalError(dev.desc.id + ": cuBLAS reference: " + err);
+      }
+      e = gemm::Compare(d, ref, d_elems, static_cast<float>(kRtol), static_cast<float>(kAtol), lane->cmp,
+                        lane->compute);
+      if (e == cudaSuccess) {
+        e = cudaMemcpyAsync(lane->cmp_host, lane->cmp, sizeof(gemm::CompareResult), cudaMemcpyDeviceToHost,
+                            lane->compute);
+      }
+      if (e != cudaSuccess) return dev.Fail("verification", e);
+      if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
+      VerificationResult& v = report.verification;
+      v.performed = true;
+      v.mismatches = lane->cmp_host->mismatches;
+      v.non_finite = lane->cmp_host->non_finite;
+      v.max_abs_error = lane->cmp_host->max_abs_error;
+      v.elements = d_elems;
+      v.rtol = kRtol;
+      v.atol = kAtol;
+      v.reference = "cublas";
+      v.passed = v.mismatches == 0;
+      report.seconds.verify = SecondsSince(t);
+    }
+  }
+
+  if (job.d != nullptr) {
+    t = Clock::now();
+    cudaStreamWaitEvent(lane->copy, lane->stops[report.seconds.repeats - 1], 0);
+    if ((e = StagedDownload(*lane, job.d, d, d_elems * 2)) != cudaSuccess) return dev.Fail("download", e);
+    if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
+    report.seconds.download = SecondsSince(t);
+  }
+  return report;
+}
+
+}  // namespace gemmd

@@ -1,0 +1,42 @@
+// The CUDA engine: every visible GPU (CUDA_VISIBLE_DEVICES respected), each
+// kept warm for the server's life: a stream-ordered memory pool that keeps
+// what it grows to, cuBLAS handles and workspaces, pinned staging buffers,
+// streams and events per worker lane. Step 0 is cuBLAS; ladder steps come
+// from the kernels library, each checked at start-up against cuBLAS.
+#pragma once
+
+#include <memory>
+
+#include "engine/engine.h"
+
+namespace gemmd {
+
+struct CudaEngineOptions {
+  uint32_t lanes_per_device = 1;        // one per dispatcher worker
+  uint64_t staging_bytes = 64ull << 20; // pinned host buffer per lane
+  double sync_timeout_seconds = 120;    // a kernel that runs longer is declared hung
+};
+
+class CudaEngine final : public Engine {
+ public:
+  // NOT_FOUND when there is no usable GPU (the caller falls back to the CPU).
+  static absl::StatusOr<std::unique_ptr<CudaEngine>> Create(CudaEngineOptions options);
+  ~CudaEngine() override;
+
+  std::string name() const override { return "cuda"; }
+  std::vector<DeviceDescription> devices() const override;
+  StepAvailability availability(int step, int device) const override;
+  bool healthy(int device) const override;
+  absl::Status Warmup(int device) override;
+  absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) override;
+  DeviceMemory memory(int device) const override;
+
+  struct Device;  // defined in cuda_engine.cpp
+
+ private:
+  explicit CudaEngine(CudaEngineOptions options);
+  CudaEngineOptions options_;
+  std::vector<std::unique_ptr<Device>> devices_;
+};
+
+}  // namespace gemmd

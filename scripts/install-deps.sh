@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev prometheus-cpp-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
-  libopenblas-dev libfp16-dev libcurl4-openssl-dev
+  libopenblas-dev libfp16-dev libcurl4-openssl-dev curl
   libgtest-dev libgmock-dev
   python3 python3-grpcio python3-protobuf python3-numpy
 )

@@ -1,5 +1,7 @@
 // gemmd: the GEMM server. Blocks SIGINT/SIGTERM in every thread and waits
 // for them here, so shutdown runs on an ordinary thread, not in a handler.
+#include <absl/debugging/failure_signal_handler.h>
+#include <absl/debugging/symbolize.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -11,6 +13,9 @@
 #include "gemm_server.h"
 
 int main(int argc, char** argv) {
+  // A crash prints its stack to stderr (the log) before the process dies.
+  absl::InitializeSymbolizer(argv[0]);
+  absl::InstallFailureSignalHandler({});
   auto parsed = gemmd::ParseServerConfig(argc, argv);
   if (!parsed.config) return parsed.exit_code;
   const gemmd::ServerConfig& config = *parsed.config;

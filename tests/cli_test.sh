@@ -86,4 +86,12 @@ grep -q "total: 80 ok of 80" "$work/bench" || { cat "$work/bench"; fail "bench";
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['results'])==2 and all(r['ok']==40 for r in d['results'])" "$work/bench.json" || fail "bench JSON"
 ok "bench"
 
+# The real binary's /metrics, scraped as Prometheus does (a scrape once
+# crashed gemmd while an in-process test passed: static TLS vs civetweb's stacks).
+metrics=$(curl -sf "$GEMMD_METRICS_URL") || fail "scraping $GEMMD_METRICS_URL failed"
+grep -q '^gemm_requests_total{code="OK",method="Multiply",step="0"} [1-9]' <<<"$metrics" || fail "no Multiply count"
+grep -q '^gemm_floating_point_operations_total{device="cpu:0",step="0"} [1-9]' <<<"$metrics" || fail "no FLOP count"
+"$client" health | grep -qx SERVING || fail "server died after the scrape"
+ok "metrics scrape"
+
 echo "$passed passed, 0 failed"

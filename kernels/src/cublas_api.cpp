@@ -27,6 +27,7 @@ const CublasApi* Cublas(std::string* error) {
     bind(api.Destroy, "cublasDestroy_v2");
     bind(api.SetStream, "cublasSetStream_v2");
     bind(api.SetWorkspace, "cublasSetWorkspace_v2");
+    bind(api.SetMathMode, "cublasSetMathMode");
     bind(api.GemmEx, "cublasGemmEx");
     bind(api.GetStatusName, "cublasGetStatusName");
     bind(api.GetStatusString, "cublasGetStatusString");

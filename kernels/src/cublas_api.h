@@ -19,6 +19,7 @@ struct CublasApi {
   decltype(&cublasDestroy_v2) Destroy;
   decltype(&cublasSetStream_v2) SetStream;
   decltype(&cublasSetWorkspace_v2) SetWorkspace;
+  decltype(&cublasSetMathMode) SetMathMode;
   // cublasGemmEx is overloaded in C++ (an inline computeType shim): name the C one.
   cublasStatus_t (*GemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,

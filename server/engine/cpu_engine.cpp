@@ -1,7 +1,5 @@
 #include "engine/cpu_engine.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/blas_api.h"
 #include "engine/verify.h"
 #include "gemm/half.h"
 #include "gemm/random_fill.h"
@@ -47,7 +46,9 @@ double Median(std::vector<double> v) {
 std::vector<DeviceDescription> CpuEngine::devices() const {
   DeviceDescription d;
   d.id = "cpu:0";
-  d.name = "OpenBLAS sgemm, " + std::to_string(openblas_get_num_threads()) + " threads";
+  std::string error;
+  const BlasApi* blas = Blas(&error);
+  d.name = blas ? blas->library + " sgemm" : "no BLAS: " + error;
   d.kind = "cpu";
 #if defined(__x86_64__)
   d.arch = "x86_64";
@@ -60,7 +61,11 @@ std::vector<DeviceDescription> CpuEngine::devices() const {
 }
 
 StepAvailability CpuEngine::availability(int step, int) const {
-  if (step == gemm::kVendorStep) return {true, ""};
+  std::string error;
+  if (step == gemm::kVendorStep) {
+    if (Blas(&error) == nullptr) return {false, "cannot run: " + error};
+    return {true, ""};
+  }
   return {false, "runs on NVIDIA sm_90 or sm_100 GPUs; this server has none (CPU engine)"};
 }
 
@@ -80,6 +85,9 @@ absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
   if (job.step != gemm::kVendorStep) {
     return absl::FailedPreconditionError("step " + std::to_string(job.step) + " " + availability(job.step, 0).reason);
   }
+  std::string error;
+  const BlasApi* blas = Blas(&error);
+  if (blas == nullptr) return absl::FailedPreconditionError(error);
   const size_t m = job.m, n = job.n, k = job.k;
   GemmReport report;
 
@@ -97,7 +105,7 @@ absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
   for (uint32_t r = 0; r < repeats; ++r) {
     if (r > 0 && job.should_stop()) return absl::CancelledError("request cancelled between repeats");
     t = Clock::now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+    blas->sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
                 static_cast<int>(k), 1.0f, a.data(), static_cast<int>(k), b.data(), static_cast<int>(k),
                 0.0f, c.data(), static_cast<int>(n));
     kernel_seconds.push_back(SecondsSince(t));
@@ -123,7 +131,7 @@ absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
     const std::vector<double> a64(a.begin(), a.end());
     const std::vector<double> b64(b.begin(), b.end());
     std::vector<double> ref(m * n);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+    blas->dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
                 static_cast<int>(k), 1.0, a64.data(), static_cast<int>(k), b64.data(),
                 static_cast<int>(k), 0.0, ref.data(), static_cast<int>(n));
     report.verification = CompareWithReference(d, ref.data(), m * n);

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, in one device call: GPU tests, the server end to
+# end (first request vs steady state, and its TFLOPS against gemm-bench's
+# cuBLAS), gemm-bench over the ladder, the SASS check. Logs go to $OUT; a
+# short summary is printed last. Needs .bundle.tar.xz (scripts/gpu/bundle.sh).
+#   BENCH_SHAPES, BENCH_STEPS, BENCH_ITERS override the benchmark's lists.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/gemmd-out}
+mkdir -p "$OUT"
+[[ -d .bundle ]] || tar -xJf .bundle.tar.xz
+export LD_LIBRARY_PATH=$PWD/.bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+bin=$PWD/.bundle/bin
+summary=$OUT/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+gpus=$(nvidia-smi -L | wc -l)
+
+# 1. GPU tests.
+for t in kernels_gpu_test cuda_engine_gpu_test; do
+  "$bin/$t" --gtest_brief=1 >"$OUT/$t.log" 2>&1
+  rc=$?
+  note "$t: rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/$t.log" | tr '\n' ' ')"
+done
+
+# 2. The server end to end on every GPU.
+work=$(mktemp -d)
+"$bin/gemmd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" --workers 2 \
+  2>"$OUT/gemmd.log" &
+pid=$!
+export GEMM_TARGET
+for _ in $(seq 600); do [[ -s $work/port ]] && break; sleep 0.1; done
+GEMM_TARGET=127.0.0.1:$(cat "$work/port" 2>/dev/null)
+"$bin/gemm-client" health --wait 120 >/dev/null || note "server not SERVING"
+grep -E "warm in|unavailable|serving" "$OUT/gemmd.log" | sed 's/^/  /' | tee -a "$summary"
+run4096() { "$bin/gemm-client" run --m 4096 --n 4096 --k 4096 --step 0 "$@" --json; }
+first=$(run4096 --repeats 1 --no-verify)
+echo "$first" >"$OUT/first_request.json"
+for i in 1 2 3 4 5; do run4096 --repeats 1 --no-verify; done >"$OUT/steady_requests.json"
+# The first request came after an idle gap (GPU clocks drop when idle):
+# compare it with steady requests that follow the same gap, too.
+for i in 1 2 3; do sleep 1; run4096 --repeats 1 --no-verify; done >"$OUT/idle_requests.json"
+verified=$(run4096 --repeats 20)
+echo "$verified" >"$OUT/verified_request.json"
+python3 - "$OUT" <<'PY' | tee -a "$summary"
+import json, re, sys, statistics
+out = sys.argv[1]
+def docs(path):
+    text = open(path).read()
+    return [json.loads(m) for m in re.findall(r'\{.*?\n\}', text, re.S)]
+first = docs(f"{out}/first_request.json")[0]
+steady = docs(f"{out}/steady_requests.json")
+ver = docs(f"{out}/verified_request.json")[0]
+tot = lambda d: d["timing"]["totalSeconds"]
+ker = lambda d: d["timing"]["kernelSeconds"]
+st_tot = statistics.median(tot(d) for d in steady)
+st_ker = statistics.median(ker(d) for d in steady)
+print(f"server 4096^3 step 0: first request total {tot(first)*1e3:.2f} ms vs steady median {st_tot*1e3:.2f} ms "
+      f"(x{tot(first)/st_tot:.2f}); kernel {ker(first)*1e3:.3f} vs {st_ker*1e3:.3f} ms (x{ker(first)/st_ker:.2f})")
+idle = docs(f"{out}/idle_requests.json")
+id_tot = statistics.median(tot(d) for d in idle)
+print(f"  steady requests after the same 1 s idle gap: total {id_tot*1e3:.2f} ms: first is x{tot(first)/id_tot:.2f}")
+print(f"server 4096^3 step 0, 20 repeats, verified={ver['verification']['passed']}: {ver['tflops']:.1f} TFLOPS "
+      f"on {ver['device']}")
+PY
+# Spread over GPUs: a burst of concurrent requests, then the per-device counters.
+"$bin/gemm-client" bench --shapes 4096x4096x4096 --concurrency $((4 * gpus)) --count $((40 * gpus)) \
+  >"$OUT/server_bench.txt" 2>&1
+metrics_port=$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd.log" | grep -o '[0-9]*$')
+curl -s "http://127.0.0.1:$metrics_port/metrics" >"$OUT/metrics.txt"
+note "kernel runs per device: $(grep '^gemm_kernel_runs_total' "$OUT/metrics.txt" | tr '\n' ' ')"
+note "server bench: $(grep '^total' "$OUT/server_bench.txt")"
+kill -TERM $pid; wait $pid; note "gemmd exit after SIGTERM: $?"
+grep -B2 -A30 "SIGSEGV\|SIGABRT\|\*\*\* " "$OUT/gemmd.log" | head -60 | tee -a "$summary"
+
+# 3. gemm-bench: the ladder against cuBLAS in one process.
+"$bin/gemm-bench" --shapes "${BENCH_SHAPES:-2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024}" \
+  --steps "${BENCH_STEPS:-1,2,3,4,5,6,7,8,9,10}" --iters "${BENCH_ITERS:-30}" \
+  --csv "$OUT/bench.csv" --md "$OUT/bench.md" >"$OUT/bench.log" 2>&1
+note "gemm-bench rc=$?"
+
+# 4. SASS: which ladder kernels use HGMMA, and any local-memory traffic.
+if command -v cuobjdump >/dev/null; then
+  cuobjdump -sass "$bin/gemm-bench" >"$OUT/sass.txt" 2>/dev/null
+  cuobjdump -res-usage "$bin/gemm-bench" >"$OUT/res_usage.txt" 2>/dev/null
+  note "SASS: $(grep -c HGMMA "$OUT/sass.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass.txt") LDL/STL lines"
+fi
+
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" --exclude=logs.tar.gz --exclude=bench.csv --exclude=bench.md \
+  --exclude=summary.txt . 2>/dev/null
+find "$OUT" -maxdepth 1 -type f ! -name logs.tar.gz ! -name bench.csv ! -name bench.md ! -name summary.txt -delete
+echo "================ summary"
+cat "$summary"
+cat "$OUT/bench.md" 2>/dev/null

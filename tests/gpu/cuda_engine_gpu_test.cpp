@@ -1,0 +1,180 @@
+// The CUDA engine and the server on a real GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/cuda_engine.h"
+#include "gemm/random_fill.h"
+#include "gpu_test_util.h"
+#include "server_fixture.h"
+#include "test_util.h"
+
+namespace gemmd::testing {
+namespace {
+
+std::unique_ptr<CudaEngine> MakeEngine(uint32_t lanes = 1) {
+  CudaEngineOptions o;
+  o.lanes_per_device = lanes;
+  o.staging_bytes = 4 << 20;  // small, so uploads take several chunks
+  auto e = CudaEngine::Create(o);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+GemmJob RandomJob(int64_t m, int64_t n, int64_t k, uint64_t seed) {
+  GemmJob job;
+  job.m = m;
+  job.n = n;
+  job.k = k;
+  job.a.seed = seed;
+  job.b.seed = seed;
+  return job;
+}
+
+TEST(CudaEngineGpu, DescribesEveryVisibleGpuAndOffersCublas) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  ASSERT_EQ(engine->devices().size(), static_cast<size_t>(count));
+  EXPECT_EQ(engine->devices()[0].id, "cuda:0");
+  EXPECT_EQ(engine->devices()[0].kind, "cuda");
+  EXPECT_THAT(engine->devices()[0].arch, ::testing::StartsWith("sm_"));
+  EXPECT_TRUE(engine->availability(0, 0).available);
+  EXPECT_TRUE(engine->healthy(0));
+}
+
+TEST(CudaEngineGpu, HostInputsThroughStagingMatchAnFp64Reference) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  const int64_t m = 1100, n = 300, k = 2000;  // A is 4.2 MB: two staging chunks
+  const std::string a = RandomHalfBytes(m, k, 11), b = RandomHalfBytes(n, k, 12);
+  std::string d(m * n * 2, '\0');
+  GemmJob job;
+  job.m = m;
+  job.n = n;
+  job.k = k;
+  job.a = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(a.data()), 0};
+  job.b = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(b.data()), 0};
+  job.d = reinterpret_cast<uint16_t*>(d.data());
+  auto r = engine->Run(0, job);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->verification.passed);
+  EXPECT_EQ(r->verification.reference, "cublas");
+  EXPECT_GT(r->seconds.kernel, 0);
+  EXPECT_EQ(CountMismatches(d, ReferenceGemm(ToDouble(a), ToDouble(b), m, n, k)), 0);
+}
+
+TEST(CudaEngineGpu, ServerGeneratedInputsAreTheDocumentedOnes) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  const int64_t m = 129, n = 77, k = 1000;
+  std::string d(m * n * 2, '\0');
+  GemmJob job = RandomJob(m, n, k, 4242);
+  job.d = reinterpret_cast<uint16_t*>(d.data());
+  job.repeats = 5;
+  auto r = engine->Run(0, job);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->seconds.repeats, 5u);
+  std::vector<double> a(m * k), b(n * k);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = gemm::RandomValue(4242, gemm::OperandId::kA, i);
+  for (int64_t i = 0; i < n * k; ++i) b[i] = gemm::RandomValue(4242, gemm::OperandId::kB, i);
+  EXPECT_EQ(CountMismatches(d, ReferenceGemm(a, b, m, n, k)), 0);
+}
+
+TEST(CudaEngineGpu, TooLargeForTheDeviceIsResourceExhaustedAndTheDeviceStaysHealthy) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  auto r = engine->Run(0, RandomJob(200000, 200000, 200000, 1));  // 80 GB per operand
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("bytes are free"));
+  EXPECT_TRUE(engine->healthy(0));
+  EXPECT_TRUE(engine->Run(0, RandomJob(256, 256, 256, 2)).ok());
+}
+
+TEST(CudaEngineGpu, LanesRunConcurrentlyAndCorrectly) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine(3);
+  std::atomic<int> passed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        auto r = engine->Run(0, RandomJob(512 + t, 384 + i, 1024, t * 100 + i));
+        if (r.ok() && r->verification.passed) ++passed;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(passed.load(), 30);
+  EXPECT_GT(engine->memory(0).pool_bytes, 0u);
+}
+
+TEST(CudaEngineGpu, WarmupSelfTestsEveryOfferedStep) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  ASSERT_TRUE(engine->Warmup(0).ok());
+  for (int s = 0; s <= 10; ++s) {
+    const auto a = engine->availability(s, 0);
+    EXPECT_THAT(a.reason, ::testing::Not(::testing::HasSubstr("self-test"))) << "step " << s;
+  }
+}
+
+// ---------------------------------------------------------- over gRPC
+
+class GpuServerTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    ServerConfig c = LoopbackConfig();
+    c.max_message_bytes = 64 << 20;
+    StartServer(c, MakeEngine());
+  }
+};
+
+TEST_F(GpuServerTest, ServesStepZeroVerifiedWithTimingAndDevice) {
+  gemm::v1::MultiplyRequest req;
+  req.mutable_shape()->set_m(4096);
+  req.mutable_shape()->set_n(4096);
+  req.mutable_shape()->set_k(4096);
+  req.mutable_a()->mutable_random()->set_seed(1);
+  req.mutable_b()->mutable_random()->set_seed(2);
+  req.set_repeats(10);
+  gemm::v1::MultiplyResponse resp;
+  ASSERT_TRUE(client().Multiply(req, &resp).ok());
+  EXPECT_TRUE(resp.verification().passed());
+  EXPECT_EQ(resp.engine(), "cuda");
+  EXPECT_EQ(resp.device(), "cuda:0");
+  EXPECT_GT(resp.tflops(), 50.0);  // a sanity floor far below any Hopper, not a speed claim
+  RecordProperty("tflops_4096", std::to_string(resp.tflops()));
+}
+
+TEST_F(GpuServerTest, InlineRaggedDataMatchesTheHostReference) {
+  const int64_t m = 129, n = 77, k = 1000;
+  gemm::v1::MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.mutable_a()->set_data(RandomHalfBytes(m, k, 3));
+  req.mutable_b()->set_data(RandomHalfBytes(n, k, 4));
+  req.set_output(gemm::v1::OUTPUT_INLINE);
+  gemm::v1::MultiplyResponse resp;
+  ASSERT_TRUE(client().Multiply(req, &resp).ok());
+  EXPECT_TRUE(resp.verification().passed());
+  EXPECT_EQ(CountMismatches(resp.d(), ReferenceGemm(ToDouble(req.a().data()), ToDouble(req.b().data()), m, n, k)),
+            0);
+}
+
+TEST_F(GpuServerTest, ListKernelsShowsTheGpu) {
+  gemm::v1::ListKernelsResponse r;
+  ASSERT_TRUE(client().ListKernels(&r).ok());
+  EXPECT_EQ(r.engine(), "cuda");
+  ASSERT_GE(r.devices_size(), 1);
+  EXPECT_EQ(r.devices(0).kind(), "cuda");
+  EXPECT_GT(r.devices(0).memory_bytes(), 1ull << 30);
+  EXPECT_TRUE(r.kernels(0).available());
+}
+
+}  // namespace
+}  // namespace gemmd::testing

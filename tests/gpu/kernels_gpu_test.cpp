@@ -1,0 +1,158 @@
+// The kernel library on a real GPU: device helpers, and every step this
+// build has against cuBLAS on fresh random inputs with D poisoned, on tile
+// shapes, squares and ragged shapes (ladder.md, "Correct means").
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "gemm/device_ops.h"
+#include "gemm/gemm.h"
+#include "gemm/half.h"
+#include "gemm/steps.h"
+#include "gpu_test_util.h"
+#include "test_util.h"
+
+namespace gemmd::testing {
+namespace {
+
+#define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+class KernelsGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    ASSERT_EQ(gemm::CreateContext(0, &ctx_), "");
+    ASSERT_CUDA(cudaStreamCreate(&stream_));
+    ASSERT_CUDA(cudaMalloc(&cmp_, sizeof(gemm::CompareResult)));
+  }
+  void TearDown() override {
+    if (stream_) cudaStreamDestroy(stream_);
+    if (cmp_) cudaFree(cmp_);
+    gemm::DestroyContext(&ctx_);
+  }
+  gemm::CompareResult CompareOnDevice(const __half* d, const __half* ref, uint64_t count) {
+    gemm::CompareResult host{};
+    EXPECT_EQ(gemm::Compare(d, ref, count, 1e-3f, 1e-2f, cmp_, stream_), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(&host, cmp_, sizeof host, cudaMemcpyDeviceToHost, stream_), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    return host;
+  }
+  gemm::DeviceContext ctx_;
+  cudaStream_t stream_ = nullptr;
+  gemm::CompareResult* cmp_ = nullptr;
+};
+
+TEST_F(KernelsGpuTest, FillRandomMatchesTheHostGenerator) {
+  const uint64_t n = 100003;
+  __half* d = nullptr;
+  ASSERT_CUDA(cudaMalloc(&d, n * 2));
+  ASSERT_CUDA(gemm::FillRandom(d, n, 99, gemm::OperandId::kB, stream_));
+  std::vector<uint16_t> host(n);
+  ASSERT_CUDA(cudaMemcpy(host.data(), d, n * 2, cudaMemcpyDeviceToHost));
+  cudaFree(d);
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(gemm::HalfToFloat(host[i]), gemm::RandomValue(99, gemm::OperandId::kB, i)) << i;
+  }
+}
+
+TEST_F(KernelsGpuTest, CompareCatchesAPlantedWrongElementAndAnUnwrittenOne) {
+  const uint64_t n = 1 << 20;
+  __half *ref = nullptr, *d = nullptr;
+  ASSERT_CUDA(cudaMalloc(&ref, n * 2));
+  ASSERT_CUDA(cudaMalloc(&d, n * 2));
+  ASSERT_CUDA(gemm::FillRandom(ref, n, 5, gemm::OperandId::kA, stream_));
+  ASSERT_CUDA(cudaMemcpyAsync(d, ref, n * 2, cudaMemcpyDeviceToDevice, stream_));
+  EXPECT_EQ(CompareOnDevice(d, ref, n).mismatches, 0u);
+
+  const __half wrong = __float2half(7.5f);  // far outside |ref| < 1 + tolerance
+  ASSERT_CUDA(cudaMemcpyAsync(d + 123457, &wrong, 2, cudaMemcpyHostToDevice, stream_));
+  auto r = CompareOnDevice(d, ref, n);
+  EXPECT_EQ(r.mismatches, 1u);
+  EXPECT_EQ(r.non_finite, 0u);
+  EXPECT_GT(r.max_abs_error, 6.0f);
+
+  ASSERT_CUDA(gemm::Poison(d + 999, 1, stream_));  // as if the kernel never wrote it
+  r = CompareOnDevice(d, ref, n);
+  EXPECT_EQ(r.mismatches, 2u);
+  EXPECT_EQ(r.non_finite, 1u);
+  cudaFree(ref);
+  cudaFree(d);
+}
+
+struct StepShape {
+  int step;
+  int64_t m, n, k;
+};
+
+std::vector<StepShape> AllStepShapes() {
+  // Tile shapes, squares 128..8192, ragged shapes, K not a multiple of 8.
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {128, 128, 64}, {128, 128, 1024}, {77, 100, 50},     {1, 1, 1},          {128, 128, 128},
+      {256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096},
+      {8192, 8192, 8192}, {1000, 1000, 1000}, {4097, 129, 77}, {1, 8192, 4096}, {8192, 1, 64},
+      {129, 4095, 8},  {300, 200, 13},  {255, 257, 1023}};
+  std::vector<StepShape> out;
+  for (const auto& info : gemm::AllSteps()) {
+    for (const auto& s : shapes) {
+      if (gemm::ShapeError(info, s[0], s[1], s[2]).empty()) out.push_back({info.step, s[0], s[1], s[2]});
+    }
+  }
+  return out;
+}
+
+class StepCorrectnessTest : public KernelsGpuTest, public ::testing::WithParamInterface<StepShape> {};
+
+TEST_P(StepCorrectnessTest, MatchesCublasWithDPoisoned) {
+  const StepShape p = GetParam();
+  const gemm::StepSupport support = gemm::Supports(p.step, ctx_);
+  if (!support.supported) GTEST_SKIP() << "step " << p.step << " " << support.reason;
+  const uint64_t a_n = p.m * p.k, b_n = p.n * p.k, d_n = p.m * p.n;
+  __half *a, *b, *d, *ref;
+  ASSERT_CUDA(cudaMalloc(&a, a_n * 2));
+  ASSERT_CUDA(cudaMalloc(&b, b_n * 2));
+  ASSERT_CUDA(cudaMalloc(&d, d_n * 2));
+  ASSERT_CUDA(cudaMalloc(&ref, d_n * 2));
+  const uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed() * 7919ull + p.m * 31 + p.k;
+  ASSERT_CUDA(gemm::FillRandom(a, a_n, seed, gemm::OperandId::kA, stream_));
+  ASSERT_CUDA(gemm::FillRandom(b, b_n, seed, gemm::OperandId::kB, stream_));
+  ASSERT_CUDA(gemm::Poison(ref, d_n, stream_));
+  ASSERT_EQ(gemm::Launch(0, {p.m, p.n, p.k, a, b, ref}, ctx_, stream_), "");
+  for (int run = 0; run < 2; ++run) {  // twice: a stale-state bug shows on the second
+    ASSERT_CUDA(gemm::Poison(d, d_n, stream_));
+    ASSERT_EQ(gemm::Launch(p.step, {p.m, p.n, p.k, a, b, d}, ctx_, stream_), "");
+    ASSERT_CUDA(cudaGetLastError());
+    const auto r = CompareOnDevice(d, ref, d_n);
+    EXPECT_EQ(r.mismatches, 0u) << "run " << run << ": " << r.non_finite << " unwritten/non-finite, max err "
+                                << r.max_abs_error;
+  }
+  if (p.step == 0 && d_n * p.k <= (1ull << 27)) {
+    // cuBLAS itself against an fp64 host reference, on shapes small enough.
+    std::string a_h(a_n * 2, 0), b_h(b_n * 2, 0), d_h(d_n * 2, 0);
+    ASSERT_CUDA(cudaMemcpy(a_h.data(), a, a_n * 2, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(b_h.data(), b, b_n * 2, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(d_h.data(), d, d_n * 2, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(CountMismatches(d_h, ReferenceGemm(ToDouble(a_h), ToDouble(b_h), p.m, p.n, p.k)), 0);
+  }
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(d);
+  cudaFree(ref);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSteps, StepCorrectnessTest, ::testing::ValuesIn(AllStepShapes()),
+                         [](const auto& info) {
+                           const auto& p = info.param;
+                           return "step" + std::to_string(p.step) + "_" + std::to_string(p.m) + "x" +
+                                  std::to_string(p.n) + "x" + std::to_string(p.k);
+                         });
+
+TEST_F(KernelsGpuTest, SingleTileStepsRefuseLargerShapesWithAMessage) {
+  __half* p = nullptr;
+  EXPECT_THAT(gemm::Launch(1, {256, 128, 64, p, p, nullptr}, ctx_, stream_), ::testing::HasSubstr("m <= 128"));
+  EXPECT_THAT(gemm::Launch(2, {128, 129, 64, p, p, nullptr}, ctx_, stream_), ::testing::HasSubstr("n <= 128"));
+  EXPECT_THAT(gemm::Launch(11, {1, 1, 1, p, p, nullptr}, ctx_, stream_), ::testing::HasSubstr("unknown step"));
+}
+
+}  // namespace
+}  // namespace gemmd::testing

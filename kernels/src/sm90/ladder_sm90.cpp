@@ -1,8 +1,16 @@
 // The Hopper (sm_90a) family of the ladder. Steps are listed as they land.
 #include "ladder.h"
+#include "sm90/steps_sm90.h"
 
 namespace gemm::detail {
 
-std::span<const LadderKernel> Sm90Kernels() { return {}; }
+std::span<const LadderKernel> Sm90Kernels() {
+  static const LadderKernel kKernels[] = {
+      {1, 9, sm90::PrepareSingleTile, sm90::LaunchSingleTile},
+      {2, 9, sm90::PrepareKLoop, sm90::LaunchKLoop},
+      {3, 9, sm90::PrepareTiled, sm90::LaunchTiled},
+  };
+  return kKernels;
+}
 
 }  // namespace gemm::detail

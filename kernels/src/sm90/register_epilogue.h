@@ -1,0 +1,34 @@
+// Steps 1-3 write D straight from the accumulator registers to global
+// memory (steps 4+ go through shared memory and a TMA store).
+#pragma once
+
+#include <cuda_fp16.h>
+
+namespace gemm::sm90 {
+
+// acc[mb] holds rows [64·mb, 64·mb+64) of a 128×128 tile at (m0, n0), in
+// wgmma's register layout (wgmma.h). Elements outside m×n are not written.
+template <int kMBlocks>
+__device__ inline void StoreAccumulators(const float (&acc)[kMBlocks][64], __half* d, int64_t m, int64_t n,
+                                         int64_t m0, int64_t n0) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const bool pairs = n % 2 == 0;  // then (row, even col) starts a 4-byte-aligned pair
+#pragma unroll
+  for (int mb = 0; mb < kMBlocks; ++mb) {
+#pragma unroll
+    for (int i = 0; i < 64; i += 2) {
+      const int64_t row = m0 + mb * 64 + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+      const int64_t col = n0 + 8 * (i / 4) + 2 * (lane % 4);
+      if (row >= m) continue;
+      __half* out = d + row * n + col;
+      if (pairs && col + 1 < n) {
+        *reinterpret_cast<__half2*>(out) = __floats2half2_rn(acc[mb][i], acc[mb][i + 1]);
+      } else {
+        if (col < n) out[0] = __float2half_rn(acc[mb][i]);
+        if (col + 1 < n) out[1] = __float2half_rn(acc[mb][i + 1]);
+      }
+    }
+  }
+}
+
+}  // namespace gemm::sm90

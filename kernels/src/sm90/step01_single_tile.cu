@@ -1,0 +1,53 @@
+// Step 1: one 128×128×64 tile. All 128 threads of one warpgroup copy A and
+// B into shared memory, then one MMA (four k16 wgmma per 64-row half)
+// accumulates into registers, which are written straight to D.
+#include "register_epilogue.h"
+#include "step_common.h"
+#include "steps_sm90.h"
+#include "sync_load.h"
+
+namespace gemm::sm90 {
+namespace {
+
+constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
+
+__global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
+  extern __shared__ char smem_raw[];
+  char* a_tile = AlignTo1024(smem_raw);
+  char* b_tile = a_tile + kTileBytes;
+  const bool vectorized = p.k % 8 == 0;
+
+  LoadTileSync(a_tile, p.a, p.m, p.k, 0, 0, vectorized);
+  LoadTileSync(b_tile, p.b, p.n, p.k, 0, 0, vectorized);
+  FenceSharedForAsyncProxy();
+  __syncthreads();
+
+  float acc[2][64] = {};
+  WgmmaFence();
+#pragma unroll
+  for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+    for (int kk = 0; kk < kTileK / kMmaK; ++kk) {
+      WgmmaM64N128K16(acc[mb], SmemDescriptor(a_tile + mb * 64 * 128 + kk * 32), SmemDescriptor(b_tile + kk * 32),
+                      /*accumulate=*/kk > 0);
+    }
+  }
+  WgmmaCommit();
+  WgmmaWait<0>();
+  FenceAccumulators(acc[0]);
+  FenceAccumulators(acc[1]);
+  StoreAccumulators(acc, p.d, p.m, p.n, 0, 0);
+}
+
+}  // namespace
+
+cudaError_t PrepareSingleTile() {
+  return cudaFuncSetAttribute(SingleTileKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+}
+
+std::string LaunchSingleTile(const Problem& p, const DeviceContext&, cudaStream_t stream) {
+  SingleTileKernel<<<1, 128, kSmemBytes, stream>>>(p);
+  return LaunchError();
+}
+
+}  // namespace gemm::sm90

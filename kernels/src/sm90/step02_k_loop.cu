@@ -1,0 +1,55 @@
+// Step 2 = step 1 + a K loop: the same 128×128 output tile, K walked 64 at a
+// time, every wgmma after the very first accumulating into the registers.
+#include "register_epilogue.h"
+#include "step_common.h"
+#include "steps_sm90.h"
+#include "sync_load.h"
+
+namespace gemm::sm90 {
+namespace {
+
+constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
+
+__global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
+  extern __shared__ char smem_raw[];
+  char* a_tile = AlignTo1024(smem_raw);
+  char* b_tile = a_tile + kTileBytes;
+  const bool vectorized = p.k % 8 == 0;
+
+  float acc[2][64] = {};
+  for (int64_t k0 = 0; k0 < p.k; k0 += kTileK) {
+    LoadTileSync(a_tile, p.a, p.m, p.k, 0, k0, vectorized);
+    LoadTileSync(b_tile, p.b, p.n, p.k, 0, k0, vectorized);
+    FenceSharedForAsyncProxy();
+    __syncthreads();
+
+    WgmmaFence();
+#pragma unroll
+    for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+      for (int kk = 0; kk < kTileK / kMmaK; ++kk) {
+        WgmmaM64N128K16(acc[mb], SmemDescriptor(a_tile + mb * 64 * 128 + kk * 32),
+                        SmemDescriptor(b_tile + kk * 32), /*accumulate=*/k0 > 0 || kk > 0);
+      }
+    }
+    WgmmaCommit();
+    WgmmaWait<0>();
+    FenceAccumulators(acc[0]);
+    FenceAccumulators(acc[1]);
+    __syncthreads();  // every wgmma has read the tiles before the next load overwrites them
+  }
+  StoreAccumulators(acc, p.d, p.m, p.n, 0, 0);
+}
+
+}  // namespace
+
+cudaError_t PrepareKLoop() {
+  return cudaFuncSetAttribute(KLoopKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+}
+
+std::string LaunchKLoop(const Problem& p, const DeviceContext&, cudaStream_t stream) {
+  KLoopKernel<<<1, 128, kSmemBytes, stream>>>(p);
+  return LaunchError();
+}
+
+}  // namespace gemm::sm90

@@ -1,0 +1,58 @@
+// Step 3 = step 2 + a 2-D grid: one CTA per 128×128 output tile, so any
+// M and N (edge tiles zero-fill their loads and clip their stores).
+#include "register_epilogue.h"
+#include "step_common.h"
+#include "steps_sm90.h"
+#include "sync_load.h"
+
+namespace gemm::sm90 {
+namespace {
+
+constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
+
+__global__ void __launch_bounds__(128) TiledKernel(Problem p) {
+  extern __shared__ char smem_raw[];
+  char* a_tile = AlignTo1024(smem_raw);
+  char* b_tile = a_tile + kTileBytes;
+  const bool vectorized = p.k % 8 == 0;
+  const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
+  const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+
+  float acc[2][64] = {};
+  for (int64_t k0 = 0; k0 < p.k; k0 += kTileK) {
+    LoadTileSync(a_tile, p.a, p.m, p.k, m0, k0, vectorized);
+    LoadTileSync(b_tile, p.b, p.n, p.k, n0, k0, vectorized);
+    FenceSharedForAsyncProxy();
+    __syncthreads();
+
+    WgmmaFence();
+#pragma unroll
+    for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+      for (int kk = 0; kk < kTileK / kMmaK; ++kk) {
+        WgmmaM64N128K16(acc[mb], SmemDescriptor(a_tile + mb * 64 * 128 + kk * 32),
+                        SmemDescriptor(b_tile + kk * 32), /*accumulate=*/k0 > 0 || kk > 0);
+      }
+    }
+    WgmmaCommit();
+    WgmmaWait<0>();
+    FenceAccumulators(acc[0]);
+    FenceAccumulators(acc[1]);
+    __syncthreads();
+  }
+  StoreAccumulators(acc, p.d, p.m, p.n, m0, n0);
+}
+
+}  // namespace
+
+cudaError_t PrepareTiled() {
+  return cudaFuncSetAttribute(TiledKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+}
+
+std::string LaunchTiled(const Problem& p, const DeviceContext&, cudaStream_t stream) {
+  if (CeilDiv(p.m, kTileRows) > 65535) return "step 3 takes m <= 65535*128 (grid y limit)";
+  TiledKernel<<<dim3(CeilDiv(p.n, kTileRows), CeilDiv(p.m, kTileRows)), 128, kSmemBytes, stream>>>(p);
+  return LaunchError();
+}
+
+}  // namespace gemm::sm90

@@ -1,0 +1,35 @@
+// Steps 1-3 load operands synchronously: all 128 threads copy a 128×64
+// tile from global memory into the swizzled layout, 16 bytes at a time,
+// zero-filling what lies outside the matrix (ragged M, N or K).
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include "tile_layout.h"
+
+namespace gemm::sm90 {
+
+// Rows [row0, row0+128) and columns [k0, k0+64) of a row-major rows×cols
+// matrix. `vectorized`: cols % 8 == 0, so whole 16-byte chunks are aligned.
+__device__ inline void LoadTileSync(char* smem_tile, const __half* g, int64_t rows, int64_t cols, int64_t row0,
+                                    int64_t k0, bool vectorized) {
+  for (int c = threadIdx.x % 128; c < kTileRows * 8; c += 128) {
+    const int r = c / 8, chunk = c % 8;
+    const int64_t gr = row0 + r, gk = k0 + chunk * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (gr < rows && gk < cols) {
+      const __half* src = g + gr * cols + gk;
+      if (vectorized && gk + 8 <= cols) {
+        v = *reinterpret_cast<const uint4*>(src);
+      } else {
+        __half h[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) h[e] = gk + e < cols ? src[e] : __float2half(0.0f);
+        v = *reinterpret_cast<const uint4*>(h);
+      }
+    }
+    *reinterpret_cast<uint4*>(smem_tile + SwizzledChunkOffset(r, chunk)) = v;
+  }
+}
+
+}  // namespace gemm::sm90

@@ -1,0 +1,56 @@
+// wgmma (Hopper's warpgroup MMA) through inline PTX: CCCL's <cuda/ptx> has
+// no wrapper for it. Operands come from shared memory through descriptors;
+// accumulators stay in the warpgroup's registers.
+#pragma once
+
+#include <cstdint>
+
+namespace gemm::sm90 {
+
+// Descriptor of a K-major operand tile in shared memory, laid out as TMA's
+// SWIZZLE_128B writes it: rows of 64 fp16 (128 bytes), 8-row atoms of
+// 1024 bytes. The tile must start on a 1024-byte boundary; advancing the
+// start address by 32 bytes steps K by 16 inside the swizzled row.
+__device__ inline uint64_t SmemDescriptor(const void* smem_tile) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_tile));
+  uint64_t desc = (addr & 0x3FFFF) >> 4;    // start address, 16-byte units
+  desc |= uint64_t{1} << 16;               // leading byte offset: unused when swizzled
+  desc |= uint64_t{1024 >> 4} << 32;       // stride byte offset: one 8-row atom
+  desc |= uint64_t{1} << 62;               // 128-byte swizzle
+  return desc;
+}
+
+// Orders this warpgroup's register and shared-memory accesses before the
+// wgmma that follow.
+__device__ inline void WgmmaFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ inline void WgmmaCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int kPending>
+__device__ inline void WgmmaWait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Keeps the compiler from moving accumulator reads/writes across an
+// asynchronous wgmma that owns those registers.
+template <int kCount>
+__device__ inline void FenceAccumulators(float (&d)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// d(64x128, f32) = A(64x16)·B(128x16)ᵀ + (accumulate ? d : 0); A and B are
+// fp16, K-major, in shared memory. Issued by all 128 threads of a warpgroup.
+// Register i of thread t holds row 16·warp + lane/4 + 8·((i/2)%2), column
+// 8·(i/4) + 2·(lane%4) + i%2.
+__device__ inline void WgmmaM64N128K16(float (&d)[64], uint64_t a_desc, uint64_t b_desc, int accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+}
+
+}  // namespace gemm::sm90

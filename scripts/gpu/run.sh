@@ -20,7 +20,7 @@ gpus=$(nvidia-smi -L | wc -l)
 
 # 1. GPU tests.
 for t in kernels_gpu_test cuda_engine_gpu_test; do
-  "$bin/$t" --gtest_brief=1 >"$OUT/$t.log" 2>&1
+  timeout 300 "$bin/$t" --gtest_brief=1 >"$OUT/$t.log" 2>&1
   rc=$?
   note "$t: rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/$t.log" | tr '\n' ' ')"
 done
@@ -76,7 +76,7 @@ kill -TERM $pid; wait $pid; note "gemmd exit after SIGTERM: $?"
 grep -B2 -A30 "SIGSEGV\|SIGABRT\|\*\*\* " "$OUT/gemmd.log" | head -60 | tee -a "$summary"
 
 # 3. gemm-bench: the ladder against cuBLAS in one process.
-"$bin/gemm-bench" --shapes "${BENCH_SHAPES:-2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024}" \
+timeout 300 "$bin/gemm-bench" --shapes "${BENCH_SHAPES:-2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024}" \
   --steps "${BENCH_STEPS:-1,2,3,4,5,6,7,8,9,10}" --iters "${BENCH_ITERS:-30}" \
   --csv "$OUT/bench.csv" --md "$OUT/bench.md" >"$OUT/bench.log" 2>&1
 note "gemm-bench rc=$?"

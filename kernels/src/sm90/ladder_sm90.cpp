@@ -9,6 +9,8 @@ std::span<const LadderKernel> Sm90Kernels() {
       {1, 9, sm90::PrepareSingleTile, sm90::LaunchSingleTile},
       {2, 9, sm90::PrepareKLoop, sm90::LaunchKLoop},
       {3, 9, sm90::PrepareTiled, sm90::LaunchTiled},
+      {4, 9, sm90::PrepareTma, sm90::LaunchTma},
+      {5, 9, sm90::PreparePipelined, sm90::LaunchPipelined},
   };
   return kKernels;
 }

@@ -1,0 +1,85 @@
+// Step 4 = step 3 with its data movement handed to the TMA: one thread asks
+// for the A and B tiles, which land on an mbarrier told the byte count
+// (expect_tx), and D leaves through shared memory with a TMA store. Edges
+// need no predication: TMA zero-fills loads and clips stores.
+#include "barrier.h"
+#include "smem_epilogue.h"
+#include "step_common.h"
+#include "steps_sm90.h"
+#include "tma.h"
+#include "tma_problem.h"
+
+namespace gemm::sm90 {
+namespace {
+
+// A and B tiles; D reuses their space once the last MMA is done.
+constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
+
+__global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
+                                                 const __grid_constant__ CUtensorMap b_map,
+                                                 const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k) {
+  extern __shared__ char smem_raw[];
+  char* a_tile = AlignTo1024(smem_raw);
+  char* b_tile = a_tile + kTileBytes;
+  char* d_tile = a_tile;
+  __shared__ uint64_t full;  // "the A and B tiles have landed"
+  const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
+  const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+  const bool leader = threadIdx.x == 0;
+
+  if (leader) {
+    BarrierInit(&full, 1);
+    FenceBarrierInit();
+  }
+  __syncthreads();
+
+  float acc[2][64] = {};
+  uint32_t phase = 0;
+  for (int64_t k0 = 0; k0 < k; k0 += kTileK) {
+    if (leader) {
+      ArriveExpectTx(&full, 2 * kTileBytes);
+      TmaLoad(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), &full);
+      TmaLoad(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), &full);
+    }
+    Wait(&full, phase);
+    phase ^= 1;
+
+    WgmmaFence();
+#pragma unroll
+    for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+      for (int kk = 0; kk < kTileK / kMmaK; ++kk) {
+        WgmmaM64N128K16(acc[mb], SmemDescriptor(a_tile + mb * 64 * 128 + kk * 32),
+                        SmemDescriptor(b_tile + kk * 32), /*accumulate=*/k0 > 0 || kk > 0);
+      }
+    }
+    WgmmaCommit();
+    WgmmaWait<0>();
+    FenceAccumulators(acc[0]);
+    FenceAccumulators(acc[1]);
+    __syncthreads();  // every warp is done with the tiles before the next TMA overwrites them
+  }
+
+  AccumulatorsToSmem(acc, d_tile, 0);
+  FenceSharedForAsyncProxy();
+  __syncthreads();
+  if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
+}
+
+}  // namespace
+
+cudaError_t PrepareTma() {
+  return cudaFuncSetAttribute(TmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+}
+
+std::string LaunchTma(const Problem& p, const DeviceContext&, cudaStream_t stream) {
+  if (CeilDiv(p.m, kTileRows) > 65535) return "step 4 takes m <= 65535*128 (grid y limit)";
+  TmaProblem tma;
+  if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
+  TmaKernel<<<dim3(CeilDiv(p.n, kTileRows), CeilDiv(p.m, kTileRows)), 128, kSmemBytes, stream>>>(
+      tma.a(), tma.b(), tma.d(), p.n, p.k);
+  if (auto err = LaunchError(); !err.empty()) return err;
+  return tma.Finish(stream);
+}
+
+}  // namespace gemm::sm90

@@ -1,0 +1,91 @@
+// Step 5 = step 4 + a 2-stage software pipeline: two sets of A/B tiles, each
+// with its own full barrier. While the warpgroup multiplies tile k, the TMA
+// is already filling the other stage with tile k+1.
+#include "barrier.h"
+#include "smem_epilogue.h"
+#include "step_common.h"
+#include "steps_sm90.h"
+#include "tma.h"
+#include "tma_problem.h"
+
+namespace gemm::sm90 {
+namespace {
+
+constexpr int kStages = 2;
+constexpr int kStageBytes = 2 * kTileBytes;  // A and B
+constexpr int kSmemBytes = kStages * kStageBytes + kSmemAlignSlack;
+
+__global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
+                                                       const __grid_constant__ CUtensorMap b_map,
+                                                       const __grid_constant__ CUtensorMap d_map, int64_t n,
+                                                       int64_t k) {
+  extern __shared__ char smem_raw[];
+  char* stages = AlignTo1024(smem_raw);
+  char* d_tile = stages;  // reused once the last MMA is done
+  __shared__ uint64_t full[kStages];
+  const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
+  const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+  const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
+  const bool leader = threadIdx.x == 0;
+
+  auto issue = [&](int kt) {  // leader only
+    char* a_tile = stages + (kt % kStages) * kStageBytes;
+    ArriveExpectTx(&full[kt % kStages], kStageBytes);
+    TmaLoad(a_tile, &a_map, kt * kTileK, static_cast<int32_t>(m0), &full[kt % kStages]);
+    TmaLoad(a_tile + kTileBytes, &b_map, kt * kTileK, static_cast<int32_t>(n0), &full[kt % kStages]);
+  };
+
+  if (leader) {
+    for (int s = 0; s < kStages; ++s) BarrierInit(&full[s], 1);
+    FenceBarrierInit();
+    for (int kt = 0; kt < kStages && kt < k_tiles; ++kt) issue(kt);  // fill the pipeline
+  }
+  __syncthreads();
+
+  float acc[2][64] = {};
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int s = kt % kStages;
+    Wait(&full[s], (kt / kStages) % 2);
+    const char* a_tile = stages + s * kStageBytes;
+    const char* b_tile = a_tile + kTileBytes;
+
+    WgmmaFence();
+#pragma unroll
+    for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+      for (int kk = 0; kk < kTileK / kMmaK; ++kk) {
+        WgmmaM64N128K16(acc[mb], SmemDescriptor(a_tile + mb * 64 * 128 + kk * 32),
+                        SmemDescriptor(b_tile + kk * 32), /*accumulate=*/kt > 0 || kk > 0);
+      }
+    }
+    WgmmaCommit();
+    WgmmaWait<0>();
+    FenceAccumulators(acc[0]);
+    FenceAccumulators(acc[1]);
+    __syncthreads();  // stage s is free: refill it with tile kt + kStages
+    if (leader && kt + kStages < k_tiles) issue(kt + kStages);
+  }
+
+  AccumulatorsToSmem(acc, d_tile, 0);
+  FenceSharedForAsyncProxy();
+  __syncthreads();
+  if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
+}
+
+}  // namespace
+
+cudaError_t PreparePipelined() {
+  return cudaFuncSetAttribute(PipelinedKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+}
+
+std::string LaunchPipelined(const Problem& p, const DeviceContext&, cudaStream_t stream) {
+  if (CeilDiv(p.m, kTileRows) > 65535) return "step 5 takes m <= 65535*128 (grid y limit)";
+  TmaProblem tma;
+  if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
+  PipelinedKernel<<<dim3(CeilDiv(p.n, kTileRows), CeilDiv(p.m, kTileRows)), 128, kSmemBytes, stream>>>(
+      tma.a(), tma.b(), tma.d(), p.n, p.k);
+  if (auto err = LaunchError(); !err.empty()) return err;
+  return tma.Finish(stream);
+}
+
+}  // namespace gemm::sm90

@@ -1,0 +1,29 @@
+// TMA (cp.async.bulk.tensor) through CCCL's <cuda/ptx>. One thread issues;
+// loads complete on an mbarrier, stores in a bulk group.
+#pragma once
+
+#include <cuda.h>
+#include <cuda/ptx>
+
+#include <cstdint>
+
+namespace gemm::sm90 {
+
+// Box at (col, row) of `map` into shared memory; arrives on `bar` with its bytes.
+__device__ inline void TmaLoad(void* smem, const CUtensorMap* map, int32_t col, int32_t row, uint64_t* bar) {
+  const int32_t coords[2] = {col, row};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem, map, coords, bar);
+}
+
+__device__ inline void TmaStore(const CUtensorMap* map, int32_t col, int32_t row, const void* smem) {
+  const int32_t coords[2] = {col, row};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, smem);
+}
+
+// Waits until the issued stores have read shared memory (it may be reused).
+__device__ inline void TmaStoreCommitAndWait() {
+  cuda::ptx::cp_async_bulk_commit_group();
+  cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+}
+
+}  // namespace gemm::sm90

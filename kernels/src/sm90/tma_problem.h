@@ -1,0 +1,35 @@
+// Host side of every TMA step: tensor maps for A, B and D, and the staging
+// TMA needs when a row stride is not a multiple of 16 bytes (K or N not a
+// multiple of 8) or a base is misaligned: such operands go through a padded
+// copy (zero-filled, from the stream-ordered pool), and D comes back from
+// its padded copy after the kernel.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "gemm/gemm.h"
+
+namespace gemm::sm90 {
+
+class TmaProblem {
+ public:
+  // Stages what needs staging and encodes the maps; "" on success.
+  std::string Prepare(const Problem& p, cudaStream_t stream);
+  // After the kernel: copies a padded D back and frees the staging.
+  std::string Finish(cudaStream_t stream);
+
+  const CUtensorMap& a() const { return a_; }
+  const CUtensorMap& b() const { return b_; }
+  const CUtensorMap& d() const { return d_; }
+
+ private:
+  Problem p_;
+  __half *a_pad_ = nullptr, *b_pad_ = nullptr, *d_pad_ = nullptr;
+  int64_t n_pad_ = 0;
+  CUtensorMap a_{}, b_{}, d_{};
+};
+
+}  // namespace gemm::sm90

@@ -11,6 +11,9 @@ std::span<const LadderKernel> Sm90Kernels() {
       {3, 9, sm90::PrepareTiled, sm90::LaunchTiled},
       {4, 9, sm90::PrepareTma, sm90::LaunchTma},
       {5, 9, sm90::PreparePipelined, sm90::LaunchPipelined},
+      {6, 9, sm90::PreparePersistent, sm90::LaunchPersistent},
+      {7, 9, sm90::PrepareWarpSpecialized2, sm90::LaunchWarpSpecialized2},
+      {8, 9, sm90::PrepareDeepPipeline, sm90::LaunchDeepPipeline},
   };
   return kKernels;
 }

@@ -31,3 +31,24 @@ inline std::string LaunchError() {
 inline unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
 }  // namespace gemm::sm90
+
+namespace gemm::sm90 {
+
+// A barrier for `threads` threads (a multiple of 32) on hardware barrier
+// `id` (1..15; __syncthreads uses 0): syncs one warpgroup, not the CTA.
+__device__ inline void NamedBarrierSync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Moves registers between warpgroups: the TMA producer needs few, the MMA
+// consumers many. Needs __launch_bounds__(threads, 1) on the kernel.
+template <int kRegisters>
+__device__ inline void ReleaseRegisters() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+template <int kRegisters>
+__device__ inline void ClaimRegisters() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+}  // namespace gemm::sm90

@@ -1,0 +1,104 @@
+// Step 6 = step 5 + a persistent grid: one CTA per SM, each walking the
+// output tiles the TileScheduler hands it (an L2-friendly grouped order).
+// The CTA's (tile, k-tile) pairs form one stream of iterations, so the
+// pipeline runs on across tile boundaries: the next tile's first loads are
+// in flight while this tile's epilogue writes D from its own buffer.
+#include "barrier.h"
+#include "smem_epilogue.h"
+#include "step_common.h"
+#include "steps_sm90.h"
+#include "tile_scheduler.h"
+#include "tma.h"
+#include "tma_problem.h"
+
+namespace gemm::sm90 {
+namespace {
+
+constexpr int kStages = 2;
+constexpr int kStageBytes = 2 * kTileBytes;  // A and B
+constexpr int kSmemBytes = kStages * kStageBytes + kDTileBytes + kSmemAlignSlack;
+
+__global__ void __launch_bounds__(128, 1) PersistentKernel(const __grid_constant__ CUtensorMap a_map,
+                                                           const __grid_constant__ CUtensorMap b_map,
+                                                           const __grid_constant__ CUtensorMap d_map, int64_t m,
+                                                           int64_t n, int64_t k) {
+  extern __shared__ char smem_raw[];
+  char* stages = AlignTo1024(smem_raw);
+  char* d_tile = stages + kStages * kStageBytes;
+  __shared__ uint64_t full[kStages];
+  const TileScheduler scheduler(m, n, kTileRows);
+  const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
+  // This CTA's tiles: blockIdx.x, blockIdx.x + gridDim.x, ...
+  const int my_tiles = (scheduler.tiles() - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
+  const int iterations = my_tiles * k_tiles;
+  const bool leader = threadIdx.x == 0;
+
+  auto issue = [&](int it) {  // leader only: iteration `it` of this CTA's stream
+    int tile_m, tile_n;
+    scheduler.Coordinates(blockIdx.x + (it / k_tiles) * gridDim.x, &tile_m, &tile_n);
+    const int kt = it % k_tiles;
+    char* a_tile = stages + (it % kStages) * kStageBytes;
+    ArriveExpectTx(&full[it % kStages], kStageBytes);
+    TmaLoad(a_tile, &a_map, kt * kTileK, tile_m * kTileRows, &full[it % kStages]);
+    TmaLoad(a_tile + kTileBytes, &b_map, kt * kTileK, tile_n * kTileRows, &full[it % kStages]);
+  };
+
+  if (leader) {
+    for (int s = 0; s < kStages; ++s) BarrierInit(&full[s], 1);
+    FenceBarrierInit();
+    for (int it = 0; it < kStages && it < iterations; ++it) issue(it);
+  }
+  __syncthreads();
+
+  float acc[2][64] = {};
+  for (int it = 0; it < iterations; ++it) {
+    const int s = it % kStages, kt = it % k_tiles;
+    Wait(&full[s], (it / kStages) % 2);
+    const char* a_tile = stages + s * kStageBytes;
+    const char* b_tile = a_tile + kTileBytes;
+
+    WgmmaFence();
+#pragma unroll
+    for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+      for (int kk = 0; kk < kTileK / kMmaK; ++kk) {
+        WgmmaM64N128K16(acc[mb], SmemDescriptor(a_tile + mb * 64 * 128 + kk * 32),
+                        SmemDescriptor(b_tile + kk * 32), /*accumulate=*/kt > 0 || kk > 0);
+      }
+    }
+    WgmmaCommit();
+    WgmmaWait<0>();
+    FenceAccumulators(acc[0]);
+    FenceAccumulators(acc[1]);
+    __syncthreads();
+    if (leader && it + kStages < iterations) issue(it + kStages);
+
+    if (kt == k_tiles - 1) {  // this tile is done: write it while the next one loads
+      int tile_m, tile_n;
+      scheduler.Coordinates(blockIdx.x + (it / k_tiles) * gridDim.x, &tile_m, &tile_n);
+      AccumulatorsToSmem(acc, d_tile, 0);
+      FenceSharedForAsyncProxy();
+      __syncthreads();
+      if (leader) StoreDTile(&d_map, d_tile, int64_t{tile_m} * kTileRows, int64_t{tile_n} * kTileRows, n);
+      __syncthreads();  // d_tile is read out before the next epilogue writes it
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t PreparePersistent() {
+  return cudaFuncSetAttribute(PersistentKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+}
+
+std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
+  TmaProblem tma;
+  if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
+  const int tiles = TileScheduler(p.m, p.n, kTileRows).tiles();
+  PersistentKernel<<<std::min(tiles, ctx.sm_count), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n,
+                                                                             p.k);
+  if (auto err = LaunchError(); !err.empty()) return err;
+  return tma.Finish(stream);
+}
+
+}  // namespace gemm::sm90

@@ -1,0 +1,35 @@
+// Which output tile a persistent CTA works on next. Tiles are handed out in
+// groups of kGroupRows tile-rows, walking down a group's rows before moving
+// right, so CTAs running at the same time share A row-blocks and B
+// column-blocks in L2 instead of sweeping all of B for each row.
+#pragma once
+
+#include <cstdint>
+
+namespace gemm::sm90 {
+
+class TileScheduler {
+ public:
+  static constexpr int kGroupRows = 8;
+
+  __host__ __device__ TileScheduler(int64_t m, int64_t n, int tile)
+      : tiles_m_(static_cast<int>((m + tile - 1) / tile)), tiles_n_(static_cast<int>((n + tile - 1) / tile)) {}
+
+  __host__ __device__ int tiles() const { return tiles_m_ * tiles_n_; }
+
+  // Tile `t` (0 <= t < tiles()) as (tile row, tile column).
+  __device__ void Coordinates(int t, int* tile_m, int* tile_n) const {
+    const int per_group = kGroupRows * tiles_n_;
+    const int group = t / per_group;
+    const int first_m = group * kGroupRows;
+    const int rows_in_group = min(tiles_m_ - first_m, kGroupRows);
+    const int in_group = t % per_group;
+    *tile_m = first_m + in_group % rows_in_group;
+    *tile_n = in_group / rows_in_group;
+  }
+
+ private:
+  int tiles_m_, tiles_n_;
+};
+
+}  // namespace gemm::sm90

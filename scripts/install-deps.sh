@@ -10,7 +10,7 @@ packages=(
   libabsl-dev prometheus-cpp-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
   libopenblas-dev libfp16-dev libcurl4-openssl-dev curl
   libgtest-dev libgmock-dev
-  python3 python3-grpcio python3-protobuf python3-numpy
+  python3 python3-grpcio python3-protobuf python3-numpy python3-matplotlib
 )
 missing=()
 for p in "${packages[@]}"; do

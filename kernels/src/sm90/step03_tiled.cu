@@ -25,19 +25,8 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
     FenceSharedForAsyncProxy();
     __syncthreads();
 
-    WgmmaFence();
-#pragma unroll
-    for (int mb = 0; mb < 2; ++mb) {
-#pragma unroll
-      for (int kk = 0; kk < kTileK / kMmaK; ++kk) {
-        WgmmaM64N128K16(acc[mb], SmemDescriptor(a_tile + mb * 64 * 128 + kk * 32),
-                        SmemDescriptor(b_tile + kk * 32), /*accumulate=*/k0 > 0 || kk > 0);
-      }
-    }
-    WgmmaCommit();
-    WgmmaWait<0>();
-    FenceAccumulators(acc[0]);
-    FenceAccumulators(acc[1]);
+    IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
+    WaitForTileMma(acc);
     __syncthreads();
   }
   StoreAccumulators(acc, p.d, p.m, p.n, m0, n0);

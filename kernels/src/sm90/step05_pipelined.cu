@@ -49,19 +49,8 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     const char* a_tile = stages + s * kStageBytes;
     const char* b_tile = a_tile + kTileBytes;
 
-    WgmmaFence();
-#pragma unroll
-    for (int mb = 0; mb < 2; ++mb) {
-#pragma unroll
-      for (int kk = 0; kk < kTileK / kMmaK; ++kk) {
-        WgmmaM64N128K16(acc[mb], SmemDescriptor(a_tile + mb * 64 * 128 + kk * 32),
-                        SmemDescriptor(b_tile + kk * 32), /*accumulate=*/kt > 0 || kk > 0);
-      }
-    }
-    WgmmaCommit();
-    WgmmaWait<0>();
-    FenceAccumulators(acc[0]);
-    FenceAccumulators(acc[1]);
+    IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
+    WaitForTileMma(acc);
     __syncthreads();  // stage s is free: refill it with tile kt + kStages
     if (leader && kt + kStages < k_tiles) issue(kt + kStages);
   }

@@ -53,4 +53,29 @@ __device__ inline void WgmmaM64N128K16(float (&d)[64], uint64_t a_desc, uint64_t
       : "l"(a_desc), "l"(b_desc), "r"(accumulate));
 }
 
+// One 128×128 output tile times one 64-wide k-tile: both 64-row halves of A
+// against B, four k16 steps each, as one committed wgmma group. The first
+// k16 step adds to `acc` only if `accumulate` (false at the start of a
+// tile); the rest always add. Returns at once: WaitForTileMma to finish.
+// Tiles are in the tile_layout.h layout (128 rows of 128 swizzled bytes).
+__device__ inline void IssueTileMma(float (&acc)[2][64], const char* a_tile, const char* b_tile, bool accumulate) {
+  WgmmaFence();
+#pragma unroll
+  for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      WgmmaM64N128K16(acc[mb], SmemDescriptor(a_tile + mb * 64 * 128 + kk * 32), SmemDescriptor(b_tile + kk * 32),
+                      accumulate || kk > 0);
+    }
+  }
+  WgmmaCommit();
+}
+
+// Waits for every issued wgmma group; the accumulators are readable after.
+__device__ inline void WaitForTileMma(float (&acc)[2][64]) {
+  WgmmaWait<0>();
+  FenceAccumulators(acc[0]);
+  FenceAccumulators(acc[1]);
+}
+
 }  // namespace gemm::sm90

@@ -472,6 +472,8 @@ TEST_F(GatedServiceTest, AnExpiredDeadlineDropsTheWork) {
   gate_->Open();
   t1.join();
   EXPECT_TRUE(s1.ok());
+  // The expired request leaves the (one-slot) queue just after request 1's reply.
+  for (int i = 0; i < 1000 && server().queued() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   // A later request still works, and the expired one never reached the GEMM.
   MultiplyResponse r3;
   EXPECT_TRUE(client().Multiply(RandomRequest(8, 8, 8, 3), &r3).ok());
@@ -497,6 +499,9 @@ TEST_F(GatedServiceTest, ACancelledRequestIsDroppedAndLeaksNothing) {
   ctx.TryCancel();
   t2.join();
   EXPECT_EQ(s2.error_code(), grpc::StatusCode::CANCELLED);
+  // The client knows at once; the server hears of it over the connection a
+  // moment later. Give it that moment before the device frees up.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
 
   gate_->Open();
   t1.join();

@@ -12,6 +12,7 @@ namespace {
 using testing::CountMismatches;
 using testing::RandomHalfBytes;
 using testing::ReferenceGemm;
+using testing::SeededOperand;
 using testing::ToDouble;
 
 TEST(CpuEngine, OffersStepZeroOnlyAndExplainsTheRest) {
@@ -63,9 +64,8 @@ TEST(CpuEngine, RandomInputsComeFromTheSeed) {
   auto r = e.Run(0, job);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->seconds.repeats, 3u);
-  std::vector<double> a(m * k), b(n * k);
-  for (int64_t i = 0; i < m * k; ++i) a[i] = gemm::RandomValue(77, gemm::OperandId::kA, i);
-  for (int64_t i = 0; i < n * k; ++i) b[i] = gemm::RandomValue(77, gemm::OperandId::kB, i);
+  const auto a = SeededOperand(77, gemm::OperandId::kA, m * k);
+  const auto b = SeededOperand(77, gemm::OperandId::kB, n * k);
   EXPECT_EQ(CountMismatches(d, ReferenceGemm(a, b, m, n, k)), 0);
 }
 

@@ -109,9 +109,8 @@ TEST_F(GemmServiceTest, ServerGeneratedInputsFollowTheDocumentedGenerator) {
   EXPECT_TRUE(first.verification().passed());
 
   // The client can rebuild the inputs from the seed (gemm/random_fill.h).
-  std::vector<double> a(m * k), b(n * k);
-  for (int64_t i = 0; i < m * k; ++i) a[i] = gemm::RandomValue(12345, gemm::OperandId::kA, i);
-  for (int64_t i = 0; i < n * k; ++i) b[i] = gemm::RandomValue(12345, gemm::OperandId::kB, i);
+  const auto a = SeededOperand(12345, gemm::OperandId::kA, m * k);
+  const auto b = SeededOperand(12345, gemm::OperandId::kB, n * k);
   EXPECT_EQ(CountMismatches(first.d(), ReferenceGemm(a, b, m, n, k)), 0);
 
   req.mutable_a()->mutable_random()->set_seed(54321);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gemm/half.h"
+#include "gemm/random_fill.h"
 
 namespace gemmd::testing {
 
@@ -25,6 +26,13 @@ inline std::vector<double> ToDouble(const std::string& half_bytes) {
   const auto* h = reinterpret_cast<const uint16_t*>(half_bytes.data());
   std::vector<double> out(half_bytes.size() / 2);
   for (size_t i = 0; i < out.size(); ++i) out[i] = gemm::HalfToFloat(h[i]);
+  return out;
+}
+
+// The operand a server generates from `seed` (gemm/random_fill.h), in fp64.
+inline std::vector<double> SeededOperand(uint64_t seed, gemm::OperandId operand, int64_t count) {
+  std::vector<double> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) out[i] = gemm::RandomValue(seed, operand, i);
   return out;
 }
 

@@ -77,9 +77,8 @@ TEST(CudaEngineGpu, ServerGeneratedInputsAreTheDocumentedOnes) {
   auto r = engine->Run(0, job);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->seconds.repeats, 5u);
-  std::vector<double> a(m * k), b(n * k);
-  for (int64_t i = 0; i < m * k; ++i) a[i] = gemm::RandomValue(4242, gemm::OperandId::kA, i);
-  for (int64_t i = 0; i < n * k; ++i) b[i] = gemm::RandomValue(4242, gemm::OperandId::kB, i);
+  const auto a = SeededOperand(4242, gemm::OperandId::kA, m * k);
+  const auto b = SeededOperand(4242, gemm::OperandId::kB, n * k);
   EXPECT_EQ(CountMismatches(d, ReferenceGemm(a, b, m, n, k)), 0);
 }
 

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "engine_test_util.h"
 #include "gemm/random_fill.h"
 #include "test_util.h"
 
@@ -10,6 +11,8 @@ namespace gemmd {
 namespace {
 
 using testing::CountMismatches;
+using testing::HostJob;
+using testing::SeededJob;
 using testing::RandomHalfBytes;
 using testing::ReferenceGemm;
 using testing::SeededOperand;
@@ -35,14 +38,7 @@ TEST(CpuEngine, HostInputsGiveTheReferenceProductAndAPassingReport) {
   const int64_t m = 70, n = 45, k = 130;
   const std::string a = RandomHalfBytes(m, k, 1), b = RandomHalfBytes(n, k, 2);
   std::string d(m * n * 2, '\xff');  // poisoned: 0xffff is an fp16 NaN
-  GemmJob job;
-  job.m = m;
-  job.n = n;
-  job.k = k;
-  job.a = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(a.data()), 0};
-  job.b = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(b.data()), 0};
-  job.d = reinterpret_cast<uint16_t*>(d.data());
-  auto r = e.Run(0, job);
+  auto r = e.Run(0, HostJob(m, n, k, a, b, d));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->verification.passed);
   EXPECT_EQ(r->verification.elements, static_cast<uint64_t>(m * n));
@@ -53,12 +49,7 @@ TEST(CpuEngine, RandomInputsComeFromTheSeed) {
   CpuEngine e;
   const int64_t m = 20, n = 30, k = 40;
   std::string d(m * n * 2, '\xff');
-  GemmJob job;
-  job.m = m;
-  job.n = n;
-  job.k = k;
-  job.a.seed = 77;
-  job.b.seed = 77;
+  GemmJob job = SeededJob(m, n, k, 77);
   job.d = reinterpret_cast<uint16_t*>(d.data());
   job.repeats = 3;
   auto r = e.Run(0, job);

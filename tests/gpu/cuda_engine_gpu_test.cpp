@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/cuda_engine.h"
+#include "engine_test_util.h"
 #include "gemm/random_fill.h"
 #include "gpu_test_util.h"
 #include "server_fixture.h"
@@ -20,16 +21,6 @@ std::unique_ptr<CudaEngine> MakeEngine(uint32_t lanes = 1) {
   auto e = CudaEngine::Create(o);
   EXPECT_TRUE(e.ok()) << e.status();
   return e.ok() ? std::move(*e) : nullptr;
-}
-
-GemmJob RandomJob(int64_t m, int64_t n, int64_t k, uint64_t seed) {
-  GemmJob job;
-  job.m = m;
-  job.n = n;
-  job.k = k;
-  job.a.seed = seed;
-  job.b.seed = seed;
-  return job;
 }
 
 TEST(CudaEngineGpu, DescribesEveryVisibleGpuAndOffersCublas) {
@@ -51,14 +42,7 @@ TEST(CudaEngineGpu, HostInputsThroughStagingMatchAnFp64Reference) {
   const int64_t m = 1100, n = 300, k = 2000;  // A is 4.2 MB: two staging chunks
   const std::string a = RandomHalfBytes(m, k, 11), b = RandomHalfBytes(n, k, 12);
   std::string d(m * n * 2, '\0');
-  GemmJob job;
-  job.m = m;
-  job.n = n;
-  job.k = k;
-  job.a = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(a.data()), 0};
-  job.b = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(b.data()), 0};
-  job.d = reinterpret_cast<uint16_t*>(d.data());
-  auto r = engine->Run(0, job);
+  auto r = engine->Run(0, HostJob(m, n, k, a, b, d));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->verification.passed);
   EXPECT_EQ(r->verification.reference, "cublas");
@@ -71,7 +55,7 @@ TEST(CudaEngineGpu, ServerGeneratedInputsAreTheDocumentedOnes) {
   auto engine = MakeEngine();
   const int64_t m = 129, n = 77, k = 1000;
   std::string d(m * n * 2, '\0');
-  GemmJob job = RandomJob(m, n, k, 4242);
+  GemmJob job = SeededJob(m, n, k, 4242);
   job.d = reinterpret_cast<uint16_t*>(d.data());
   job.repeats = 5;
   auto r = engine->Run(0, job);
@@ -85,11 +69,11 @@ TEST(CudaEngineGpu, ServerGeneratedInputsAreTheDocumentedOnes) {
 TEST(CudaEngineGpu, TooLargeForTheDeviceIsResourceExhaustedAndTheDeviceStaysHealthy) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();
-  auto r = engine->Run(0, RandomJob(200000, 200000, 200000, 1));  // 80 GB per operand
+  auto r = engine->Run(0, SeededJob(200000, 200000, 200000, 1));  // 80 GB per operand
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
   EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("bytes are free"));
   EXPECT_TRUE(engine->healthy(0));
-  EXPECT_TRUE(engine->Run(0, RandomJob(256, 256, 256, 2)).ok());
+  EXPECT_TRUE(engine->Run(0, SeededJob(256, 256, 256, 2)).ok());
 }
 
 TEST(CudaEngineGpu, LanesRunConcurrentlyAndCorrectly) {
@@ -100,7 +84,7 @@ TEST(CudaEngineGpu, LanesRunConcurrentlyAndCorrectly) {
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10; ++i) {
-        auto r = engine->Run(0, RandomJob(512 + t, 384 + i, 1024, t * 100 + i));
+        auto r = engine->Run(0, SeededJob(512 + t, 384 + i, 1024, t * 100 + i));
         if (r.ok() && r->verification.passed) ++passed;
       }
     });

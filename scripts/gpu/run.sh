@@ -65,6 +65,26 @@ print(f"  steady requests after the same 1 s idle gap: total {id_tot*1e3:.2f} ms
 print(f"server 4096^3 step 0, 20 repeats, verified={ver['verification']['passed']}: {ver['tflops']:.1f} TFLOPS "
       f"on {ver['device']}")
 PY
+# Every step through gemm-client, verified against cuBLAS on the server: the
+# single-tile steps on their one tile, the rest on 4096^3.
+for step in 0 1 2 3 4 5 6 7 8 9 10; do
+  case $step in 1) shape="--m 128 --n 128 --k 64" ;; 2) shape="--m 128 --n 128 --k 4096" ;;
+    *) shape="--m 4096 --n 4096 --k 4096" ;; esac
+  # shellcheck disable=SC2086
+  "$bin/gemm-client" run $shape --step $step --repeats 5 --json >"$OUT/served_step$step.json" 2>&1
+  python3 - "$OUT/served_step$step.json" "$step" "$?" <<'PY' | tee -a "$summary"
+import json, sys
+path, step, rc = sys.argv[1:]
+try:
+    d = json.load(open(path))
+    v = d["verification"]
+    print(f"served step {step:>2}: verified={v['passed']} mismatches={v.get('mismatches', 0)} "
+          f"tflops={d['tflops']:.1f} on {d['device']}")
+except Exception as e:  # the client printed an error instead of a report
+    print(f"served step {step:>2}: rc={rc} {open(path).read().strip()[:200]}")
+PY
+done
+
 # Spread over GPUs: a burst of concurrent requests, then the per-device counters.
 "$bin/gemm-client" bench --shapes 4096x4096x4096 --concurrency $((4 * gpus)) --count $((40 * gpus)) \
   >"$OUT/server_bench.txt" 2>&1

@@ -91,7 +91,10 @@ std::vector<StepShape> AllStepShapes() {
       {128, 128, 64}, {128, 128, 1024}, {77, 100, 50},     {1, 1, 1},          {128, 128, 128},
       {256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096},
       {8192, 8192, 8192}, {1000, 1000, 1000}, {4097, 129, 77}, {1, 8192, 4096}, {8192, 1, 64},
-      {129, 4095, 8},  {300, 200, 13},  {255, 257, 1023}};
+      {129, 4095, 8},  {300, 200, 13},  {255, 257, 1023},
+      // Cluster and wide tiles (steps 9, 10): one cluster tile, an odd count
+      // of tile-rows (the pair's lower CTA has no rows), many tiles per CTA.
+      {256, 128, 64},  {128, 256, 64},  {384, 640, 192}, {4096, 8192, 128}};
   std::vector<StepShape> out;
   for (const auto& info : gemm::AllSteps()) {
     for (const auto& s : shapes) {

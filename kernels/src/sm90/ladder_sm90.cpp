@@ -1,4 +1,4 @@
-// The Hopper (sm_90a) family of the ladder. Steps are listed as they land.
+// The Hopper (sm_90a) family of the ladder: steps 1-10.
 #include "ladder.h"
 #include "sm90/steps_sm90.h"
 
@@ -14,6 +14,8 @@ std::span<const LadderKernel> Sm90Kernels() {
       {6, 9, sm90::PreparePersistent, sm90::LaunchPersistent},
       {7, 9, sm90::PrepareWarpSpecialized2, sm90::LaunchWarpSpecialized2},
       {8, 9, sm90::PrepareDeepPipeline, sm90::LaunchDeepPipeline},
+      {9, 9, sm90::PrepareClusterMulticast, sm90::LaunchClusterMulticast},
+      {10, 9, sm90::PrepareTwoConsumers, sm90::LaunchTwoConsumers},
   };
   return kKernels;
 }

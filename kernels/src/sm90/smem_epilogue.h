@@ -32,6 +32,25 @@ __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char
   }
 }
 
+// Columns [col0, col0 + 64) of one warpgroup's 64×N accumulators (the
+// wgmma layout, wgmma.h) into a 64×64 swizzled chunk: the box of D that
+// one consumer warpgroup stores at a time when it owns 64 rows of a wide
+// tile. `col0` must be a compile-time constant after unrolling, so that the
+// accumulators stay in registers.
+inline constexpr int kDChunkBytes = 64 * 64 * 2;
+
+template <int kRegs>
+__device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int col0, char* chunk) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = col0 / 2; i < col0 / 2 + 32; i += 2) {
+    const int row = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+    const int c = 8 * (i / 4) + 2 * (lane % 4) - col0;  // 0..63
+    *reinterpret_cast<__half2*>(chunk + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2) =
+        __floats2half2_rn(acc[i], acc[i + 1]);
+  }
+}
+
 // One thread: both halves of the tile at (m0, n0) to global memory.
 __device__ inline void StoreDTile(const CUtensorMap* d_map, const char* d_tile, int64_t m0, int64_t n0, int64_t n) {
   for (int h = 0; h < 2; ++h) {

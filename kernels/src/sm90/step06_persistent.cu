@@ -1,9 +1,14 @@
-// Step 6 = step 5 + a persistent grid: one CTA per SM, each walking the
-// output tiles the TileScheduler hands it (an L2-friendly grouped order).
+// Step 6 = step 5 + a persistent grid: exactly as many CTAs as the GPU holds
+// at once, each walking the output tiles the TileScheduler hands it (an
+// L2-friendly grouped order). Two stages and D fit twice in an SM's shared
+// memory, so two CTAs share each SM: while one waits on its wgmma or writes
+// its epilogue, the other's MMAs keep the tensor cores busy (with one CTA
+// per SM, nothing hides those gaps and this step ran slower than step 5).
 // The CTA's (tile, k-tile) pairs form one stream of iterations, so the
 // pipeline runs on across tile boundaries: the next tile's first loads are
 // in flight while this tile's epilogue writes D from its own buffer.
 #include "barrier.h"
+#include "resident_grid.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"
@@ -18,7 +23,7 @@ constexpr int kStages = 2;
 constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kSmemBytes = kStages * kStageBytes + kDTileBytes + kSmemAlignSlack;
 
-__global__ void __launch_bounds__(128, 1) PersistentKernel(const __grid_constant__ CUtensorMap a_map,
+__global__ void __launch_bounds__(128, 2) PersistentKernel(const __grid_constant__ CUtensorMap a_map,
                                                            const __grid_constant__ CUtensorMap b_map,
                                                            const __grid_constant__ CUtensorMap d_map, int64_t m,
                                                            int64_t n, int64_t k) {
@@ -26,7 +31,7 @@ __global__ void __launch_bounds__(128, 1) PersistentKernel(const __grid_constant
   char* stages = AlignTo1024(smem_raw);
   char* d_tile = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];
-  const TileScheduler scheduler(m, n, kTileRows);
+  const TileScheduler scheduler(m, n, kTileRows, kTileRows);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   // This CTA's tiles: blockIdx.x, blockIdx.x + gridDim.x, ...
   const int my_tiles = (scheduler.tiles() - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
@@ -74,6 +79,11 @@ __global__ void __launch_bounds__(128, 1) PersistentKernel(const __grid_constant
   }
 }
 
+ResidentGrid& Grid() {
+  static ResidentGrid grid(reinterpret_cast<const void*>(PersistentKernel), 128, kSmemBytes);
+  return grid;
+}
+
 }  // namespace
 
 cudaError_t PreparePersistent() {
@@ -83,8 +93,8 @@ cudaError_t PreparePersistent() {
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   TmaProblem tma;
   if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
-  const int tiles = TileScheduler(p.m, p.n, kTileRows).tiles();
-  PersistentKernel<<<std::min(tiles, ctx.sm_count), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n,
+  const int tiles = TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles();
+  PersistentKernel<<<std::min(tiles, Grid().Ctas(ctx.device, ctx.sm_count)), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n,
                                                                              p.k);
   if (auto err = LaunchError(); !err.empty()) return err;
   return tma.Finish(stream);

@@ -8,10 +8,16 @@
 // accumulators. On Hopper the accumulators live in the consumer's
 // registers, so "MMA" and "writeback" are one warpgroup here.
 //
-// A template on the pipeline depth: step 7 uses 2 stages, step 8 uses 4.
+// As in step 6, the grid holds as many CTAs as fit at once. A template on
+// the pipeline depth and on CTAs per SM: step 7 runs 2 stages and fits two
+// CTAs on an SM (the consumer then gets 216 registers, the producer 40);
+// step 8 runs 4 stages, whose shared memory allows one CTA per SM, and uses
+// the depth to keep one wgmma group in flight across k-tiles, so the tensor
+// cores no longer drain at every k-tile with no second CTA to fill the gap.
 #pragma once
 
 #include "barrier.h"
+#include "resident_grid.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "tile_scheduler.h"
@@ -22,23 +28,33 @@ namespace gemm::sm90 {
 
 inline constexpr int kWarpSpecializedThreads = 256;  // producer + consumer warpgroup
 
-template <int kStages>
+template <int kStages, int kCtasPerSm>
 struct WarpSpecialized {
   static constexpr int kStageBytes = 2 * kTileBytes;  // A and B
   static constexpr int kSmemBytes = kStages * kStageBytes + kDTileBytes + kSmemAlignSlack;
+  // setmaxnreg budgets: producer + consumer warpgroups share the SM's 64K
+  // registers with the other CTAs on it.
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = kCtasPerSm == 1 ? 232 : 65536 / kCtasPerSm / 128 - kProducerRegisters;
+  // wgmma groups left running when the consumer moves to the next k-tile.
+  // With 4 stages the consumer can hold two (one computing, one being
+  // issued) and the producer still has two to fill; with 2 stages holding
+  // one longer starves the producer (measured slower on H100).
+  static constexpr int kMmaInFlight = kStages >= 4 ? 1 : 0;
 };
 
-template <int kStages>
-__global__ void __launch_bounds__(kWarpSpecializedThreads, 1)
+template <int kStages, int kCtasPerSm>
+__global__ void __launch_bounds__(kWarpSpecializedThreads, kCtasPerSm)
     WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  constexpr int kStageBytes = WarpSpecialized<kStages>::kStageBytes;
+  using Config = WarpSpecialized<kStages, kCtasPerSm>;
+  constexpr int kStageBytes = Config::kStageBytes;
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_tile = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];   // TMA -> MMA: the stage holds data
   __shared__ uint64_t empty[kStages];  // MMA -> TMA: the stage may be refilled
-  const TileScheduler scheduler(m, n, kTileRows);
+  const TileScheduler scheduler(m, n, kTileRows, kTileRows);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   const int my_tiles = (scheduler.tiles() - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
   const int iterations = my_tiles * k_tiles;
@@ -54,7 +70,7 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, 1)
   __syncthreads();
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
-    ReleaseRegisters<40>();
+    ReleaseRegisters<Config::kProducerRegisters>();
     if (threadIdx.x == 0) {
       for (int it = 0; it < iterations; ++it) {
         const int s = it % kStages;
@@ -69,46 +85,56 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, 1)
       }
     }
   } else {  // ------------------------------------------------------ consumer
-    ClaimRegisters<232>();
+    ClaimRegisters<Config::kConsumerRegisters>();
     const bool leader = threadIdx.x % 128 == 0;
     float acc[2][64] = {};
-    for (int it = 0; it < iterations; ++it) {
-      const int s = it % kStages, kt = it % k_tiles;
-      Wait(&full[s], (it / kStages) % 2);
-      const char* a_tile = stages + s * kStageBytes;
-      const char* b_tile = a_tile + kTileBytes;
+    int it = 0;  // this CTA's (tile, k-tile) iteration, as the producer counts them
+    for (int tile = 0; tile < my_tiles; ++tile) {
+      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const int s = it % kStages;
+        Wait(&full[s], (it / kStages) % 2);
+        const char* a_tile = stages + s * kStageBytes;
+        const char* b_tile = a_tile + kTileBytes;
 
-      IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
-      WaitForTileMma(acc);
-      if (leader) Arrive(&empty[s]);  // the whole warpgroup's wgmma are done with stage s
-
-      if (kt == k_tiles - 1) {
-        int tile_m, tile_n;
-        scheduler.Coordinates(blockIdx.x + (it / k_tiles) * gridDim.x, &tile_m, &tile_n);
-        AccumulatorsToSmem(acc, d_tile, 0);
-        FenceSharedForAsyncProxy();
-        NamedBarrierSync(1, 128);
-        if (leader) StoreDTile(&d_map, d_tile, int64_t{tile_m} * kTileRows, int64_t{tile_n} * kTileRows, n);
-        NamedBarrierSync(1, 128);  // d_tile is read out before the next epilogue writes it
+        IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
+        WaitForTileMma<Config::kMmaInFlight>(acc);
+        // The stage whose wgmma group is known to be done goes back to the
+        // producer: this one, or with a group in flight the one before.
+        if (leader && kt >= Config::kMmaInFlight) Arrive(&empty[(it - Config::kMmaInFlight) % kStages]);
       }
+      if constexpr (Config::kMmaInFlight > 0) {
+        WaitForTileMma<0>(acc);
+        if (leader) Arrive(&empty[(it - 1) % kStages]);
+      }
+      int tile_m, tile_n;
+      scheduler.Coordinates(blockIdx.x + tile * gridDim.x, &tile_m, &tile_n);
+      AccumulatorsToSmem(acc, d_tile, 0);
+      FenceSharedForAsyncProxy();
+      NamedBarrierSync(1, 128);
+      if (leader) StoreDTile(&d_map, d_tile, int64_t{tile_m} * kTileRows, int64_t{tile_n} * kTileRows, n);
+      NamedBarrierSync(1, 128);  // d_tile is read out before the next epilogue writes it
     }
   }
 }
 
-template <int kStages>
+template <int kStages, int kCtasPerSm>
 cudaError_t PrepareWarpSpecialized() {
-  return cudaFuncSetAttribute(WarpSpecializedKernel<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              WarpSpecialized<kStages>::kSmemBytes);
+  return cudaFuncSetAttribute(WarpSpecializedKernel<kStages, kCtasPerSm>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              WarpSpecialized<kStages, kCtasPerSm>::kSmemBytes);
 }
 
-template <int kStages>
+template <int kStages, int kCtasPerSm>
 std::string LaunchWarpSpecialized(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
+  using Config = WarpSpecialized<kStages, kCtasPerSm>;
+  static ResidentGrid grid(reinterpret_cast<const void*>(WarpSpecializedKernel<kStages, kCtasPerSm>),
+                           kWarpSpecializedThreads, Config::kSmemBytes);
   TmaProblem tma;
   if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
-  const int tiles = TileScheduler(p.m, p.n, kTileRows).tiles();
-  WarpSpecializedKernel<kStages><<<std::min(tiles, ctx.sm_count), kWarpSpecializedThreads,
-                                   WarpSpecialized<kStages>::kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m,
-                                                                                   p.n, p.k);
+  const int tiles = TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles();
+  WarpSpecializedKernel<kStages, kCtasPerSm><<<std::min(tiles, grid.Ctas(ctx.device, ctx.sm_count)),
+                                               kWarpSpecializedThreads, Config::kSmemBytes, stream>>>(
+      tma.a(), tma.b(), tma.d(), p.m, p.n, p.k);
   if (auto err = LaunchError(); !err.empty()) return err;
   return tma.Finish(stream);
 }

@@ -7,10 +7,10 @@ namespace gemm::sm90 {
 
 constexpr int kDeepStages = 4;
 
-cudaError_t PrepareDeepPipeline() { return PrepareWarpSpecialized<kDeepStages>(); }
+cudaError_t PrepareDeepPipeline() { return PrepareWarpSpecialized<kDeepStages, 1>(); }
 
 std::string LaunchDeepPipeline(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return LaunchWarpSpecialized<kDeepStages>(p, ctx, stream);
+  return LaunchWarpSpecialized<kDeepStages, 1>(p, ctx, stream);
 }
 
 }  // namespace gemm::sm90

@@ -17,6 +17,8 @@ std::string LaunchPipelined(const Problem& p, const DeviceContext& ctx, cudaStre
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);  // step 6
 std::string LaunchWarpSpecialized2(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);  // step 7
 std::string LaunchDeepPipeline(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);      // step 8
+std::string LaunchClusterMulticast(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);  // step 9
+std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);      // step 10
 cudaError_t PrepareSingleTile();
 cudaError_t PrepareKLoop();
 cudaError_t PrepareTiled();
@@ -25,5 +27,7 @@ cudaError_t PreparePipelined();
 cudaError_t PreparePersistent();
 cudaError_t PrepareWarpSpecialized2();
 cudaError_t PrepareDeepPipeline();
+cudaError_t PrepareClusterMulticast();
+cudaError_t PrepareTwoConsumers();
 
 }  // namespace gemm::sm90

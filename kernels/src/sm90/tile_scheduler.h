@@ -12,8 +12,10 @@ class TileScheduler {
  public:
   static constexpr int kGroupRows = 8;
 
-  __host__ __device__ TileScheduler(int64_t m, int64_t n, int tile)
-      : tiles_m_(static_cast<int>((m + tile - 1) / tile)), tiles_n_(static_cast<int>((n + tile - 1) / tile)) {}
+  // Tiles of tile_rows × tile_cols; for a cluster, the cluster's tile.
+  __host__ __device__ TileScheduler(int64_t m, int64_t n, int tile_rows, int tile_cols)
+      : tiles_m_(static_cast<int>((m + tile_rows - 1) / tile_rows)),
+        tiles_n_(static_cast<int>((n + tile_cols - 1) / tile_cols)) {}
 
   __host__ __device__ int tiles() const { return tiles_m_ * tiles_n_; }
 

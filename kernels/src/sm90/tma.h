@@ -15,6 +15,15 @@ __device__ inline void TmaLoad(void* smem, const CUtensorMap* map, int32_t col, 
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem, map, coords, bar);
 }
 
+// The same box, delivered to the same shared-memory offset in every CTA of
+// the cluster named in `cta_mask`; each copy arrives on the barrier at
+// `bar`'s offset in its own CTA.
+__device__ inline void TmaLoadMulticast(void* smem, const CUtensorMap* map, int32_t col, int32_t row, uint64_t* bar,
+                                        uint16_t cta_mask) {
+  const int32_t coords[2] = {col, row};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem, map, coords, bar, cta_mask);
+}
+
 __device__ inline void TmaStore(const CUtensorMap* map, int32_t col, int32_t row, const void* smem) {
   const int32_t coords[2] = {col, row};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, smem);

@@ -56,7 +56,7 @@ std::string PadCopy(__half** out, const __half* src, int64_t rows, int64_t cols,
 
 }  // namespace
 
-std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream) {
+std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes) {
   p_ = p;
   const __half* a = p.a;
   const __half* b = p.b;
@@ -75,9 +75,9 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream) {
     if (auto err = PadCopy(&d_pad_, nullptr, p.m, p.n, n_pad_, stream); !err.empty()) return err;
     d = d_pad_;
   }
-  if (auto err = Encode(&a_, a, p.m, k, kTileK, kTileRows); !err.empty()) return err;
-  if (auto err = Encode(&b_, b, p.n, k, kTileK, kTileRows); !err.empty()) return err;
-  return Encode(&d_, d, p.m, n_pad_, kTileK, kTileRows);
+  if (auto err = Encode(&a_, a, p.m, k, kTileK, boxes.a); !err.empty()) return err;
+  if (auto err = Encode(&b_, b, p.n, k, kTileK, boxes.b); !err.empty()) return err;
+  return Encode(&d_, d, p.m, n_pad_, kTileK, boxes.d);
 }
 
 std::string TmaProblem::Finish(cudaStream_t stream) {

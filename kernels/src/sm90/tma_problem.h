@@ -11,13 +11,21 @@
 #include <string>
 
 #include "gemm/gemm.h"
+#include "tile_layout.h"
 
 namespace gemm::sm90 {
+
+// Rows of the box each map moves per TMA (columns: always one 64-wide
+// k-tile, or 64 columns of D). Steps that split a tile between CTAs of a
+// cluster, or D between warpgroups, move smaller boxes.
+struct TmaBoxRows {
+  uint32_t a = kTileRows, b = kTileRows, d = kTileRows;
+};
 
 class TmaProblem {
  public:
   // Stages what needs staging and encodes the maps; "" on success.
-  std::string Prepare(const Problem& p, cudaStream_t stream);
+  std::string Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes = {});
   // After the kernel: copies a padded D back and frees the staging.
   std::string Finish(cudaStream_t stream);
 

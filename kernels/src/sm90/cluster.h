@@ -1,0 +1,33 @@
+// Thread-block clusters (sm_90): CTAs of one cluster run at the same time on
+// one GPC and can reach each other's shared memory, so a pair can share an
+// operand tile that the TMA fetches once and multicasts to both.
+#pragma once
+
+#include <cuda/ptx>
+
+#include <cstdint>
+
+namespace gemm::sm90 {
+
+__device__ inline uint32_t ClusterRank() { return cuda::ptx::get_sreg_cluster_ctarank(); }
+
+// Every thread of every CTA in the cluster. Orders the barriers' init before
+// peers use them, and keeps a CTA's shared memory alive until its peers are
+// done multicasting into it and arriving on its barriers.
+__device__ inline void ClusterSync() {
+  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+  cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+}
+
+// One arrival on the mbarrier at `bar`'s offset in the shared memory of the
+// cluster's CTA `rank` (this CTA's own included). Relaxed: the arriving
+// consumer has already waited for its wgmma to finish reading the stage, so
+// nothing else needs ordering, and a release at cluster scope costs a
+// cluster-wide fence on every k-tile (measured on H100: steps 9 and 10 ran
+// at a third of their speed with it).
+__device__ inline void ArriveInCta(uint64_t* bar, uint32_t rank) {
+  auto* remote = static_cast<uint64_t*>(__cluster_map_shared_rank(bar, rank));
+  cuda::ptx::mbarrier_arrive(cuda::ptx::sem_relaxed, cuda::ptx::scope_cluster, cuda::ptx::space_cluster, remote);
+}
+
+}  // namespace gemm::sm90

@@ -34,15 +34,6 @@ std::string HumanBytes(double b) {
   return buf;
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  *out = std::move(ss).str();
-  return true;
-}
-
 bool WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -73,6 +64,21 @@ void PrintReport(const gemm::v1::MultiplyResponse& r, double round_trip) {
 }
 
 }  // namespace
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  *out = std::move(ss).str();
+  return true;
+}
+
+std::string Trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
+}
 
 Progress ProgressPrinter(const std::string& what) {
   const bool tty = isatty(STDERR_FILENO);

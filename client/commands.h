@@ -9,6 +9,11 @@
 
 namespace gemmc {
 
+// Whole file into `out`; false if it cannot be read.
+bool ReadFile(const std::string& path, std::string* out);
+// Without leading and trailing whitespace.
+std::string Trim(const std::string& s);
+
 struct RunArgs {
   int64_t m = 512, n = 512, k = 512;
   uint32_t step = 0;

@@ -20,12 +20,22 @@ GemmClient::GemmClient(const ClientOptions& options) : options_(options) {
   args.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
   // dns:/// targets with several addresses spread calls over every replica.
   args.SetLoadBalancingPolicyName("round_robin");
-  channel_ = grpc::CreateCustomChannel(options_.target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options_.use_tls || !options_.tls_ca.empty() || !options_.tls_cert.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.tls_ca;
+    ssl.pem_cert_chain = options_.tls_cert;
+    ssl.pem_private_key = options_.tls_key;
+    credentials = grpc::SslCredentials(ssl);
+    if (!options_.tls_server_name.empty()) args.SetSslTargetNameOverride(options_.tls_server_name);
+  }
+  channel_ = grpc::CreateCustomChannel(options_.target, credentials, args);
   stub_ = gemm::v1::GemmService::NewStub(channel_);
   health_ = grpc::health::v1::Health::NewStub(channel_);
 }
 
 void GemmClient::Prepare(grpc::ClientContext* ctx) const {
+  if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
   if (options_.timeout_seconds > 0) {
     ctx->set_deadline(std::chrono::system_clock::now() +
                       std::chrono::microseconds(static_cast<int64_t>(options_.timeout_seconds * 1e6)));

@@ -19,6 +19,13 @@ struct ClientOptions {
   std::string target = "localhost:50051";
   double timeout_seconds = 0;                 // 0: no deadline
   uint64_t max_message_bytes = 64ull << 20;   // must match the server's
+  // TLS: PEM contents (not paths). tls_ca set (or use_tls) means TLS; with
+  // an empty tls_ca the system roots are used. tls_cert/tls_key: client
+  // certificate for mutual TLS. tls_server_name overrides the name checked
+  // against the server's certificate.
+  bool use_tls = false;
+  std::string tls_ca, tls_cert, tls_key, tls_server_name;
+  std::string token;  // sent as 'authorization: Bearer <token>' when set
 };
 
 // Called with (bytes done, bytes total) as an upload or download moves.

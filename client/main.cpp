@@ -1,6 +1,9 @@
 // gemm-client: talks to a gemmd server. `gemm-client --help` lists commands.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+#include <iostream>
+
 #include "commands.h"
 
 int main(int argc, char** argv) {
@@ -13,6 +16,16 @@ int main(int argc, char** argv) {
       ->envname("GEMM_TIMEOUT")->capture_default_str();
   app.add_option("--max-message-bytes", opts.max_message_bytes, "largest message (match the server's)")
       ->envname("GEMM_MAX_MESSAGE_BYTES")->transform(CLI::AsSizeValue(false))->capture_default_str();
+
+  std::string tls_ca_file, tls_cert_file, tls_key_file, token_file;
+  app.add_flag("--tls", opts.use_tls, "use TLS, trusting the system's CAs (implied by --tls-ca/--tls-cert)")
+      ->envname("GEMM_TLS");
+  app.add_option("--tls-ca", tls_ca_file, "PEM CA that signed the server's certificate")->envname("GEMM_TLS_CA");
+  app.add_option("--tls-cert", tls_cert_file, "PEM client certificate, for mutual TLS")->envname("GEMM_TLS_CERT");
+  app.add_option("--tls-key", tls_key_file, "PEM key of --tls-cert")->envname("GEMM_TLS_KEY");
+  app.add_option("--tls-server-name", opts.tls_server_name, "name to check the server's certificate against")
+      ->envname("GEMM_TLS_SERVER_NAME");
+  app.add_option("--token-file", token_file, "bearer token file (or set GEMM_TOKEN)")->envname("GEMM_TOKEN_FILE");
 
   auto* list = app.add_subcommand("list", "kernel steps, devices and limits of the server");
 
@@ -71,6 +84,19 @@ int main(int argc, char** argv) {
   bench->add_option("--json", bench_args.json_file, "write per-(shape, step) results as JSON");
 
   CLI11_PARSE(app, argc, argv);
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    std::cerr << "error: --tls-cert and --tls-key go together\n";
+    return 2;
+  }
+  for (auto [path, pem] : {std::pair{&tls_ca_file, &opts.tls_ca}, std::pair{&tls_cert_file, &opts.tls_cert},
+                           std::pair{&tls_key_file, &opts.tls_key}}) {
+    if (!path->empty() && !gemmc::ReadFile(*path, pem)) return std::cerr << "error: cannot read " << *path << "\n", 2;
+  }
+  if (const char* token = std::getenv("GEMM_TOKEN"); token != nullptr) opts.token = token;
+  if (!token_file.empty()) {
+    if (!gemmc::ReadFile(token_file, &opts.token)) return std::cerr << "error: cannot read " << token_file << "\n", 2;
+    opts.token = gemmc::Trim(opts.token);
+  }
   gemmc::GemmClient client(opts);
   if (*list) return gemmc::CmdList(client);
   if (*health) return gemmc::CmdHealth(client, service, wait);

@@ -3,15 +3,22 @@
 # Idempotent: apt runs only when something is missing. CUDA 13 is not a
 # Debian package: where /usr/local/cuda exists it is used, else the GPU parts
 # are left out of the build.
+#   install-deps.sh          everything: build, tests, deploy checks
+#   install-deps.sh build    only what building needs (the Dockerfile's builder)
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev prometheus-cpp-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
-  libopenblas-dev libfp16-dev libcurl4-openssl-dev curl
-  libgtest-dev libgmock-dev
-  python3 python3-grpcio python3-protobuf python3-numpy python3-matplotlib
+  libopenblas-dev libfp16-dev libcurl4-openssl-dev
+  libgtest-dev libgmock-dev python3
 )
+if [[ ${1:-all} != build ]]; then
+  # Tests: the Python client, the ladder plot, TLS certificates made per run,
+  # a real Prometheus (and promtool) scraping the server, manifest linting.
+  packages+=(curl openssl python3-grpcio python3-protobuf python3-numpy python3-matplotlib python3-yaml
+             prometheus yamllint)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -2,6 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+
+#include "api/bearer_auth.h"
 #include "version.h"
 
 namespace gemmd {
@@ -44,6 +47,15 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
       ->envname("GEMMD_LOG_LEVEL")->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
 
+  app.add_option("--tls-cert", c.tls_cert, "PEM certificate chain: serve gRPC over TLS")->envname("GEMMD_TLS_CERT");
+  app.add_option("--tls-key", c.tls_key, "PEM private key of --tls-cert")->envname("GEMMD_TLS_KEY");
+  app.add_option("--tls-client-ca", c.tls_client_ca, "PEM CA: require client certificates it signed (mTLS)")
+      ->envname("GEMMD_TLS_CLIENT_CA");
+  app.add_option("--auth-token-file", c.auth_token_file,
+                 "require 'authorization: Bearer <token>' on gemm.v1 calls, token read from this file "
+                 "(or set GEMMD_AUTH_TOKEN)")
+      ->envname("GEMMD_AUTH_TOKEN_FILE");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -52,6 +64,21 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
   if (c.max_message_bytes < 4096 || c.max_message_bytes > (2ull << 30) - 1) {
     std::fprintf(stderr, "--max-message-bytes must be between 4KiB and 2GiB-1 (protobuf's cap)\n");
     return {std::nullopt, 2};
+  }
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    std::fprintf(stderr, "--tls-cert and --tls-key go together\n");
+    return {std::nullopt, 2};
+  }
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
+    std::fprintf(stderr, "--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS first)\n");
+    return {std::nullopt, 2};
+  }
+  if (const char* token = std::getenv("GEMMD_AUTH_TOKEN"); token != nullptr) c.auth_token = token;
+  if (!c.auth_token_file.empty()) {
+    if (auto st = ReadTokenFile(c.auth_token_file, &c.auth_token); !st.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+      return {std::nullopt, 2};
+    }
   }
   return {c, 0};
 }

@@ -21,6 +21,13 @@ struct ServerConfig {
   std::string engine = "auto";                    // auto | cpu | cuda
   std::string port_file;                          // write the bound gRPC port here
   std::string log_level = "info";
+  // TLS for gRPC: PEM files. With tls_client_ca, clients must present a
+  // certificate it signed (mutual TLS).
+  std::string tls_cert, tls_key, tls_client_ca;
+  // Bearer token every gemm.v1 call must carry: from a file (a mounted
+  // Secret) or GEMMD_AUTH_TOKEN; never a flag, so it stays out of `ps`.
+  std::string auth_token_file;
+  std::string auth_token;
 };
 
 // Parses flags (GEMMD_* env vars fill what flags leave out). Returns the

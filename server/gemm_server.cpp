@@ -4,7 +4,9 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "gemm/steps.h"
 #include "version.h"
@@ -14,6 +16,39 @@ namespace gemmd {
 namespace {
 constexpr const char* kServiceName = "gemm.v1.GemmService";
 }
+
+namespace {
+
+absl::Status ReadPem(const std::string& path, const char* what, std::string* pem) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  *pem = text.str();
+  if (!in || pem->find("-----BEGIN") == std::string::npos) {
+    return absl::InvalidArgumentError(std::string("cannot read a PEM ") + what + " from " + path);
+  }
+  return absl::OkStatus();
+}
+
+// Plaintext, TLS, or mutual TLS, as configured.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const ServerConfig& c) {
+  if (c.tls_cert.empty()) {
+    if (!c.auth_token.empty()) spdlog::warn("bearer tokens travel in plaintext: serve with --tls-cert/--tls-key");
+    return grpc::InsecureServerCredentials();
+  }
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  if (auto st = ReadPem(c.tls_cert, "certificate", &pair.cert_chain); !st.ok()) return st;
+  if (auto st = ReadPem(c.tls_key, "private key", &pair.private_key); !st.ok()) return st;
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  options.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!c.tls_client_ca.empty()) {
+    if (auto st = ReadPem(c.tls_client_ca, "client CA", &options.pem_root_certs); !st.ok()) return st;
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(options);
+}
+
+}  // namespace
 
 GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
     : config_(std::move(config)), engine_(std::move(engine)) {
@@ -34,9 +69,11 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   sopts.limits.max_message_bytes = config_.max_message_bytes;
   sopts.limits.max_repeats = config_.max_repeats;
   sopts.queue_capacity = config_.queue_capacity;
+  sopts.auth = BearerAuth(config_.auth_token);
   service_ = std::make_unique<GemmService>(*engine_, *dispatcher_, *store_, metrics_, sopts);
 
   metrics_.SetQuota(config_.matrix_quota_bytes);
+  metrics_.SetQueueCapacity(config_.queue_capacity);
   metrics_.SetBuildInfo(kGemmdVersion, engine_->name());
   for (const auto& d : devices) {
     metrics_.SetQueueDepth(d.id, 0);
@@ -57,7 +94,9 @@ absl::Status GemmServer::Start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &port_);
+  auto credentials = ServerCredentials(config_);
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(config_.listen, *credentials, &port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.RegisterService(service_.get());

@@ -21,11 +21,24 @@ _OVERHEAD = 64 * 1024
 
 
 class GemmClient:
-    def __init__(self, target, max_message_bytes=64 << 20, timeout=None):
+    def __init__(self, target, max_message_bytes=64 << 20, timeout=None, *, tls=False,
+                 root_certificates=None, certificate_chain=None, private_key=None,
+                 server_name=None, token=None):
+        """TLS when `tls` or any PEM (bytes) is given: root_certificates is the CA
+        that signed the server (None: the system's), certificate_chain and
+        private_key the client's for mutual TLS. `token` is sent on every call
+        as 'authorization: Bearer <token>'."""
         opts = [("grpc.max_send_message_length", max_message_bytes),
                 ("grpc.max_receive_message_length", max_message_bytes),
                 ("grpc.lb_policy_name", "round_robin")]
-        self._channel = grpc.insecure_channel(target, options=opts)
+        if tls or root_certificates or certificate_chain:
+            if server_name:
+                opts.append(("grpc.ssl_target_name_override", server_name))
+            creds = grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)
+            self._channel = grpc.secure_channel(target, creds, options=opts)
+        else:
+            self._channel = grpc.insecure_channel(target, options=opts)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._stub = gemm_pb2_grpc.GemmServiceStub(self._channel)
         self._max = max_message_bytes
         self._timeout = timeout
@@ -37,7 +50,7 @@ class GemmClient:
         self._channel.close()
 
     def list_kernels(self):
-        return self._stub.ListKernels(gemm_pb2.ListKernelsRequest(), timeout=self._timeout)
+        return self._stub.ListKernels(gemm_pb2.ListKernelsRequest(), timeout=self._timeout, metadata=self._metadata)
 
     def upload(self, matrix, label="", chunk_bytes=1 << 20):
         """Uploads a 2-D array as fp16 in chunks; returns its handle."""
@@ -49,19 +62,19 @@ class GemmClient:
             for off in range(0, max(len(data), 1), chunk_bytes):
                 yield gemm_pb2.UploadMatrixRequest(header=header if off == 0 else None,
                                                    data=data[off:off + chunk_bytes])
-        return self._stub.UploadMatrix(chunks(), timeout=self._timeout).handle
+        return self._stub.UploadMatrix(chunks(), timeout=self._timeout, metadata=self._metadata).handle
 
     def download(self, handle):
         parts, info = [], None
         for chunk in self._stub.DownloadMatrix(gemm_pb2.DownloadMatrixRequest(handle=handle),
-                                               timeout=self._timeout):
+                                               timeout=self._timeout, metadata=self._metadata):
             if chunk.HasField("info"):
                 info = chunk.info
             parts.append(chunk.data)
         return np.frombuffer(b"".join(parts), dtype="<f2").reshape(info.rows, info.cols)
 
     def delete(self, handle):
-        self._stub.DeleteMatrix(gemm_pb2.DeleteMatrixRequest(handle=handle), timeout=self._timeout)
+        self._stub.DeleteMatrix(gemm_pb2.DeleteMatrixRequest(handle=handle), timeout=self._timeout, metadata=self._metadata)
 
     def multiply(self, a, b, step=0, verify=True, repeats=1):
         """Returns (D as float16 (m, n), the MultiplyResponse) for D = a @ b.T."""
@@ -83,7 +96,7 @@ class GemmClient:
                     uploaded.append(op.handle)
             inline = m * n * 2 + _OVERHEAD <= self._max
             req.output = gemm_pb2.OUTPUT_INLINE if inline else gemm_pb2.OUTPUT_HANDLE
-            reply = self._stub.Multiply(req, timeout=self._timeout)
+            reply = self._stub.Multiply(req, timeout=self._timeout, metadata=self._metadata)
         finally:
             for h in uploaded:
                 self.delete(h)

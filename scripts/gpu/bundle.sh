@@ -7,17 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/build.sh
 rm -rf .bundle
-mkdir -p .bundle/bin .bundle/lib
-bins=(build/server/gemmd build/client/gemm-client build/kernels/bench/gemm-bench
-      build/tests/kernels_gpu_test build/tests/cuda_engine_gpu_test)
-for b in "${bins[@]}"; do
-  # Symbols stay (not debug info), so a crash's stack trace has names.
-  strip --strip-debug -o ".bundle/bin/$(basename "$b")" "$b"
-done
-for b in "${bins[@]}"; do
-  ldd "$b" | awk '/=>/ {print $3}'
-done | sort -u | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so|/libcuda|/libcudart|/libcublas' |
-  while read -r lib; do cp -L "$lib" .bundle/lib/; done
+scripts/collect-runtime.sh .bundle build/server/gemmd build/client/gemm-client build/kernels/bench/gemm-bench \
+  build/tests/kernels_gpu_test build/tests/cuda_engine_gpu_test
 # OpenBLAS alone is 35 MB: compressed, the whole bundle fits the transfer.
 tar -cJf .bundle.tar.xz .bundle
 du -sh .bundle .bundle.tar.xz

@@ -67,6 +67,7 @@ struct GemmService::MultiplyCall {
 
 grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx, const MultiplyRequest* req,
                                                 MultiplyResponse* resp) {
+  if (auto* rejected = RejectUnauthenticated("Multiply", ctx)) return rejected;
   auto call = std::make_shared<MultiplyCall>();
   call->ctx = ctx;
   call->reactor = ctx->DefaultReactor();
@@ -280,11 +281,27 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
   call->reactor->Finish(ToGrpc(status));
 }
 
+// ---------------------------------------------------------- authentication
+
+grpc::ServerUnaryReactor* GemmService::RejectUnauthenticated(const char* method, grpc::CallbackServerContext* ctx) {
+  absl::Status st = options_.auth.Check(*ctx);
+  if (st.ok()) return nullptr;
+  auto* reactor = ctx->DefaultReactor();
+  FinishSimple(method, reactor, st, Clock::now(), "peer=" + ctx->peer());
+  return reactor;
+}
+
+void GemmService::RecordRejected(const char* method, const absl::Status& status) {
+  metrics_.RecordRequest(method, "", CodeName(status.code()), 0);
+  spdlog::info("{} status={} error=\"{}\"", method, CodeName(status.code()), std::string(status.message()));
+}
+
 // ------------------------------------------------------------- ListKernels
 
 grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* ctx,
                                                    const gemm::v1::ListKernelsRequest*,
                                                    gemm::v1::ListKernelsResponse* resp) {
+  if (auto* rejected = RejectUnauthenticated("ListKernels", ctx)) return rejected;
   const auto start = Clock::now();
   for (const gemm::StepInfo& info : gemm::AllSteps()) {
     auto* k = resp->add_kernels();
@@ -342,6 +359,14 @@ void GemmService::FinishSimple(const char* method, grpc::ServerUnaryReactor* rea
 }
 
 namespace {
+
+// A streaming call refused before it began: finishes at once.
+template <class Reactor>
+class Rejected final : public Reactor {
+ public:
+  explicit Rejected(const grpc::Status& status) { this->Finish(status); }
+  void OnDone() override { delete this; }
+};
 
 class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest> {
  public:
@@ -464,11 +489,19 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
 
 grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* GemmService::UploadMatrix(grpc::CallbackServerContext* ctx,
                                                                                   MatrixInfo* resp) {
+  if (auto st = options_.auth.Check(*ctx); !st.ok()) {
+    RecordRejected("UploadMatrix", st);
+    return new Rejected<grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>>(ToGrpc(st));
+  }
   return new UploadReactor(ctx, store_, metrics_, resp);
 }
 
 grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* GemmService::DownloadMatrix(
-    grpc::CallbackServerContext*, const gemm::v1::DownloadMatrixRequest* req) {
+    grpc::CallbackServerContext* ctx, const gemm::v1::DownloadMatrixRequest* req) {
+  if (auto st = options_.auth.Check(*ctx); !st.ok()) {
+    RecordRejected("DownloadMatrix", st);
+    return new Rejected<grpc::ServerWriteReactor<gemm::v1::MatrixChunk>>(ToGrpc(st));
+  }
   return new DownloadReactor(store_, metrics_, *req, options_.default_chunk_bytes,
                              options_.limits.max_message_bytes);
 }
@@ -476,6 +509,7 @@ grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* GemmService::DownloadMatrix(
 grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext* ctx,
                                                     const gemm::v1::DeleteMatrixRequest* req,
                                                     gemm::v1::DeleteMatrixResponse* resp) {
+  if (auto* rejected = RejectUnauthenticated("DeleteMatrix", ctx)) return rejected;
   const auto start = Clock::now();
   auto freed = store_.Delete(req->handle());
   if (freed.ok()) resp->set_freed_bytes(*freed);
@@ -487,6 +521,7 @@ grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GemmService::ListMatrices(grpc::CallbackServerContext* ctx,
                                                     const gemm::v1::ListMatricesRequest*,
                                                     gemm::v1::ListMatricesResponse* resp) {
+  if (auto* rejected = RejectUnauthenticated("ListMatrices", ctx)) return rejected;
   const auto start = Clock::now();
   for (const auto& d : store_.List()) FillInfo(d, resp->add_matrices());
   resp->set_used_bytes(store_.used_bytes());

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "api/bearer_auth.h"
 #include "api/request_validation.h"
 #include "engine/dispatcher.h"
 #include "engine/engine.h"
@@ -18,6 +19,7 @@ struct ServiceOptions {
   RequestLimits limits;
   uint32_t queue_capacity = 64;
   uint64_t default_chunk_bytes = 1 << 20;
+  BearerAuth auth;
 };
 
 class GemmService final : public gemm::v1::GemmService::CallbackService {
@@ -43,6 +45,12 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
 
   // Device memory and health gauges; after every GEMM and at start.
   void PublishDeviceState(int device);
+
+  // nullptr when the call may go on; else the reactor already finished
+  // with UNAUTHENTICATED.
+  grpc::ServerUnaryReactor* RejectUnauthenticated(const char* method, grpc::CallbackServerContext* ctx);
+  // Counts and logs a streaming call refused before it started.
+  void RecordRejected(const char* method, const absl::Status& status);
 
   // Records, logs and finishes an RPC that is not Multiply.
   void FinishSimple(const char* method, grpc::ServerUnaryReactor* reactor, const absl::Status& status,

@@ -88,6 +88,11 @@ Metrics::Metrics()
                        .Help("Quota for stored matrices")
                        .Register(*registry_)
                        .Add({})),
+      queue_capacity_(BuildGauge()
+                          .Name("gemm_queue_capacity")
+                          .Help("Requests that may wait for a device, all devices together")
+                          .Register(*registry_)
+                          .Add({})),
       build_info_(BuildGauge()
                       .Name("gemm_build_info")
                       .Help("Always 1; labels carry the version and engine")
@@ -156,6 +161,8 @@ void Metrics::SetResidentMatrices(uint64_t bytes, size_t count) {
 }
 
 void Metrics::SetQuota(uint64_t bytes) { quota_bytes_.Set(static_cast<double>(bytes)); }
+
+void Metrics::SetQueueCapacity(uint32_t requests) { queue_capacity_.Set(static_cast<double>(requests)); }
 
 void Metrics::SetBuildInfo(const std::string& version, const std::string& engine) {
   build_info_.Add({{"version", version}, {"engine", engine}}).Set(1);

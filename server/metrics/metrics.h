@@ -37,6 +37,7 @@ class Metrics {
   void SetStepAvailable(int step, bool available);
   void SetDeviceHealthy(const std::string& device, bool healthy);
   void SetQueueDepth(const std::string& device, size_t depth);
+  void SetQueueCapacity(uint32_t requests);
   void SetDeviceMemory(const std::string& device, uint64_t total, uint64_t pool, uint64_t used);
   void AddInFlight(double delta);
   void SetResidentMatrices(uint64_t bytes, size_t count);
@@ -65,6 +66,7 @@ class Metrics {
   prometheus::Gauge& resident_bytes_;
   prometheus::Gauge& resident_matrices_;
   prometheus::Gauge& quota_bytes_;
+  prometheus::Gauge& queue_capacity_;
   prometheus::Family<prometheus::Gauge>& build_info_;
 };
 

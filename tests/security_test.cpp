@@ -1,0 +1,191 @@
+// TLS, mutual TLS and the bearer token, end to end on a loopback server.
+// Certificates are made here by openssl for each run: none are committed.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "api/bearer_auth.h"
+#include "server_fixture.h"
+
+namespace gemmd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A CA, a server certificate for 127.0.0.1 and a client certificate it
+// signed, and a second CA that signed nothing the server trusts.
+class Pki {
+ public:
+  Pki() : dir_(fs::temp_directory_path() / ("gemmd-pki-" + std::to_string(::getpid()))) {
+    fs::create_directories(dir_);
+    ok_ = Run("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out ca.pem") &&
+          Run("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=rogue-ca -keyout rogue.key -out "
+              "rogue.pem") &&
+          Issue("server", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost") &&
+          Issue("client", "ca", "extendedKeyUsage=clientAuth") &&
+          Issue("rogue-client", "rogue", "extendedKeyUsage=clientAuth");
+  }
+  ~Pki() { fs::remove_all(dir_); }
+  bool ok() const { return ok_; }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string pem(const std::string& name) const { return Slurp(dir_ / name); }
+
+ private:
+  bool Run(const std::string& cmd) const {
+    return std::system(("cd " + dir_.string() + " && " + cmd + " >/dev/null 2>&1").c_str()) == 0;
+  }
+  bool Issue(const std::string& name, const std::string& ca, const std::string& ext) const {
+    return Run("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + name + ".key -out " + name +
+               ".csr") &&
+           Run("printf '%s\\n' '" + ext + "' > " + name + ".ext && openssl x509 -req -in " + name + ".csr -CA " + ca +
+               ".pem -CAkey " + ca + ".key -CAcreateserial -days 1 -extfile " + name + ".ext -out " + name + ".pem");
+  }
+  fs::path dir_;
+  bool ok_ = false;
+};
+
+class SecurityTest : public ServerFixture {
+ protected:
+  static void SetUpTestSuite() { pki_ = new Pki(); }
+  static void TearDownTestSuite() { delete pki_; }
+  void SetUp() override {
+    if (!pki_->ok()) GTEST_SKIP() << "openssl could not make the test certificates";
+  }
+
+  ServerConfig TlsConfig(bool mutual, const std::string& token = "") const {
+    ServerConfig c = LoopbackConfig();
+    c.tls_cert = pki_->path("server.pem");
+    c.tls_key = pki_->path("server.key");
+    if (mutual) c.tls_client_ca = pki_->path("ca.pem");
+    c.auth_token = token;
+    return c;
+  }
+  gemmc::ClientOptions Options() const {
+    gemmc::ClientOptions o;
+    o.target = "127.0.0.1:" + std::to_string(server().port());
+    o.timeout_seconds = 10;
+    return o;
+  }
+  gemmc::ClientOptions TlsOptions() const {
+    gemmc::ClientOptions o = Options();
+    o.tls_ca = pki_->pem("ca.pem");
+    return o;
+  }
+  static grpc::Status ListKernels(const gemmc::ClientOptions& o) {
+    gemmc::GemmClient c(o);
+    gemm::v1::ListKernelsResponse r;
+    return c.ListKernels(&r);
+  }
+  GemmServer& server() const { return const_cast<SecurityTest*>(this)->ServerFixture::server(); }
+
+  static Pki* pki_;
+};
+Pki* SecurityTest::pki_ = nullptr;
+
+TEST_F(SecurityTest, PlaintextClientIsRefusedWhenTlsIsRequired) {
+  StartServer(TlsConfig(/*mutual=*/false));
+  const grpc::Status st = ListKernels(Options());
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  EXPECT_TRUE(ListKernels(TlsOptions()).ok());
+}
+
+TEST_F(SecurityTest, ClientThatDoesNotTrustTheServerCertificateIsRefused) {
+  StartServer(TlsConfig(false));
+  gemmc::ClientOptions o = Options();
+  o.tls_ca = pki_->pem("rogue.pem");
+  EXPECT_EQ(ListKernels(o).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(SecurityTest, MutualTlsNeedsAClientCertificateSignedByTheClientCa) {
+  StartServer(TlsConfig(/*mutual=*/true));
+  EXPECT_EQ(ListKernels(TlsOptions()).error_code(), grpc::StatusCode::UNAVAILABLE);  // no client certificate
+
+  gemmc::ClientOptions rogue = TlsOptions();
+  rogue.tls_cert = pki_->pem("rogue-client.pem");
+  rogue.tls_key = pki_->pem("rogue-client.key");
+  EXPECT_EQ(ListKernels(rogue).error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  gemmc::ClientOptions good = TlsOptions();
+  good.tls_cert = pki_->pem("client.pem");
+  good.tls_key = pki_->pem("client.key");
+  EXPECT_TRUE(ListKernels(good).ok());
+}
+
+TEST_F(SecurityTest, BearerTokenMissingOrWrongIsUnauthenticatedAndRightIsAccepted) {
+  StartServer(TlsConfig(false, "s3cret-token"));
+  gemmc::ClientOptions o = TlsOptions();
+  grpc::Status st = ListKernels(o);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(st.error_message(), HasSubstr("requires a bearer token"));
+
+  o.token = "wrong";
+  st = ListKernels(o);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(st.error_message(), HasSubstr("invalid bearer token"));
+  EXPECT_THAT(st.error_message(), ::testing::Not(HasSubstr("s3cret")));
+
+  o.token = "s3cret-token";
+  EXPECT_TRUE(ListKernels(o).ok());
+}
+
+TEST_F(SecurityTest, EveryGemmCallChecksTheTokenButHealthStaysOpenForProbes) {
+  ServerConfig c = LoopbackConfig();
+  c.auth_token = "t0ken";
+  StartServer(c);
+  gemmc::GemmClient anonymous(Options());
+
+  gemm::v1::MultiplyRequest req;
+  req.mutable_shape()->set_m(2);
+  req.mutable_shape()->set_n(2);
+  req.mutable_shape()->set_k(2);
+  req.mutable_a()->mutable_random()->set_seed(1);
+  req.mutable_b()->mutable_random()->set_seed(2);
+  gemm::v1::MultiplyResponse resp;
+  EXPECT_EQ(anonymous.Multiply(req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  gemm::v1::ListMatricesResponse matrices;
+  EXPECT_EQ(anonymous.ListMatrices(&matrices).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(anonymous.Delete("m-1").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  gemm::v1::MatrixInfo info;
+  EXPECT_EQ(anonymous.Upload(2, 2, std::string(8, '\0'), "x", &info).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  std::string bytes;
+  EXPECT_EQ(anonymous.Download("m-1", &bytes).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  gemmc::ClientOptions with_token = Options();
+  with_token.token = "t0ken";
+  gemmc::GemmClient client(with_token);
+  ASSERT_TRUE(client.ListMatrices(&matrices).ok());
+  EXPECT_EQ(matrices.used_bytes(), 0u);  // the refused upload stored nothing
+
+  grpc::health::v1::HealthCheckResponse::ServingStatus health{};
+  ASSERT_TRUE(anonymous.Health("", &health).ok());
+  EXPECT_EQ(health, grpc::health::v1::HealthCheckResponse::SERVING);
+
+  EXPECT_TRUE(client.Multiply(req, &resp).ok());
+}
+
+TEST(BearerAuthTest, TokenFileIsTrimmedAndAnEmptyOneIsAnError) {
+  const auto path = fs::temp_directory_path() / ("gemmd-token-" + std::to_string(::getpid()));
+  std::ofstream(path) << "  abc123 \n";
+  std::string token;
+  ASSERT_TRUE(ReadTokenFile(path.string(), &token).ok());
+  EXPECT_EQ(token, "abc123");
+  std::ofstream(path) << "\n";
+  EXPECT_THAT(std::string(ReadTokenFile(path.string(), &token).message()), HasSubstr("is empty"));
+  fs::remove(path);
+  EXPECT_THAT(std::string(ReadTokenFile(path.string(), &token).message()), HasSubstr("cannot read"));
+}
+
+}  // namespace
+}  // namespace gemmd::testing

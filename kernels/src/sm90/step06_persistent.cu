@@ -8,7 +8,7 @@
 // pipeline runs on across tile boundaries: the next tile's first loads are
 // in flight while this tile's epilogue writes D from its own buffer.
 #include "barrier.h"
-#include "resident_grid.h"
+#include "persistent_launch.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"
@@ -79,11 +79,6 @@ __global__ void __launch_bounds__(128, 2) PersistentKernel(const __grid_constant
   }
 }
 
-ResidentGrid& Grid() {
-  static ResidentGrid grid(reinterpret_cast<const void*>(PersistentKernel), 128, kSmemBytes);
-  return grid;
-}
-
 }  // namespace
 
 cudaError_t PreparePersistent() {
@@ -91,13 +86,8 @@ cudaError_t PreparePersistent() {
 }
 
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  TmaProblem tma;
-  if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
-  const int tiles = TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles();
-  PersistentKernel<<<std::min(tiles, Grid().Ctas(ctx.device, ctx.sm_count)), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n,
-                                                                             p.k);
-  if (auto err = LaunchError(); !err.empty()) return err;
-  return tma.Finish(stream);
+  return LaunchOnResidentGrid<PersistentKernel, 128, kSmemBytes>(p, ctx, stream,
+                                                                 TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles());
 }
 
 }  // namespace gemm::sm90

@@ -17,7 +17,7 @@
 #pragma once
 
 #include "barrier.h"
-#include "resident_grid.h"
+#include "persistent_launch.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "tile_scheduler.h"
@@ -126,17 +126,9 @@ cudaError_t PrepareWarpSpecialized() {
 
 template <int kStages, int kCtasPerSm>
 std::string LaunchWarpSpecialized(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  using Config = WarpSpecialized<kStages, kCtasPerSm>;
-  static ResidentGrid grid(reinterpret_cast<const void*>(WarpSpecializedKernel<kStages, kCtasPerSm>),
-                           kWarpSpecializedThreads, Config::kSmemBytes);
-  TmaProblem tma;
-  if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
-  const int tiles = TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles();
-  WarpSpecializedKernel<kStages, kCtasPerSm><<<std::min(tiles, grid.Ctas(ctx.device, ctx.sm_count)),
-                                               kWarpSpecializedThreads, Config::kSmemBytes, stream>>>(
-      tma.a(), tma.b(), tma.d(), p.m, p.n, p.k);
-  if (auto err = LaunchError(); !err.empty()) return err;
-  return tma.Finish(stream);
+  return LaunchOnResidentGrid<WarpSpecializedKernel<kStages, kCtasPerSm>, kWarpSpecializedThreads,
+                              WarpSpecialized<kStages, kCtasPerSm>::kSmemBytes>(
+      p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles());
 }
 
 }  // namespace gemm::sm90

@@ -1,0 +1,106 @@
+// Steps 9-10: clusters of two CTAs stacked along M. The scheduler hands out
+// cluster tiles (two CTA tiles high); CTA `rank` of the pair takes the upper
+// or lower one. Both need the same B tile, so each CTA loads its own A tile
+// and one half of B, and the TMA multicasts that half into both CTAs' shared
+// memory. Because the peer's TMA writes into this CTA's stages too, a stage
+// may be refilled only when the consumers of both CTAs are done with it:
+// every consumer arrives on the "empty" barrier of both CTAs.
+#pragma once
+
+#include <cstdint>
+
+#include "barrier.h"
+#include "cluster.h"
+#include "tile_layout.h"
+#include "tile_scheduler.h"
+#include "tma.h"
+
+namespace gemm::sm90 {
+
+// A stage holds one kTileRows × kTileK tile of A (kATileBytes) and one
+// kTileCols × kTileK tile of B (kBTileBytes), B right after A.
+template <int kTileCols, int kATileBytes, int kBTileBytes>
+class ClusterPairTiles {
+ public:
+  static constexpr int kClusterSize = 2;
+  static constexpr int kStageBytes = kATileBytes + kBTileBytes;
+  static constexpr int kBShareRows = kTileCols / kClusterSize;  // rows of the B tile each CTA loads
+  static constexpr int kBShareBytes = kBTileBytes / kClusterSize;
+  // Arrivals that free a stage: each consumer warpgroup of both CTAs.
+  static constexpr uint32_t EmptyArrivals(int consumers) { return static_cast<uint32_t>(consumers * kClusterSize); }
+
+  // CTAs with work for an m×n problem: two per cluster tile.
+  __host__ __device__ static int WorkCtas(int64_t m, int64_t n) {
+    return TileScheduler(m, n, kClusterSize * kTileRows, kTileCols).tiles() * kClusterSize;
+  }
+
+  __device__ ClusterPairTiles(int64_t m, int64_t n, int64_t k)
+      : scheduler_(m, n, kClusterSize * kTileRows, kTileCols),
+        rank_(ClusterRank()),
+        cluster_(static_cast<int>(blockIdx.x) / kClusterSize),
+        clusters_(static_cast<int>(gridDim.x) / kClusterSize),
+        k_tiles_(static_cast<int>((k + kTileK - 1) / kTileK)),
+        m_(m),
+        n_(n) {}
+
+  __device__ int k_tiles() const { return k_tiles_; }
+  // Output tiles of this CTA; the same count in both CTAs of the pair.
+  __device__ int tiles() const { return (scheduler_.tiles() - cluster_ + clusters_ - 1) / clusters_; }
+
+  // Top-left corner of this CTA's `tile`-th output tile. Below the matrix
+  // (m0 >= m) for the lower CTA of a pair on the last tile-row of an odd count.
+  __device__ void Origin(int tile, int64_t* m0, int64_t* n0) const {
+    int tile_m, tile_n;
+    scheduler_.Coordinates(cluster_ + tile * clusters_, &tile_m, &tile_n);
+    *m0 = (int64_t{tile_m} * kClusterSize + rank_) * kTileRows;
+    *n0 = int64_t{tile_n} * kTileCols;
+  }
+
+  // The producer thread's whole loop, over every (tile, k-tile) of this CTA:
+  // wait until stage s is empty in both CTAs, then load A and this CTA's
+  // share of B into it.
+  template <int kStages>
+  __device__ void Produce(const CUtensorMap* a_map, const CUtensorMap* b_map, char* stages, uint64_t* full,
+                          uint64_t* empty) const {
+    const int iterations = tiles() * k_tiles_;
+    for (int it = 0; it < iterations; ++it) {
+      const int s = it % kStages;
+      Wait(&empty[s], ((it / kStages) % 2) ^ 1);  // the first round finds every stage empty
+      int64_t m0, n0;
+      Origin(it / k_tiles_, &m0, &n0);
+      const int32_t k0 = (it % k_tiles_) * kTileK;
+      char* a_tile = stages + s * kStageBytes;
+      char* b_share = a_tile + kATileBytes + rank_ * kBShareBytes;
+      ArriveExpectTx(&full[s], StageBytes(m0, n0));
+      if (m0 < m_) TmaLoad(a_tile, a_map, k0, static_cast<int32_t>(m0), &full[s]);
+      if (n0 + rank_ * kBShareRows < n_) {
+        TmaLoadMulticast(b_share, b_map, k0, static_cast<int32_t>(n0 + rank_ * kBShareRows), &full[s],
+                         kWholeCluster);
+      }
+    }
+  }
+
+  // A consumer warpgroup's leader, done with a stage: frees it in both CTAs.
+  __device__ static void Release(uint64_t* empty_stage) {
+    for (uint32_t r = 0; r < kClusterSize; ++r) ArriveInCta(empty_stage, r);
+  }
+
+ private:
+  static constexpr uint16_t kWholeCluster = (1u << kClusterSize) - 1;
+
+  // Bytes landing in one CTA's stage: its A tile (not loaded when it lies
+  // wholly below the matrix) and every CTA's share of B that lies inside
+  // the matrix. Both CTAs of the pair compute the same answer for B.
+  __device__ uint32_t StageBytes(int64_t m0, int64_t n0) const {
+    uint32_t bytes = m0 < m_ ? kATileBytes : 0;
+    for (int r = 0; r < kClusterSize; ++r) bytes += n0 + r * kBShareRows < n_ ? kBShareBytes : 0;
+    return bytes;
+  }
+
+  TileScheduler scheduler_;
+  uint32_t rank_;
+  int cluster_, clusters_, k_tiles_;
+  int64_t m_, n_;
+};
+
+}  // namespace gemm::sm90

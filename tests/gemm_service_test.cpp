@@ -428,15 +428,35 @@ class GatedServiceTest : public ServerFixture {
     }
     return list.used_bytes();
   }
+  // A request sent from a thread while the gate is closed: it holds the
+  // (only) device until ReleaseDevice.
+  struct HeldRequest {
+    grpc::Status status;
+    MultiplyResponse resp;
+    std::thread thread;
+  };
+  std::unique_ptr<HeldRequest> HoldDevice() {
+    gate_->Close();
+    auto held = std::make_unique<HeldRequest>();
+    held->thread = std::thread([this, h = held.get()] {
+      h->status = client().Multiply(RandomRequest(8, 8, 8, 1), &h->resp);
+    });
+    gate_->WaitArrived(1);
+    return held;
+  }
+  // Opens the gate; the held request's status once it is answered.
+  grpc::Status ReleaseDevice(HeldRequest& held) {
+    gate_->Open();
+    held.thread.join();
+    return held.status;
+  }
   GatedEngine* gate_ = nullptr;
 };
 
 TEST_F(GatedServiceTest, AFullQueueIsResourceExhausted) {
-  gate_->Close();
-  MultiplyResponse r1, r2;
-  grpc::Status s1, s2;
-  std::thread t1([&] { s1 = client().Multiply(RandomRequest(8, 8, 8, 1), &r1); });
-  gate_->WaitArrived(1);  // first request holds the device
+  auto held = HoldDevice();
+  MultiplyResponse r2;
+  grpc::Status s2;
   std::thread t2([&] { s2 = client().Multiply(RandomRequest(8, 8, 8, 2), &r2); });
   // Once the second one sits in the queue (capacity 1), a third is refused.
   for (int i = 0; i < 1000 && server().queued() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -444,19 +464,13 @@ TEST_F(GatedServiceTest, AFullQueueIsResourceExhausted) {
   MultiplyResponse r3;
   ExpectError(client().Multiply(RandomRequest(8, 8, 8, 3), &r3), grpc::StatusCode::RESOURCE_EXHAUSTED,
               "queue is full (1 requests waiting)");
-  gate_->Open();
-  t1.join();
+  EXPECT_TRUE(ReleaseDevice(*held).ok());
   t2.join();
-  EXPECT_TRUE(s1.ok());
   EXPECT_TRUE(s2.ok());
 }
 
 TEST_F(GatedServiceTest, AnExpiredDeadlineDropsTheWork) {
-  gate_->Close();
-  grpc::Status s1;
-  MultiplyResponse r1;
-  std::thread t1([&] { s1 = client().Multiply(RandomRequest(8, 8, 8, 1), &r1); });
-  gate_->WaitArrived(1);
+  auto held = HoldDevice();
 
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
@@ -468,9 +482,7 @@ TEST_F(GatedServiceTest, AnExpiredDeadlineDropsTheWork) {
   // arrival, a little later than the client's: let it pass there too.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
 
-  gate_->Open();
-  t1.join();
-  EXPECT_TRUE(s1.ok());
+  EXPECT_TRUE(ReleaseDevice(*held).ok());
   // The expired request leaves the (one-slot) queue just after request 1's reply.
   for (int i = 0; i < 1000 && server().queued() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   // A later request still works, and the expired one never reached the GEMM.
@@ -480,11 +492,7 @@ TEST_F(GatedServiceTest, AnExpiredDeadlineDropsTheWork) {
 }
 
 TEST_F(GatedServiceTest, ACancelledRequestIsDroppedAndLeaksNothing) {
-  gate_->Close();
-  grpc::Status s1;
-  MultiplyResponse r1;
-  std::thread t1([&] { s1 = client().Multiply(RandomRequest(8, 8, 8, 1), &r1); });
-  gate_->WaitArrived(1);
+  auto held = HoldDevice();
 
   // Queued behind the first, holding quota for its D; then cancelled.
   grpc::ClientContext ctx;
@@ -502,9 +510,7 @@ TEST_F(GatedServiceTest, ACancelledRequestIsDroppedAndLeaksNothing) {
   // moment later. Give it that moment before the device frees up.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
 
-  gate_->Open();
-  t1.join();
-  EXPECT_TRUE(s1.ok());
+  EXPECT_TRUE(ReleaseDevice(*held).ok());
   EXPECT_EQ(WaitForUsedBytes(0), 0u);
   EXPECT_EQ(gate_->runs(), 1);  // the cancelled GEMM never ran
 }

@@ -45,6 +45,38 @@ TEST(Config, EnvironmentFillsWhatFlagsLeaveOut) {
   EXPECT_EQ(p.config->listen, "127.0.0.1:999");  // a flag beats the environment
 }
 
+// Parses with stderr captured; the config (if any) and what was printed.
+std::pair<ParsedConfig, std::string> ParseCapturingStderr(std::vector<std::string> args) {
+  ::testing::internal::CaptureStderr();
+  ParsedConfig p = Parse(std::move(args));
+  return {std::move(p), ::testing::internal::GetCapturedStderr()};
+}
+
+TEST(Config, TlsFlagsMustComeTogether) {
+  auto [p, err] = ParseCapturingStderr({"--tls-cert", "server.pem"});
+  EXPECT_FALSE(p.config);
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(err.find("--tls-cert and --tls-key go together"), std::string::npos) << err;
+
+  auto [q, err2] = ParseCapturingStderr({"--tls-client-ca", "ca.pem"});
+  EXPECT_FALSE(q.config);
+  EXPECT_NE(err2.find("--tls-client-ca needs --tls-cert and --tls-key"), std::string::npos) << err2;
+}
+
+TEST(Config, TokenComesFromAFileOrTheEnvironmentNeverAFlag) {
+  auto [missing, err] = ParseCapturingStderr({"--auth-token-file", "/nonexistent/token"});
+  EXPECT_FALSE(missing.config);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(err.find("cannot read the token file /nonexistent/token"), std::string::npos) << err;
+
+  setenv("GEMMD_AUTH_TOKEN", "from-env", 1);
+  auto p = Parse({});
+  unsetenv("GEMMD_AUTH_TOKEN");
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->auth_token, "from-env");
+  EXPECT_FALSE(Parse({"--auth-token", "x"}).config);  // no such flag: it would show in `ps`
+}
+
 TEST(Config, BadValuesStopWithAUsageError) {
   EXPECT_FALSE(Parse({"--engine", "tpu"}).config);
   EXPECT_NE(Parse({"--engine", "tpu"}).exit_code, 0);

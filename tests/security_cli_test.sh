@@ -21,11 +21,11 @@ pid=$!
 for _ in $(seq 100); do [[ -s port ]] && break; sleep 0.1; done
 export GEMM_TARGET=127.0.0.1:$(cat port)
 passed=0 failed=0
-check() {  # check NAME EXPECTED_RC PATTERN -- COMMAND...
+check() {  # check NAME EXPECTED_RC PATTERN -- COMMAND...   (EXPECTED_RC 1: any failure)
   local name=$1 want_rc=$2 pattern=$3
   shift 4
   out=$("$@" 2>&1); rc=$?
-  if { [[ $want_rc == 0 ]] && [[ $rc == 0 ]]; } || { [[ $want_rc != 0 ]] && [[ $rc != 0 ]]; } && grep -q -- "$pattern" <<<"$out"; then
+  if { [[ $want_rc == 0 ]] && [[ $rc == 0 ]]; } || { [[ $want_rc != 0 ]] && [[ $rc != 0 ]] && { [[ $want_rc == 1 ]] || [[ $rc == "$want_rc" ]]; }; } && grep -q -- "$pattern" <<<"$out"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1)); echo "FAIL $name: rc=$rc, wanted $want_rc and /$pattern/; got: $out"
@@ -36,6 +36,8 @@ check "TLS without token" 1 "UNAUTHENTICATED" -- "$client" --tls-ca ca.pem list
 check "wrong token" 1 "invalid bearer token" -- "$client" --tls-ca ca.pem --token-file wrong list
 check "right token" 0 "step" -- "$client" --tls-ca ca.pem --token-file token list
 check "token from GEMM_TOKEN" 0 "verification" -- env GEMM_TOKEN=right-token "$client" --tls-ca ca.pem run --m 8 --n 8 --k 8
+check "client cert without key" 2 "go together" -- "$client" --tls-ca ca.pem --tls-cert ca.pem list
+check "unreadable CA file" 2 "cannot read nope.pem" -- "$client" --tls-ca nope.pem list
 check "health needs no token" 0 "SERVING" -- "$client" --tls-ca ca.pem health
 check "python: right token" 0 "ok" -- /usr/bin/python3 - <<'PY'
 import os, grpc

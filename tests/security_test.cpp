@@ -175,6 +175,15 @@ TEST_F(SecurityTest, EveryGemmCallChecksTheTokenButHealthStaysOpenForProbes) {
   EXPECT_TRUE(client.Multiply(req, &resp).ok());
 }
 
+TEST_F(SecurityTest, UnreadableCertificateStopsTheServerWithAMessage) {
+  ServerConfig c = TlsConfig(false);
+  c.tls_key = pki_->path("no-such.key");
+  GemmServer server(c, std::make_unique<CpuEngine>());
+  const absl::Status st = server.Start();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("cannot read a PEM private key from"));
+}
+
 TEST(BearerAuthTest, TokenFileIsTrimmedAndAnEmptyOneIsAnError) {
   const auto path = fs::temp_directory_path() / ("gemmd-token-" + std::to_string(::getpid()));
   std::ofstream(path) << "  abc123 \n";

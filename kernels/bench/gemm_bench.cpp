@@ -1,9 +1,9 @@
 // gemm-bench: every requested step against cuBLAS, in one process on one GPU.
-// For each shape: fresh random inputs (several sets, rotated when they would
-// fit in L2, so repeats do not time the cache), a correctness check of each
-// step against cuBLAS with D poisoned, warm-up, then timed runs interleaved
-// step by step (cuBLAS too), median of CUDA-event times. Prints a markdown
-// table; writes CSV and markdown files when asked.
+// For each shape: fresh random inputs, a correctness check of each step
+// against cuBLAS with D poisoned, warm-up, then timed runs interleaved step
+// by step (cuBLAS too), each after an L2 flush (so no step finds the inputs
+// the previous one left in L2), median of CUDA-event times. Prints a
+// markdown table; writes CSV and markdown files when asked.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -124,6 +124,8 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaEventCreate(&stop));
   gemm::CompareResult* cmp = nullptr;
   CHECK_CUDA(cudaMalloc(&cmp, sizeof(*cmp)));
+  gemm::L2Flush l2_flush;
+  CHECK_CUDA(l2_flush.Init(opt.device));
 
   char date[32];
   const std::time_t now = std::time(nullptr);
@@ -134,21 +136,15 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   for (const Shape& s : opt.shapes) {
     const uint64_t a_elems = s.m * s.k, b_elems = s.n * s.k, d_elems = s.m * s.n;
-    const uint64_t set_bytes = (a_elems + b_elems) * 2;
-    // Enough input sets that consecutive runs never find their inputs in L2.
-    const int sets = static_cast<int>(std::clamp<uint64_t>(3ull * prop.l2CacheSize / set_bytes + 1, 1, 8));
-    std::vector<__half*> as(sets), bs(sets);
-    for (int i = 0; i < sets; ++i) {
-      CHECK_CUDA(cudaMalloc(&as[i], a_elems * 2));
-      CHECK_CUDA(cudaMalloc(&bs[i], b_elems * 2));
-      const uint64_t seed = static_cast<uint64_t>(now) * 1000 + i;  // fresh every run
-      CHECK_CUDA(gemm::FillRandom(as[i], a_elems, seed, gemm::OperandId::kA, stream));
-      CHECK_CUDA(gemm::FillRandom(bs[i], b_elems, seed, gemm::OperandId::kB, stream));
-    }
-    __half *d = nullptr, *ref = nullptr;
+    __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
+    CHECK_CUDA(cudaMalloc(&a, a_elems * 2));
+    CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
+    const uint64_t seed = static_cast<uint64_t>(now) * 1000 + rows.size();  // fresh every run and shape
+    CHECK_CUDA(gemm::FillRandom(a, a_elems, seed, gemm::OperandId::kA, stream));
+    CHECK_CUDA(gemm::FillRandom(b, b_elems, seed, gemm::OperandId::kB, stream));
     CHECK_CUDA(cudaMalloc(&d, d_elems * 2));
     CHECK_CUDA(cudaMalloc(&ref, d_elems * 2));
-    gemm::Problem p{s.m, s.n, s.k, as[0], bs[0], ref};
+    gemm::Problem p{s.m, s.n, s.k, a, b, ref};
     if (auto err = gemm::Launch(0, p, ctx, stream); !err.empty()) {
       std::fprintf(stderr, "cuBLAS reference failed: %s\n", err.c_str());
       return 1;
@@ -169,7 +165,7 @@ int main(int argc, char** argv) {
         r.status = "skipped: shape";
       } else {
         CHECK_CUDA(gemm::Poison(d, d_elems, stream));
-        gemm::Problem q{s.m, s.n, s.k, as[0], bs[0], d};
+        gemm::Problem q{s.m, s.n, s.k, a, b, d};
         if (auto err = gemm::Launch(st, q, ctx, stream); !err.empty()) {
           r.status = "FAIL: " + err;
         } else {
@@ -193,8 +189,8 @@ int main(int argc, char** argv) {
     for (int it = -opt.warmup; it < opt.iters; ++it) {
       for (size_t i = 0; i < shape_rows.size(); ++i) {
         if (!shape_rows[i].ran) continue;
-        const int set = (it + opt.warmup) % sets;
-        gemm::Problem q{s.m, s.n, s.k, as[set], bs[set], d};
+        gemm::Problem q{s.m, s.n, s.k, a, b, d};
+        CHECK_CUDA(l2_flush.Run(stream));
         CHECK_CUDA(cudaEventRecord(start, stream));
         gemm::Launch(shape_rows[i].step, q, ctx, stream);
         CHECK_CUDA(cudaEventRecord(stop, stream));
@@ -217,17 +213,15 @@ int main(int argc, char** argv) {
       r.ratio = cublas_ms > 0 ? cublas_ms / r.ms : 0;
     }
     rows.insert(rows.end(), shape_rows.begin(), shape_rows.end());
-    for (int i = 0; i < sets; ++i) {
-      cudaFree(as[i]);
-      cudaFree(bs[i]);
-    }
+    cudaFree(a);
+    cudaFree(b);
     cudaFree(d);
     cudaFree(ref);
   }
 
   std::ostringstream md;
   md << "GPU: " << prop.name << ", " << date << ", median of " << opt.iters << " runs after " << opt.warmup
-     << " warm-ups, fresh random inputs\n\n";
+     << " warm-ups, fresh random inputs, L2 flushed before every run\n\n";
   md << "| shape | step | name | ms | TFLOPS | vs cuBLAS | check |\n| --- | ---: | --- | ---: | ---: | ---: | --- |\n";
   for (const Row& r : rows) {
     char buf[256];

@@ -65,4 +65,20 @@ cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rt
   return cudaGetLastError();
 }
 
+L2Flush::~L2Flush() {
+  if (buffer_ != nullptr) cudaFree(buffer_);
+}
+
+cudaError_t L2Flush::Init(int device) {
+  int l2 = 0;
+  if (cudaError_t e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device); e != cudaSuccess) return e;
+  bytes_ = 2 * static_cast<uint64_t>(l2 > 0 ? l2 : 64 << 20);
+  return cudaMalloc(&buffer_, bytes_);
+}
+
+cudaError_t L2Flush::Run(cudaStream_t stream) {
+  if (buffer_ == nullptr) return cudaErrorInvalidValue;  // Init was not called or failed
+  return cudaMemsetAsync(buffer_, ++fill_, bytes_, stream);
+}
+
 }  // namespace gemm

@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.m
 gpus=$(nvidia-smi -L | wc -l)
 
 # 1. GPU tests.
-for t in kernels_gpu_test cuda_engine_gpu_test; do
+for t in kernels_gpu_test cuda_engine_gpu_test device_fault_gpu_test; do
   timeout 300 "$bin/$t" --gtest_brief=1 >"$OUT/$t.log" 2>&1
   rc=$?
   note "$t: rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/$t.log" | tr '\n' ' ')"
@@ -61,7 +61,9 @@ print(f"server 4096^3 step 0: first request total {tot(first)*1e3:.2f} ms vs ste
       f"(x{tot(first)/st_tot:.2f}); kernel {ker(first)*1e3:.3f} vs {st_ker*1e3:.3f} ms (x{ker(first)/st_ker:.2f})")
 idle = docs(f"{out}/idle_requests.json")
 id_tot = statistics.median(tot(d) for d in idle)
-print(f"  steady requests after the same 1 s idle gap: total {id_tot*1e3:.2f} ms: first is x{tot(first)/id_tot:.2f}")
+id_ker = statistics.median(ker(d) for d in idle)
+print(f"  steady requests after the same 1 s idle gap: total {id_tot*1e3:.2f} ms: first is x{tot(first)/id_tot:.2f}; "
+      f"kernel {id_ker*1e3:.3f} ms: first is x{ker(first)/id_ker:.2f}")
 print(f"server 4096^3 step 0, 20 repeats, verified={ver['verification']['passed']}: {ver['tflops']:.1f} TFLOPS "
       f"on {ver['device']}")
 PY
@@ -100,6 +102,17 @@ timeout 300 "$bin/gemm-bench" --shapes "${BENCH_SHAPES:-2048x2048x2048,4096x4096
   --steps "${BENCH_STEPS:-1,2,3,4,5,6,7,8,9,10}" --iters "${BENCH_ITERS:-30}" \
   --csv "$OUT/bench.csv" --md "$OUT/bench.md" >"$OUT/bench.log" 2>&1
 note "gemm-bench rc=$?"
+# The server's step 0 against gemm-bench's cuBLAS, both at 4096^3 in this call.
+python3 - "$OUT" <<'PY' | tee -a "$summary"
+import csv, json, re, sys
+out = sys.argv[1]
+server = json.loads(re.findall(r'\{.*?\n\}', open(f"{out}/verified_request.json").read(), re.S)[0])["tflops"]
+bench = [float(r["tflops"]) for r in csv.DictReader(open(f"{out}/bench.csv"))
+         if r["step"] == "0" and (r["m"], r["n"], r["k"]) == ("4096", "4096", "4096")]
+if bench:
+    print(f"server step 0 at 4096^3: {server:.1f} TFLOPS; gemm-bench cuBLAS {bench[0]:.1f}: "
+          f"server/bench = {server / bench[0]:.3f}")
+PY
 
 # 4. SASS: which ladder kernels use HGMMA, and any local-memory traffic.
 if command -v cuobjdump >/dev/null; then

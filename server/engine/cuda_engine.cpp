@@ -71,6 +71,7 @@ struct CudaEngine::Device {
   // Kernels and verification of one request at a time: timings stay clean,
   // while another lane's upload or download overlaps them.
   std::mutex compute_mu;
+  gemm::L2Flush l2_flush;  // before every timed run, under compute_mu
   mutable std::mutex state_mu;
   std::atomic<bool> healthy{true};
   std::string unhealthy_reason;
@@ -243,6 +244,9 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
     }
     uint64_t keep = UINT64_MAX;
     cudaMemPoolSetAttribute(dev->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (auto e = dev->l2_flush.Init(ordinal); e != cudaSuccess) {
+      return absl::InternalError(dev->desc.id + ": L2 flush buffer: " + ErrorText(e));
+    }
 
     for (uint32_t l = 0; l < std::max<uint32_t>(options.lanes_per_device, 1); ++l) {
       auto lane = std::make_unique<Lane>();
@@ -429,8 +433,10 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     const gemm::Problem problem{job.m, job.n, job.k, a, b, d};
     for (uint32_t r = 0; r < repeats; ++r) {
       // Poisoned before every run (outside the timed region): an element the
-      // kernel does not write stays NaN and fails verification.
+      // kernel does not write stays NaN and fails verification. L2 flushed,
+      // so that repeats do not time inputs the previous run left in L2.
       if ((e = gemm::Poison(d, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
+      if ((e = dev.l2_flush.Run(lane->compute)) != cudaSuccess) return dev.Fail("L2 flush", e);
       cudaEventRecord(lane->starts[r], lane->compute);
       if (auto err = gemm::Launch(job.step, problem, lane->ctx, lane->compute); !err.empty()) {
         if ((e = cudaGetLastError()) != cudaSuccess) return dev.Fail(("step " + std::to_string(job.step)).c_str(), e);

@@ -1,5 +1,6 @@
-// Device-side helpers around a GEMM: server-generated inputs, poisoning, and
-// the comparison with a reference that reads back a few numbers, not D.
+// Device-side helpers around a GEMM: server-generated inputs, poisoning, the
+// comparison with a reference that reads back a few numbers, not D, and the
+// L2 flush before a timed run.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -27,5 +28,28 @@ struct CompareResult {
 // Compares d with ref into *result (device memory, zeroed by this call).
 cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rtol, float atol,
                     CompareResult* result, cudaStream_t stream);
+
+// Evicts what earlier work left in L2 by writing a buffer twice the L2's
+// size. Run before every timed GEMM (outside the timed region) so that each
+// run reads A and B from DRAM, as a request's freshly written inputs mostly
+// are, whatever ran before it: the server and gemm-bench time under the same
+// conditions, and a step timed after cuBLAS on the same inputs gains nothing.
+class L2Flush {
+ public:
+  L2Flush() = default;
+  ~L2Flush();
+  L2Flush(const L2Flush&) = delete;
+  L2Flush& operator=(const L2Flush&) = delete;
+
+  // Allocates on `device`, which must be the current device.
+  cudaError_t Init(int device);
+  cudaError_t Run(cudaStream_t stream);
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void* buffer_ = nullptr;
+  uint64_t bytes_ = 0;
+  unsigned char fill_ = 0;  // changes every run, so no write is a no-op
+};
 
 }  // namespace gemm

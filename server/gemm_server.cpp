@@ -70,6 +70,7 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   sopts.limits.max_repeats = config_.max_repeats;
   sopts.queue_capacity = config_.queue_capacity;
   sopts.auth = BearerAuth(config_.auth_token);
+  sopts.on_device_lost = [this] { UpdateHealth(); };
   service_ = std::make_unique<GemmService>(*engine_, *dispatcher_, *store_, metrics_, sopts);
 
   metrics_.SetQuota(config_.matrix_quota_bytes);
@@ -136,8 +137,7 @@ absl::Status GemmServer::Start() {
     }
   }
   for (const auto& [reason, steps] : unavailable) spdlog::info("steps {} unavailable: {}", steps, reason);
-  health->SetServingStatus("", true);
-  health->SetServingStatus(kServiceName, true);
+  UpdateHealth();
   spdlog::info("gemmd {} serving gemm.v1 on port {} ({} engine, {} device(s)); metrics on {}", kGemmdVersion,
                port_, engine_->name(), devices.size(),
                config_.metrics_listen.empty() ? "nowhere (disabled)"
@@ -145,9 +145,25 @@ absl::Status GemmServer::Start() {
   return absl::OkStatus();
 }
 
+void GemmServer::UpdateHealth() {
+  std::lock_guard lock(health_mu_);
+  if (!server_ || shut_down_) return;
+  bool any_healthy = false;
+  const size_t devices = engine_->devices().size();
+  for (size_t d = 0; d < devices; ++d) any_healthy |= engine_->healthy(static_cast<int>(d));
+  if (!any_healthy && serving_) spdlog::error("every device is out of service: health is NOT_SERVING");
+  serving_ = any_healthy;
+  auto* health = server_->GetHealthCheckService();
+  health->SetServingStatus("", any_healthy);
+  health->SetServingStatus(kServiceName, any_healthy);
+}
+
 void GemmServer::Shutdown(std::chrono::duration<double> grace) {
-  if (shut_down_) return;
-  shut_down_ = true;
+  {
+    std::lock_guard lock(health_mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
   if (server_) {
     auto* health = server_->GetHealthCheckService();
     health->SetServingStatus("", false);

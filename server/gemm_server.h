@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 
 #include "api/gemm_service.h"
 #include "config.h"
@@ -46,6 +47,12 @@ class GemmServer {
   std::unique_ptr<GemmService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  // Health is SERVING while some device is; with every device lost only a
+  // restart brings a GPU context back, so probes must see it. From Start
+  // and from the worker that found a device lost.
+  void UpdateHealth();
+  std::mutex health_mu_;
+  bool serving_ = false;
   bool shut_down_ = false;
 };
 

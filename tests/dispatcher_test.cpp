@@ -110,11 +110,25 @@ TEST(Dispatcher, SkipsUnhealthyDevicesAndDevicesWithoutTheStep) {
   ASSERT_TRUE(d.Submit(std::move(t)).ok());
   EXPECT_EQ(where.get_future().get(), 2);
 
-  engine.healthy_[2] = false;
+  engine.healthy_[2] = false;  // device 1 is healthy but lacks step 4
   Dispatcher::Task u;
   u.step = 4;
   u.run = [](int) {};
-  EXPECT_EQ(d.Submit(std::move(u)).code(), absl::StatusCode::kFailedPrecondition);
+  const absl::Status st = d.Submit(std::move(u));
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("no healthy device can run step 4"));
+}
+
+TEST(Dispatcher, EveryDeviceLostIsUnavailableNotTheRequestsFault) {
+  FakeEngine engine(2);
+  engine.healthy_[0] = engine.healthy_[1] = false;
+  Dispatcher d(engine, {});
+  Dispatcher::Task t;
+  t.run = [](int) { ADD_FAILURE() << "ran on a lost device"; };
+  const absl::Status st = d.Submit(std::move(t));
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("every device of this server is out of service"));
+  EXPECT_EQ(d.queued(), 0u);
 }
 
 TEST(Dispatcher, ShutdownRunsWhatIsQueuedThenRefuses) {

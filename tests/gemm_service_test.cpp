@@ -534,5 +534,74 @@ TEST_F(GatedServiceTest, AnUploadCancelledMidwayGivesItsQuotaBack) {
   EXPECT_EQ(list.matrices_size(), 0);
 }
 
+// ------------------------------------------------------------ lost devices
+
+// A CPU engine whose one device a test can lose, the way the CUDA engine
+// loses a GPU whose context a sticky error destroyed: the GEMM that finds
+// the fault fails INTERNAL and the device is unhealthy from then on
+// (cuda_engine_gpu_test's DeviceFault plants a real one on a GPU).
+class LosableEngine final : public Engine {
+ public:
+  std::string name() const override { return inner_.name(); }
+  std::vector<DeviceDescription> devices() const override { return inner_.devices(); }
+  StepAvailability availability(int step, int device) const override { return inner_.availability(step, device); }
+  bool healthy(int) const override { return !lost_; }
+  absl::Status Warmup(int device) override { return inner_.Warmup(device); }
+  absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) override {
+    if (fault_planted_.exchange(false)) {
+      lost_ = true;
+      return absl::InternalError("cpu:0: planted fault (the device's context is lost; it serves no more requests)");
+    }
+    if (lost_) return absl::UnavailableError("cpu:0 is out of service");
+    return inner_.Run(device, job);
+  }
+  void PlantFault() { fault_planted_ = true; }
+
+ private:
+  CpuEngine inner_;
+  std::atomic<bool> fault_planted_{false}, lost_{false};
+};
+
+class LostDeviceTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    auto engine = std::make_unique<LosableEngine>();
+    engine_ = engine.get();
+    StartServer(LoopbackConfig(), std::move(engine));
+  }
+  grpc::health::v1::HealthCheckResponse::ServingStatus Health() {
+    grpc::health::v1::HealthCheckResponse::ServingStatus status{};
+    EXPECT_TRUE(client().Health("", &status).ok());
+    return status;
+  }
+  LosableEngine* engine_ = nullptr;
+};
+
+TEST_F(LostDeviceTest, TheServerSaysSoEverywhereAndRefusesWorkAsUnavailable) {
+  MultiplyResponse resp;
+  ASSERT_TRUE(client().Multiply(RandomRequest(16, 16, 16, 1), &resp).ok());
+  EXPECT_EQ(Health(), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(Sample(MetricsText(server()), "gemm_device_healthy{device=\"cpu:0\"}"), 1);
+
+  engine_->PlantFault();
+  ExpectError(client().Multiply(RandomRequest(16, 16, 16, 2), &resp), grpc::StatusCode::INTERNAL,
+              "context is lost");
+  EXPECT_EQ(Health(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  grpc::health::v1::HealthCheckResponse::ServingStatus service{};
+  ASSERT_TRUE(client().Health("gemm.v1.GemmService", &service).ok());
+  EXPECT_EQ(service, grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(Sample(MetricsText(server()), "gemm_device_healthy{device=\"cpu:0\"}"), 0);
+  gemm::v1::ListKernelsResponse kernels;
+  ASSERT_TRUE(client().ListKernels(&kernels).ok());
+  ASSERT_EQ(kernels.devices_size(), 1);
+  EXPECT_FALSE(kernels.devices(0).healthy());
+
+  // Later work is refused before it queues, as the server's state (retry
+  // elsewhere), not as the request's fault.
+  ExpectError(client().Multiply(RandomRequest(16, 16, 16, 3), &resp), grpc::StatusCode::UNAVAILABLE,
+              "every device of this server is out of service");
+  EXPECT_EQ(server().queued(), 0u);
+}
+
 }  // namespace
 }  // namespace gemmd::testing

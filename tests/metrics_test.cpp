@@ -30,13 +30,6 @@ std::string HttpGet(const std::string& url, long* status) {
   return body;
 }
 
-// The value of the sample `name{labels}` (labels in the exposition's order).
-double Sample(const std::string& text, const std::string& series) {
-  const size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
-}
-
 class MetricsTest : public ServerFixture {
  protected:
   void SetUp() override {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "engine/cpu_engine.h"
 #include "gemm_client.h"
@@ -59,6 +61,20 @@ class GatedEngine final : public Engine {
   int arrived_ = 0;
   std::atomic<int> runs_{0};
 };
+
+// The server's metrics in the text exposition format, as a scrape would
+// return them (without HTTP).
+inline std::string MetricsText(GemmServer& server) {
+  return prometheus::TextSerializer().Serialize(server.metrics().registry().Collect());
+}
+
+// The value of the sample `name{labels}` (labels in the exposition's order)
+// in `text`; -1 when absent.
+inline double Sample(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
 
 inline ServerConfig LoopbackConfig() {
   ServerConfig c;

@@ -188,6 +188,7 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
 
   auto report = engine_.Run(device, call->job);
   PublishDeviceState(device);
+  if (!engine_.healthy(device) && options_.on_device_lost) options_.on_device_lost();
   if (!report.ok()) {
     absl::Status st = report.status();
     if (st.code() == absl::StatusCode::kCancelled && !ctx->IsCancelled()) {

@@ -5,6 +5,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
+
 #include "api/bearer_auth.h"
 #include "api/request_validation.h"
 #include "engine/dispatcher.h"
@@ -20,6 +22,8 @@ struct ServiceOptions {
   uint32_t queue_capacity = 64;
   uint64_t default_chunk_bytes = 1 << 20;
   BearerAuth auth;
+  // Called after a GEMM that left its device out of service.
+  std::function<void()> on_device_lost;
 };
 
 class GemmService final : public gemm::v1::GemmService::CallbackService {

@@ -30,13 +30,22 @@ absl::Status Dispatcher::Submit(Task task) {
                                           " requests waiting); retry later");
     }
     double least = std::numeric_limits<double>::infinity();
+    bool any_healthy = false;
     for (size_t d = 0; d < devices_.size(); ++d) {
       const int di = static_cast<int>(d);
-      if (!engine_.healthy(di) || !engine_.availability(task.step, di).available) continue;
+      if (!engine_.healthy(di)) continue;
+      any_healthy = true;
+      if (!engine_.availability(task.step, di).available) continue;
       if (devices_[d]->queued_work < least) {
         least = devices_[d]->queued_work;
         device = di;
       }
+    }
+    // Every device lost is this server's state, not the request's fault: a
+    // client may retry elsewhere. A step no healthy device offers is.
+    if (!any_healthy) {
+      return absl::UnavailableError("every device of this server is out of service (see ListKernels for why); "
+                                    "retry on another server");
     }
     if (device < 0) {
       return absl::FailedPreconditionError("no healthy device can run step " + std::to_string(task.step));

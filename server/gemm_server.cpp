@@ -145,17 +145,26 @@ absl::Status GemmServer::Start() {
   return absl::OkStatus();
 }
 
+void GemmServer::OnAllDevicesLost(std::function<void()> callback) { on_all_devices_lost_ = std::move(callback); }
+
 void GemmServer::UpdateHealth() {
-  std::lock_guard lock(health_mu_);
-  if (!server_ || shut_down_) return;
-  bool any_healthy = false;
-  const size_t devices = engine_->devices().size();
-  for (size_t d = 0; d < devices; ++d) any_healthy |= engine_->healthy(static_cast<int>(d));
-  if (!any_healthy && serving_) spdlog::error("every device is out of service: health is NOT_SERVING");
-  serving_ = any_healthy;
-  auto* health = server_->GetHealthCheckService();
-  health->SetServingStatus("", any_healthy);
-  health->SetServingStatus(kServiceName, any_healthy);
+  std::function<void()> lost;
+  {
+    std::lock_guard lock(health_mu_);
+    if (!server_ || shut_down_) return;
+    bool any_healthy = false;
+    const size_t devices = engine_->devices().size();
+    for (size_t d = 0; d < devices; ++d) any_healthy |= engine_->healthy(static_cast<int>(d));
+    if (!any_healthy && !all_lost_) {
+      all_lost_ = true;
+      lost = on_all_devices_lost_;
+      spdlog::error("every device is out of service: health is NOT_SERVING");
+    }
+    auto* health = server_->GetHealthCheckService();
+    health->SetServingStatus("", any_healthy);
+    health->SetServingStatus(kServiceName, any_healthy);
+  }
+  if (lost) lost();
 }
 
 void GemmServer::Shutdown(std::chrono::duration<double> grace) {

@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -34,6 +35,11 @@ class GemmServer {
   // Requests waiting for a device (not running).
   size_t queued() const { return dispatcher_->queued(); }
 
+  // Called once (from a worker thread, or from Start) when no device is
+  // left in service, e.g. after a sticky CUDA error, which only a restart of
+  // the process repairs. Set before Start.
+  void OnAllDevicesLost(std::function<void()> callback);
+
   // Stops accepting, lets in-flight calls finish within `grace`, cancels
   // the rest, drains the queue and stops the workers. Idempotent.
   void Shutdown(std::chrono::duration<double> grace);
@@ -52,8 +58,9 @@ class GemmServer {
   // and from the worker that found a device lost.
   void UpdateHealth();
   std::mutex health_mu_;
-  bool serving_ = false;
+  bool all_lost_ = false;
   bool shut_down_ = false;
+  std::function<void()> on_all_devices_lost_;
 };
 
 }  // namespace gemmd

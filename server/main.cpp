@@ -5,8 +5,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <csignal>
 #include <fstream>
+
+#include <unistd.h>
 
 #include "config.h"
 #include "engine/engine_factory.h"
@@ -36,6 +39,16 @@ int main(int argc, char** argv) {
   }
   spdlog::info("{}", choice->why);
   gemmd::GemmServer server(config, std::move(choice->engine));
+  // With every device lost (a sticky CUDA error ends CUDA for the whole
+  // process) nothing but a new process can serve again: drain and exit with
+  // kExitDevicesLost, so that the supervisor (Kubernetes, systemd, docker
+  // --restart) starts a fresh one. The signal wakes the sigwait below.
+  constexpr int kExitDevicesLost = 3;
+  std::atomic<bool> devices_lost{false};
+  server.OnAllDevicesLost([&devices_lost] {
+    devices_lost = true;
+    kill(getpid(), SIGTERM);
+  });
   if (auto st = server.Start(); !st.ok()) {
     spdlog::critical("{}", std::string(st.message()));
     return 1;
@@ -46,9 +59,14 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  spdlog::info("{} received: draining (grace {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-               config.shutdown_grace_seconds);
+  if (devices_lost) {
+    spdlog::critical("every device is out of service: draining, then exiting with status {} for a restart",
+                     kExitDevicesLost);
+  } else {
+    spdlog::info("{} received: draining (grace {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                 config.shutdown_grace_seconds);
+  }
   server.Shutdown(std::chrono::duration<double>(config.shutdown_grace_seconds));
   spdlog::info("stopped cleanly");
-  return 0;
+  return devices_lost ? kExitDevicesLost : 0;
 }

@@ -537,9 +537,9 @@ TEST_F(GatedServiceTest, AnUploadCancelledMidwayGivesItsQuotaBack) {
 // ------------------------------------------------------------ lost devices
 
 // A CPU engine whose one device a test can lose, the way the CUDA engine
-// loses a GPU whose context a sticky error destroyed: the GEMM that finds
-// the fault fails INTERNAL and the device is unhealthy from then on
-// (cuda_engine_gpu_test's DeviceFault plants a real one on a GPU).
+// loses its GPUs after a sticky error: the GEMM that finds the fault fails
+// INTERNAL and the device is unhealthy from then on (device_fault_gpu_test
+// plants a real one on a GPU).
 class LosableEngine final : public Engine {
  public:
   std::string name() const override { return inner_.name(); }
@@ -567,7 +567,8 @@ class LostDeviceTest : public ServerFixture {
   void SetUp() override {
     auto engine = std::make_unique<LosableEngine>();
     engine_ = engine.get();
-    StartServer(LoopbackConfig(), std::move(engine));
+    StartServer(LoopbackConfig(), std::move(engine),
+                [this](GemmServer& s) { s.OnAllDevicesLost([this] { ++lost_callbacks_; }); });
   }
   grpc::health::v1::HealthCheckResponse::ServingStatus Health() {
     grpc::health::v1::HealthCheckResponse::ServingStatus status{};
@@ -575,6 +576,7 @@ class LostDeviceTest : public ServerFixture {
     return status;
   }
   LosableEngine* engine_ = nullptr;
+  std::atomic<int> lost_callbacks_{0};  // gemmd's main drains and exits for a restart on this
 };
 
 TEST_F(LostDeviceTest, TheServerSaysSoEverywhereAndRefusesWorkAsUnavailable) {
@@ -583,9 +585,12 @@ TEST_F(LostDeviceTest, TheServerSaysSoEverywhereAndRefusesWorkAsUnavailable) {
   EXPECT_EQ(Health(), grpc::health::v1::HealthCheckResponse::SERVING);
   EXPECT_EQ(Sample(MetricsText(server()), "gemm_device_healthy{device=\"cpu:0\"}"), 1);
 
+  EXPECT_EQ(lost_callbacks_.load(), 0);
+
   engine_->PlantFault();
   ExpectError(client().Multiply(RandomRequest(16, 16, 16, 2), &resp), grpc::StatusCode::INTERNAL,
               "context is lost");
+  EXPECT_EQ(lost_callbacks_.load(), 1);
   EXPECT_EQ(Health(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   grpc::health::v1::HealthCheckResponse::ServingStatus service{};
   ASSERT_TRUE(client().Health("gemm.v1.GemmService", &service).ok());
@@ -601,6 +606,7 @@ TEST_F(LostDeviceTest, TheServerSaysSoEverywhereAndRefusesWorkAsUnavailable) {
   ExpectError(client().Multiply(RandomRequest(16, 16, 16, 3), &resp), grpc::StatusCode::UNAVAILABLE,
               "every device of this server is out of service");
   EXPECT_EQ(server().queued(), 0u);
+  EXPECT_EQ(lost_callbacks_.load(), 1);  // once, not per request
 }
 
 }  // namespace

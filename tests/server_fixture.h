@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -88,10 +89,13 @@ inline ServerConfig LoopbackConfig() {
 class ServerFixture : public ::testing::Test {
  protected:
   // Call from the test (or SetUp) before using client().
-  void StartServer(ServerConfig config = LoopbackConfig(), std::unique_ptr<Engine> engine = nullptr) {
+  // `before_start` may set what must be set before Start.
+  void StartServer(ServerConfig config = LoopbackConfig(), std::unique_ptr<Engine> engine = nullptr,
+                   const std::function<void(GemmServer&)>& before_start = nullptr) {
     if (!engine) engine = std::make_unique<CpuEngine>();
     config_ = config;
     server_ = std::make_unique<GemmServer>(config, std::move(engine));
+    if (before_start) before_start(*server_);
     ASSERT_TRUE(server_->Start().ok());
     gemmc::ClientOptions opts;
     opts.target = "127.0.0.1:" + std::to_string(server_->port());

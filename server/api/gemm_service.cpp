@@ -188,7 +188,10 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
 
   auto report = engine_.Run(device, call->job);
   PublishDeviceState(device);
-  if (!engine_.healthy(device) && options_.on_device_lost) options_.on_device_lost();
+  if (!engine_.healthy(device)) {  // a sticky error takes the other devices with it
+    for (size_t d = 0; d < devices_.size(); ++d) PublishDeviceState(static_cast<int>(d));
+    if (options_.on_device_lost) options_.on_device_lost();
+  }
   if (!report.ok()) {
     absl::Status st = report.status();
     if (st.code() == absl::StatusCode::kCancelled && !ctx->IsCancelled()) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -76,6 +77,9 @@ struct CudaEngine::Device {
   std::atomic<bool> healthy{true};
   std::string unhealthy_reason;
   std::vector<StepAvailability> steps;
+  // Called with the message when a sticky error is met: it takes every
+  // device of the engine out of service (see Fail).
+  std::function<void(const std::string&)> on_sticky_error;
 
   void MarkUnhealthy(const std::string& why) {
     std::lock_guard lock(state_mu);
@@ -90,8 +94,13 @@ struct CudaEngine::Device {
     }
     const std::string msg = desc.id + ": " + what + ": " + ErrorText(e);
     if (IsSticky(e)) {
+      // The CUDA runtime makes a sticky error the whole process's: every
+      // later call on every device returns it (seen on 2×H200: the other
+      // GPU's next allocation failed the same way). So every device goes.
       MarkUnhealthy(msg);
-      return absl::InternalError(msg + " (the device's context is lost; it serves no more requests)");
+      if (on_sticky_error) on_sticky_error(msg);
+      return absl::InternalError(msg + " (the device's context is lost; this process serves no more requests "
+                                       "and must be restarted)");
     }
     return absl::InternalError(msg);
   }
@@ -265,6 +274,9 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
       if (e != cudaSuccess) return absl::InternalError(dev->desc.id + ": lane set-up: " + ErrorText(e));
       dev->lanes.push_back(std::move(lane));
     }
+    dev->on_sticky_error = [engine = engine.get()](const std::string& msg) {
+      for (auto& d : engine->devices_) d->MarkUnhealthy("CUDA state of the process lost after " + msg);
+    };
     const gemm::DeviceContext& ctx = dev->lanes.front()->ctx;
     for (const gemm::StepInfo& info : gemm::AllSteps()) {
       gemm::StepSupport s = gemm::Supports(info.step, ctx);

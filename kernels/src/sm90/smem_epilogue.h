@@ -1,11 +1,13 @@
 // Steps 4+ write D through shared memory: registers -> a 128×128 tile in two
 // swizzled 128×64 halves (the operand layout, so the stores spread over the
-// banks) -> fence -> two TMA stores, which clip at the matrix edge.
+// banks) -> fence -> two TMA stores, which clip at the matrix edge. Steps
+// 8-10 stage D in 64×64 chunks instead, to leave room for the pipeline.
 #pragma once
 
 #include <cuda_fp16.h>
 
 #include "barrier.h"
+#include "step_common.h"
 #include "tile_layout.h"
 #include "tma.h"
 
@@ -48,6 +50,34 @@ __device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int c
     const int c = 8 * (i / 4) + 2 * (lane % 4) - col0;  // 0..63
     *reinterpret_cast<__half2*>(chunk + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2) =
         __floats2half2_rn(acc[i], acc[i + 1]);
+  }
+}
+
+// One warpgroup's 64 rows × kCols columns of accumulators (the wgmma
+// layout) to D at (row0, n0), kChunksPerPass 64×64 chunks at a time through
+// `staging` (kChunksPerPass × kDChunkBytes): all threads write a pass, the
+// leader stores it and waits until the TMA has read it before the next pass
+// overwrites it. Small staging leaves shared memory to the pipeline. The D
+// map's box is 64×64. `barrier_id` syncs this warpgroup only.
+template <int kCols, int kChunksPerPass>
+__device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* staging, int barrier_id, bool leader,
+                                         const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n) {
+#pragma unroll
+  for (int pass = 0; pass < kCols / 64 / kChunksPerPass; ++pass) {
+#pragma unroll
+    for (int c = 0; c < kChunksPerPass; ++c) {
+      AccumulatorColumnsToSmem(acc, (pass * kChunksPerPass + c) * 64, staging + c * kDChunkBytes);
+    }
+    FenceSharedForAsyncProxy();
+    NamedBarrierSync(barrier_id, 128);
+    if (leader) {
+      for (int c = 0; c < kChunksPerPass; ++c) {
+        const int64_t col = n0 + (pass * kChunksPerPass + c) * 64;
+        if (col < n) TmaStore(d_map, static_cast<int32_t>(col), static_cast<int32_t>(row0), staging + c * kDChunkBytes);
+      }
+      TmaStoreCommitAndWait();
+    }
+    NamedBarrierSync(barrier_id, 128);  // staging is read out before the next pass writes it
   }
 }
 

@@ -5,10 +5,10 @@
 
 namespace gemm::sm90 {
 
-cudaError_t PrepareWarpSpecialized2() { return PrepareWarpSpecialized<2, 2>(); }
+cudaError_t PrepareWarpSpecialized2() { return PrepareWarpSpecialized<2, DStaging::kWholeTile>(); }
 
 std::string LaunchWarpSpecialized2(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return LaunchWarpSpecialized<2, 2>(p, ctx, stream);
+  return LaunchWarpSpecialized<2, DStaging::kWholeTile>(p, ctx, stream);
 }
 
 }  // namespace gemm::sm90

@@ -8,12 +8,12 @@
 // accumulators. On Hopper the accumulators live in the consumer's
 // registers, so "MMA" and "writeback" are one warpgroup here.
 //
-// As in step 6, the grid holds as many CTAs as fit at once. A template on
-// the pipeline depth and on CTAs per SM: step 7 runs 2 stages and fits two
-// CTAs on an SM (the consumer then gets 216 registers, the producer 40);
-// step 8 runs 4 stages, whose shared memory allows one CTA per SM, and uses
-// the depth to keep one wgmma group in flight across k-tiles, so the tensor
-// cores no longer drain at every k-tile with no second CTA to fill the gap.
+// As in step 6, the grid holds as many CTAs as fit at once: two per SM (the
+// consumer gets 216 registers, the producer 40), so one CTA's epilogue and
+// k-tile drains hide behind the other's wgmma. A template on the pipeline
+// depth and on how D is staged: step 7 runs 2 stages and a whole-tile D
+// buffer; step 8 runs 3 stages, which fit two CTAs per SM only with D
+// staged in 64×64 chunks.
 #pragma once
 
 #include "barrier.h"
@@ -28,30 +28,34 @@ namespace gemm::sm90 {
 
 inline constexpr int kWarpSpecializedThreads = 256;  // producer + consumer warpgroup
 
-template <int kStages, int kCtasPerSm>
+// How D leaves the consumer: through a whole 128×128 staging tile, or 64×64
+// chunk by chunk through one 8 KB buffer, which leaves 24 KB more for the
+// pipeline.
+enum class DStaging { kWholeTile, kChunks };
+
+inline constexpr int kWarpSpecializedCtasPerSm = 2;
+
+template <int kStages, DStaging kD>
 struct WarpSpecialized {
   static constexpr int kStageBytes = 2 * kTileBytes;  // A and B
-  static constexpr int kSmemBytes = kStages * kStageBytes + kDTileBytes + kSmemAlignSlack;
-  // setmaxnreg budgets: producer + consumer warpgroups share the SM's 64K
-  // registers with the other CTAs on it.
+  static constexpr int kDStagingBytes = kD == DStaging::kWholeTile ? kDTileBytes : kDChunkBytes;
+  static constexpr int kSmemBytes = kStages * kStageBytes + kDStagingBytes + kSmemAlignSlack;
+  // setmaxnreg budgets: the producer and consumer warpgroups of both CTAs
+  // share the SM's 64K registers.
   static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = kCtasPerSm == 1 ? 232 : 65536 / kCtasPerSm / 128 - kProducerRegisters;
-  // wgmma groups left running when the consumer moves to the next k-tile.
-  // With 4 stages the consumer can hold two (one computing, one being
-  // issued) and the producer still has two to fill; with 2 stages holding
-  // one longer starves the producer (measured slower on H100).
-  static constexpr int kMmaInFlight = kStages >= 4 ? 1 : 0;
+  static constexpr int kConsumerRegisters = 65536 / kWarpSpecializedCtasPerSm / 128 - kProducerRegisters;
+  static constexpr TmaBoxRows kBoxes{kTileRows, kTileRows, kD == DStaging::kWholeTile ? kTileRows : 64};
 };
 
-template <int kStages, int kCtasPerSm>
-__global__ void __launch_bounds__(kWarpSpecializedThreads, kCtasPerSm)
+template <int kStages, DStaging kD>
+__global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasPerSm)
     WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  using Config = WarpSpecialized<kStages, kCtasPerSm>;
+  using Config = WarpSpecialized<kStages, kD>;
   constexpr int kStageBytes = Config::kStageBytes;
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
-  char* d_tile = stages + kStages * kStageBytes;
+  char* d_staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];   // TMA -> MMA: the stage holds data
   __shared__ uint64_t empty[kStages];  // MMA -> TMA: the stage may be refilled
   const TileScheduler scheduler(m, n, kTileRows, kTileRows);
@@ -97,38 +101,43 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kCtasPerSm)
         const char* b_tile = a_tile + kTileBytes;
 
         IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
-        WaitForTileMma<Config::kMmaInFlight>(acc);
-        // The stage whose wgmma group is known to be done goes back to the
-        // producer: this one, or with a group in flight the one before.
-        if (leader && kt >= Config::kMmaInFlight) Arrive(&empty[(it - Config::kMmaInFlight) % kStages]);
-      }
-      if constexpr (Config::kMmaInFlight > 0) {
+        // Waiting for this k-tile's wgmma before the next drains the tensor
+        // cores at every k-tile; the other CTA on the SM fills that gap.
+        // Keeping a group in flight instead measured slower at two CTAs per
+        // SM (kernels/README.md).
         WaitForTileMma<0>(acc);
-        if (leader) Arrive(&empty[(it - 1) % kStages]);
+        if (leader) Arrive(&empty[s]);
       }
       int tile_m, tile_n;
       scheduler.Coordinates(blockIdx.x + tile * gridDim.x, &tile_m, &tile_n);
-      AccumulatorsToSmem(acc, d_tile, 0);
-      FenceSharedForAsyncProxy();
-      NamedBarrierSync(1, 128);
-      if (leader) StoreDTile(&d_map, d_tile, int64_t{tile_m} * kTileRows, int64_t{tile_n} * kTileRows, n);
-      NamedBarrierSync(1, 128);  // d_tile is read out before the next epilogue writes it
+      const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
+      if constexpr (kD == DStaging::kWholeTile) {
+        AccumulatorsToSmem(acc, d_staging, 0);
+        FenceSharedForAsyncProxy();
+        NamedBarrierSync(1, 128);
+        if (leader) StoreDTile(&d_map, d_staging, m0, n0, n);
+        NamedBarrierSync(1, 128);  // the staging is read out before the next epilogue writes it
+      } else {
+#pragma unroll
+        for (int mb = 0; mb < 2; ++mb) {
+          if (m0 + 64 * mb < m) StoreRowsInChunks<kTileRows, 1>(acc[mb], d_staging, 1, leader, &d_map, m0 + 64 * mb, n0, n);
+        }
+      }
     }
   }
 }
 
-template <int kStages, int kCtasPerSm>
+template <int kStages, DStaging kD>
 cudaError_t PrepareWarpSpecialized() {
-  return cudaFuncSetAttribute(WarpSpecializedKernel<kStages, kCtasPerSm>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              WarpSpecialized<kStages, kCtasPerSm>::kSmemBytes);
+  return cudaFuncSetAttribute(WarpSpecializedKernel<kStages, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              WarpSpecialized<kStages, kD>::kSmemBytes);
 }
 
-template <int kStages, int kCtasPerSm>
+template <int kStages, DStaging kD>
 std::string LaunchWarpSpecialized(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return LaunchOnResidentGrid<WarpSpecializedKernel<kStages, kCtasPerSm>, kWarpSpecializedThreads,
-                              WarpSpecialized<kStages, kCtasPerSm>::kSmemBytes>(
-      p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles());
+  using Config = WarpSpecialized<kStages, kD>;
+  return LaunchOnResidentGrid<WarpSpecializedKernel<kStages, kD>, kWarpSpecializedThreads, Config::kSmemBytes>(
+      p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(), Config::kBoxes);
 }
 
 }  // namespace gemm::sm90

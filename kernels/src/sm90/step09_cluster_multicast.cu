@@ -18,19 +18,20 @@
 namespace gemm::sm90 {
 namespace {
 
-constexpr int kStages = 4;
+constexpr int kStages = 3;  // as step 8, with D staged in chunks: two CTAs per SM
+constexpr int kCtasPerSm = 2;
 constexpr int kThreads = 256;  // producer + consumer warpgroup
 using PairTiles = ClusterPairTiles<kTileRows, kTileBytes, kTileBytes>;
 constexpr int kClusterSize = PairTiles::kClusterSize;
 constexpr int kStageBytes = PairTiles::kStageBytes;
-constexpr int kSmemBytes = kStages * kStageBytes + kDTileBytes + kSmemAlignSlack;
+constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlack;
 
-__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
+__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, kCtasPerSm)
     ClusterMulticastKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                            const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
-  char* d_tile = stages + kStages * kStageBytes;
+  char* d_staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];   // TMA -> MMA: A and both shares of B landed
   __shared__ uint64_t empty[kStages];  // MMA -> TMA: both CTAs' consumers are done
   const PairTiles pair(m, n, k);
@@ -49,11 +50,11 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     ReleaseRegisters<40>();
     if (threadIdx.x == 0) pair.Produce<kStages>(&a_map, &b_map, stages, full, empty);
   } else {  // ------------------------------------------------------ consumer
-    ClaimRegisters<232>();
+    ClaimRegisters<65536 / kCtasPerSm / 128 - 40>();
     const bool leader = threadIdx.x % 128 == 0;
     float acc[2][64] = {};
     int it = 0;
-    for (int tile = 0; tile < pair.tiles(); ++tile) {  // as step 8: one wgmma group in flight
+    for (int tile = 0; tile < pair.tiles(); ++tile) {  // as step 8
       for (int kt = 0; kt < pair.k_tiles(); ++kt, ++it) {
         const int s = it % kStages;
         Wait(&full[s], (it / kStages) % 2);
@@ -61,19 +62,14 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
         const char* b_tile = a_tile + kTileBytes;
 
         IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
-        WaitForTileMma<1>(acc);
-        if (leader && kt > 0) PairTiles::Release(&empty[(it - 1) % kStages]);
+        WaitForTileMma<0>(acc);
+        if (leader) PairTiles::Release(&empty[s]);
       }
-      WaitForTileMma<0>(acc);
-      if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
       int64_t m0, n0;
       pair.Origin(tile, &m0, &n0);
-      if (m0 < m) {  // the lower CTA of a pair on the last tile-row may have nothing to write
-        AccumulatorsToSmem(acc, d_tile, 0);
-        FenceSharedForAsyncProxy();
-        NamedBarrierSync(1, 128);
-        if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
-        NamedBarrierSync(1, 128);
+#pragma unroll
+      for (int mb = 0; mb < 2; ++mb) {  // the lower CTA of a pair on the last tile-row may have nothing to write
+        if (m0 + 64 * mb < m) StoreRowsInChunks<kTileRows, 1>(acc[mb], d_staging, 1, leader, &d_map, m0 + 64 * mb, n0, n);
       }
     }
   }
@@ -88,7 +84,7 @@ cudaError_t PrepareClusterMulticast() {
 
 std::string LaunchClusterMulticast(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return LaunchOnResidentGrid<ClusterMulticastKernel, kThreads, kSmemBytes, kClusterSize>(
-      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kTileRows});
+      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, 64});
 }
 
 }  // namespace gemm::sm90

@@ -5,10 +5,12 @@
 // pulls 32 KB per k-tile from L2 for twice step 9's work. The pair of CTAs
 // still shares B, now 256 rows, 128 loaded by each and multicast.
 //
-// As in steps 8-9, each consumer keeps one wgmma group in flight: it issues
-// k-tile t, then waits for k-tile t-1 and frees that stage. Each consumer
-// writes its own 64 rows of D in 64-column chunks through a small staging
-// buffer, which leaves shared memory for four 48 KB stages.
+// Its 192 KB of stages allow one CTA per SM, so no second CTA fills the
+// tensor cores while a consumer waits: each consumer keeps one wgmma group
+// in flight instead, issuing k-tile t, then waiting for k-tile t-1 and
+// freeing that stage. Each consumer writes its own 64 rows of D in
+// 64-column chunks through a small staging buffer, which leaves shared
+// memory for four 48 KB stages.
 #include "barrier.h"
 #include "cluster.h"
 #include "cluster_pair_tiles.h"
@@ -33,29 +35,6 @@ constexpr int kStageBytes = PairTiles::kStageBytes;
 constexpr int kChunksPerPass = 2;  // D chunks (64×64) a consumer stages at once
 constexpr int kStagingBytes = kConsumers * kChunksPerPass * kDChunkBytes;
 constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
-
-// One consumer's 64 rows of the tile at (row0, n0) -> D, two 64×64 chunks
-// per pass through its staging buffer.
-__device__ inline void StoreConsumerRows(const float (&acc)[128], char* staging, int barrier_id, bool leader,
-                                         const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n) {
-#pragma unroll
-  for (int pass = 0; pass < kTileCols / 64 / kChunksPerPass; ++pass) {
-#pragma unroll
-    for (int c = 0; c < kChunksPerPass; ++c) {
-      AccumulatorColumnsToSmem(acc, (pass * kChunksPerPass + c) * 64, staging + c * kDChunkBytes);
-    }
-    FenceSharedForAsyncProxy();
-    NamedBarrierSync(barrier_id, 128);
-    if (leader) {
-      for (int c = 0; c < kChunksPerPass; ++c) {
-        const int64_t col = n0 + (pass * kChunksPerPass + c) * 64;
-        if (col < n) TmaStore(d_map, static_cast<int32_t>(col), static_cast<int32_t>(row0), staging + c * kDChunkBytes);
-      }
-      TmaStoreCommitAndWait();
-    }
-    NamedBarrierSync(barrier_id, 128);  // staging is read out before the next pass writes it
-  }
-}
 
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
@@ -103,8 +82,8 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
       pair.Origin(tile, &m0, &n0);
       const int64_t row0 = m0 + consumer * kConsumerRows;
       if (row0 < m) {
-        StoreConsumerRows(acc, staging + consumer * kChunksPerPass * kDChunkBytes, 1 + consumer, leader, &d_map,
-                          row0, n0, n);
+        StoreRowsInChunks<kTileCols, kChunksPerPass>(acc, staging + consumer * kChunksPerPass * kDChunkBytes,
+                                                     1 + consumer, leader, &d_map, row0, n0, n);
       }
     }
   }

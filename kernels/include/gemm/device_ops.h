@@ -44,7 +44,6 @@ class L2Flush {
   // Allocates on `device`, which must be the current device.
   cudaError_t Init(int device);
   cudaError_t Run(cudaStream_t stream);
-  uint64_t bytes() const { return bytes_; }
 
  private:
   void* buffer_ = nullptr;

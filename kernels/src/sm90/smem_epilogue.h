@@ -81,6 +81,17 @@ __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* st
   }
 }
 
+// A warpgroup's 128×128 tile (acc[2][64]) to D at (m0, n0), one 64×64 chunk
+// at a time through `chunk`; 64-row halves at or below row m are skipped
+// (the lower CTA of a cluster pair on the last tile-row has none).
+__device__ inline void StoreTileInChunks(const float (&acc)[2][64], char* chunk, int barrier_id, bool leader,
+                                         const CUtensorMap* d_map, int64_t m0, int64_t n0, int64_t m, int64_t n) {
+#pragma unroll
+  for (int mb = 0; mb < 2; ++mb) {
+    if (m0 + 64 * mb < m) StoreRowsInChunks<kTileRows, 1>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, n);
+  }
+}
+
 // One thread: both halves of the tile at (m0, n0) to global memory.
 __device__ inline void StoreDTile(const CUtensorMap* d_map, const char* d_tile, int64_t m0, int64_t n0, int64_t n) {
   for (int h = 0; h < 2; ++h) {

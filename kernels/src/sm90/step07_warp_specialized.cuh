@@ -20,6 +20,7 @@
 #include "persistent_launch.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
+#include "tile_consumer.h"
 #include "tile_scheduler.h"
 #include "tma.h"
 #include "tma_problem.h"
@@ -40,10 +41,6 @@ struct WarpSpecialized {
   static constexpr int kStageBytes = 2 * kTileBytes;  // A and B
   static constexpr int kDStagingBytes = kD == DStaging::kWholeTile ? kDTileBytes : kDChunkBytes;
   static constexpr int kSmemBytes = kStages * kStageBytes + kDStagingBytes + kSmemAlignSlack;
-  // setmaxnreg budgets: the producer and consumer warpgroups of both CTAs
-  // share the SM's 64K registers.
-  static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = 65536 / kWarpSpecializedCtasPerSm / 128 - kProducerRegisters;
   static constexpr TmaBoxRows kBoxes{kTileRows, kTileRows, kD == DStaging::kWholeTile ? kTileRows : 64};
 };
 
@@ -74,7 +71,7 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
   __syncthreads();
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
-    ReleaseRegisters<Config::kProducerRegisters>();
+    ReleaseRegisters<kProducerRegisters>();
     if (threadIdx.x == 0) {
       for (int it = 0; it < iterations; ++it) {
         const int s = it % kStages;
@@ -89,25 +86,12 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
       }
     }
   } else {  // ------------------------------------------------------ consumer
-    ClaimRegisters<Config::kConsumerRegisters>();
+    ClaimRegisters<ConsumerRegisters(kWarpSpecializedCtasPerSm)>();
     const bool leader = threadIdx.x % 128 == 0;
     float acc[2][64] = {};
     int it = 0;  // this CTA's (tile, k-tile) iteration, as the producer counts them
     for (int tile = 0; tile < my_tiles; ++tile) {
-      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-        const int s = it % kStages;
-        Wait(&full[s], (it / kStages) % 2);
-        const char* a_tile = stages + s * kStageBytes;
-        const char* b_tile = a_tile + kTileBytes;
-
-        IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
-        // Waiting for this k-tile's wgmma before the next drains the tensor
-        // cores at every k-tile; the other CTA on the SM fills that gap.
-        // Keeping a group in flight instead measured slower at two CTAs per
-        // SM (kernels/README.md).
-        WaitForTileMma<0>(acc);
-        if (leader) Arrive(&empty[s]);
-      }
+      MultiplyTile<kStages, kStageBytes>(acc, stages, full, empty, k_tiles, it, leader, Arrive);
       int tile_m, tile_n;
       scheduler.Coordinates(blockIdx.x + tile * gridDim.x, &tile_m, &tile_n);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
@@ -118,10 +102,7 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
         if (leader) StoreDTile(&d_map, d_staging, m0, n0, n);
         NamedBarrierSync(1, 128);  // the staging is read out before the next epilogue writes it
       } else {
-#pragma unroll
-        for (int mb = 0; mb < 2; ++mb) {
-          if (m0 + 64 * mb < m) StoreRowsInChunks<kTileRows, 1>(acc[mb], d_staging, 1, leader, &d_map, m0 + 64 * mb, n0, n);
-        }
+        StoreTileInChunks(acc, d_staging, 1, leader, &d_map, m0, n0, m, n);
       }
     }
   }

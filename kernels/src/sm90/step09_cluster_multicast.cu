@@ -14,6 +14,7 @@
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"
+#include "tile_consumer.h"
 
 namespace gemm::sm90 {
 namespace {
@@ -47,30 +48,18 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
   ClusterSync();  // both CTAs' barriers exist before either TMA or consumer uses them
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
-    ReleaseRegisters<40>();
+    ReleaseRegisters<kProducerRegisters>();
     if (threadIdx.x == 0) pair.Produce<kStages>(&a_map, &b_map, stages, full, empty);
   } else {  // ------------------------------------------------------ consumer
-    ClaimRegisters<65536 / kCtasPerSm / 128 - 40>();
+    ClaimRegisters<ConsumerRegisters(kCtasPerSm)>();
     const bool leader = threadIdx.x % 128 == 0;
     float acc[2][64] = {};
     int it = 0;
-    for (int tile = 0; tile < pair.tiles(); ++tile) {  // as step 8
-      for (int kt = 0; kt < pair.k_tiles(); ++kt, ++it) {
-        const int s = it % kStages;
-        Wait(&full[s], (it / kStages) % 2);
-        const char* a_tile = stages + s * kStageBytes;
-        const char* b_tile = a_tile + kTileBytes;
-
-        IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
-        WaitForTileMma<0>(acc);
-        if (leader) PairTiles::Release(&empty[s]);
-      }
+    for (int tile = 0; tile < pair.tiles(); ++tile) {  // as step 8, releasing in both CTAs
+      MultiplyTile<kStages, kStageBytes>(acc, stages, full, empty, pair.k_tiles(), it, leader, PairTiles::Release);
       int64_t m0, n0;
       pair.Origin(tile, &m0, &n0);
-#pragma unroll
-      for (int mb = 0; mb < 2; ++mb) {  // the lower CTA of a pair on the last tile-row may have nothing to write
-        if (m0 + 64 * mb < m) StoreRowsInChunks<kTileRows, 1>(acc[mb], d_staging, 1, leader, &d_map, m0 + 64 * mb, n0, n);
-      }
+      StoreTileInChunks(acc, d_staging, 1, leader, &d_map, m0, n0, m, n);
     }
   }
   ClusterSync();  // no CTA exits while its peer may still arrive on its barriers

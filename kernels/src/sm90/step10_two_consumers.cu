@@ -57,10 +57,10 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
   ClusterSync();
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
-    ReleaseRegisters<40>();
+    ReleaseRegisters<kProducerRegisters>();
     if (threadIdx.x == 0) pair.Produce<kStages>(&a_map, &b_map, stages, full, empty);
   } else {  // ----------------------------------------------------- consumers
-    ClaimRegisters<232>();
+    ClaimRegisters<ConsumerRegisters(1, kConsumers)>();
     const int consumer = warpgroup - 1;
     const bool leader = threadIdx.x % 128 == 0;
     float acc[128];

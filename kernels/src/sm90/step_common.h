@@ -51,4 +51,13 @@ __device__ inline void ClaimRegisters() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
 }
 
+// The budgets: a producer warpgroup keeps 40 registers; each of a CTA's
+// `consumers` warpgroups gets what the SM's 64K registers leave once every
+// resident CTA's producer has its share, rounded down to setmaxnreg's
+// multiple of 8 (two CTAs of one consumer: 216; one CTA of two: 232).
+inline constexpr int kProducerRegisters = 40;
+constexpr int ConsumerRegisters(int ctas_per_sm, int consumers = 1) {
+  return (65536 / ctas_per_sm - 128 * kProducerRegisters) / (128 * consumers) / 8 * 8;
+}
+
 }  // namespace gemm::sm90

@@ -1,0 +1,34 @@
+// Steps 7-9: a consumer warpgroup's k-loop over one 128×128 output tile,
+// fed by a ring of kStages stages (A tile, then B tile) that a producer
+// fills in (tile, k-tile) order.
+#pragma once
+
+#include <cstdint>
+
+#include "barrier.h"
+#include "tile_layout.h"
+#include "wgmma.h"
+
+namespace gemm::sm90 {
+
+// For each k-tile: wait until its stage is full, multiply, wait for the
+// wgmma, and let the leader hand the stage back with release(&empty[s]).
+// Waiting for every k-tile's wgmma drains the tensor cores at each k-tile;
+// a second CTA on the SM fills that gap (keeping a group in flight instead
+// measured slower at two CTAs per SM, kernels/README.md). `it` is this
+// CTA's (tile, k-tile) iteration as the producer counts them; it advances
+// by k_tiles.
+template <int kStages, int kStageBytes, typename Release>
+__device__ inline void MultiplyTile(float (&acc)[2][64], const char* stages, uint64_t* full, uint64_t* empty,
+                                    int k_tiles, int& it, bool leader, Release release) {
+  for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+    const int s = it % kStages;
+    Wait(&full[s], (it / kStages) % 2);
+    const char* a_tile = stages + s * kStageBytes;
+    IssueTileMma(acc, a_tile, a_tile + kTileBytes, /*accumulate=*/kt > 0);
+    WaitForTileMma<0>(acc);
+    if (leader) release(&empty[s]);
+  }
+}
+
+}  // namespace gemm::sm90

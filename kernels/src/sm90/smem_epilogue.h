@@ -1,7 +1,7 @@
 // Steps 4+ write D through shared memory: registers -> a 128×128 tile in two
 // swizzled 128×64 halves (the operand layout, so the stores spread over the
 // banks) -> fence -> two TMA stores, which clip at the matrix edge. Steps
-// 8-10 stage D in 64×64 chunks instead, to leave room for the pipeline.
+// 6-10 stage D in 64×64 chunks instead, to leave room for the pipeline.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -12,8 +12,6 @@
 #include "tma.h"
 
 namespace gemm::sm90 {
-
-inline constexpr int kDTileBytes = 2 * kTileBytes;  // 128×128 fp16
 
 // acc[mb] (wgmma layout, wgmma.h) of the warpgroup `threadIdx.x / 128 % groups`
 // into its rows of `d_tile`: the warpgroup's first row is `row_base`.
@@ -56,14 +54,18 @@ __device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int c
 // One warpgroup's 64 rows × kCols columns of accumulators (the wgmma
 // layout) to D at (row0, n0), kChunksPerPass 64×64 chunks at a time through
 // `staging` (kChunksPerPass × kDChunkBytes): all threads write a pass, the
-// leader stores it and waits until the TMA has read it before the next pass
-// overwrites it. Small staging leaves shared memory to the pipeline. The D
-// map's box is 64×64. `barrier_id` syncs this warpgroup only.
+// leader stores it. The leader waits for the TMA to have read the staging
+// before a pass overwrites it, not after each store, so the last pass of a
+// tile leaves while the next tile multiplies (call DrainChunkStores before
+// the CTA exits). Small staging leaves shared memory to the pipeline. The
+// D map's box is 64×64. `barrier_id` syncs this warpgroup only.
 template <int kCols, int kChunksPerPass>
 __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* staging, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n) {
 #pragma unroll
   for (int pass = 0; pass < kCols / 64 / kChunksPerPass; ++pass) {
+    if (leader) TmaStoreWaitRead();
+    NamedBarrierSync(barrier_id, 128);  // the previous pass's staging is read out
 #pragma unroll
     for (int c = 0; c < kChunksPerPass; ++c) {
       AccumulatorColumnsToSmem(acc, (pass * kChunksPerPass + c) * 64, staging + c * kDChunkBytes);
@@ -75,10 +77,15 @@ __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* st
         const int64_t col = n0 + (pass * kChunksPerPass + c) * 64;
         if (col < n) TmaStore(d_map, static_cast<int32_t>(col), static_cast<int32_t>(row0), staging + c * kDChunkBytes);
       }
-      TmaStoreCommitAndWait();
+      TmaStoreCommit();
     }
-    NamedBarrierSync(barrier_id, 128);  // staging is read out before the next pass writes it
   }
+}
+
+// The leader, after its last StoreRowsInChunks: shared memory must outlive
+// the TMA's reads of it.
+__device__ inline void DrainChunkStores(bool leader) {
+  if (leader) TmaStoreWaitRead();
 }
 
 // A warpgroup's 128×128 tile (acc[2][64]) to D at (m0, n0), one 64×64 chunk

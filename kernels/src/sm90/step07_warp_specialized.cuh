@@ -8,12 +8,11 @@
 // accumulators. On Hopper the accumulators live in the consumer's
 // registers, so "MMA" and "writeback" are one warpgroup here.
 //
-// As in step 6, the grid holds as many CTAs as fit at once: two per SM (the
-// consumer gets 216 registers, the producer 40), so one CTA's epilogue and
-// k-tile drains hide behind the other's wgmma. A template on the pipeline
-// depth and on how D is staged: step 7 runs 2 stages and a whole-tile D
-// buffer; step 8 runs 3 stages, which fit two CTAs per SM only with D
-// staged in 64×64 chunks.
+// As in step 6, the grid holds as many CTAs as fit at once and D leaves in
+// 64×64 chunks. The registers allow two CTAs per SM now, not three (the
+// consumer gets 216, the producer 40), so one CTA's epilogue and k-tile
+// drains hide behind the other's wgmma. A template on the pipeline depth:
+// step 7 runs 2 stages, step 8 runs 3.
 #pragma once
 
 #include "barrier.h"
@@ -29,30 +28,23 @@ namespace gemm::sm90 {
 
 inline constexpr int kWarpSpecializedThreads = 256;  // producer + consumer warpgroup
 
-// How D leaves the consumer: through a whole 128×128 staging tile, or 64×64
-// chunk by chunk through one 8 KB buffer, which leaves 24 KB more for the
-// pipeline.
-enum class DStaging { kWholeTile, kChunks };
-
 inline constexpr int kWarpSpecializedCtasPerSm = 2;
 
-template <int kStages, DStaging kD>
+template <int kStages>
 struct WarpSpecialized {
   static constexpr int kStageBytes = 2 * kTileBytes;  // A and B
-  static constexpr int kDStagingBytes = kD == DStaging::kWholeTile ? kDTileBytes : kDChunkBytes;
-  static constexpr int kSmemBytes = kStages * kStageBytes + kDStagingBytes + kSmemAlignSlack;
-  static constexpr TmaBoxRows kBoxes{kTileRows, kTileRows, kD == DStaging::kWholeTile ? kTileRows : 64};
+  static constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlack;
 };
 
-template <int kStages, DStaging kD>
+template <int kStages>
 __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasPerSm)
     WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  using Config = WarpSpecialized<kStages, kD>;
+  using Config = WarpSpecialized<kStages>;
   constexpr int kStageBytes = Config::kStageBytes;
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
-  char* d_staging = stages + kStages * kStageBytes;
+  char* d_chunk = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];   // TMA -> MMA: the stage holds data
   __shared__ uint64_t empty[kStages];  // MMA -> TMA: the stage may be refilled
   const TileScheduler scheduler(m, n, kTileRows, kTileRows);
@@ -95,30 +87,23 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
       int tile_m, tile_n;
       scheduler.Coordinates(blockIdx.x + tile * gridDim.x, &tile_m, &tile_n);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      if constexpr (kD == DStaging::kWholeTile) {
-        AccumulatorsToSmem(acc, d_staging, 0);
-        FenceSharedForAsyncProxy();
-        NamedBarrierSync(1, 128);
-        if (leader) StoreDTile(&d_map, d_staging, m0, n0, n);
-        NamedBarrierSync(1, 128);  // the staging is read out before the next epilogue writes it
-      } else {
-        StoreTileInChunks(acc, d_staging, 1, leader, &d_map, m0, n0, m, n);
-      }
+      StoreTileInChunks(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n);
     }
+    DrainChunkStores(leader);
   }
 }
 
-template <int kStages, DStaging kD>
+template <int kStages>
 cudaError_t PrepareWarpSpecialized() {
-  return cudaFuncSetAttribute(WarpSpecializedKernel<kStages, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              WarpSpecialized<kStages, kD>::kSmemBytes);
+  return cudaFuncSetAttribute(WarpSpecializedKernel<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              WarpSpecialized<kStages>::kSmemBytes);
 }
 
-template <int kStages, DStaging kD>
+template <int kStages>
 std::string LaunchWarpSpecialized(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  using Config = WarpSpecialized<kStages, kD>;
-  return LaunchOnResidentGrid<WarpSpecializedKernel<kStages, kD>, kWarpSpecializedThreads, Config::kSmemBytes>(
-      p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(), Config::kBoxes);
+  return LaunchOnResidentGrid<WarpSpecializedKernel<kStages>, kWarpSpecializedThreads,
+                              WarpSpecialized<kStages>::kSmemBytes>(
+      p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(), TmaBoxRows{kTileRows, kTileRows, 64});
 }
 
 }  // namespace gemm::sm90

@@ -61,6 +61,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
       pair.Origin(tile, &m0, &n0);
       StoreTileInChunks(acc, d_staging, 1, leader, &d_map, m0, n0, m, n);
     }
+    DrainChunkStores(leader);
   }
   ClusterSync();  // no CTA exits while its peer may still arrive on its barriers
 }

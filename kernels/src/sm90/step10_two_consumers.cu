@@ -86,6 +86,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
                                                      1 + consumer, leader, &d_map, row0, n0, n);
       }
     }
+    DrainChunkStores(leader);
   }
   ClusterSync();
 }

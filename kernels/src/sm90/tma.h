@@ -29,10 +29,16 @@ __device__ inline void TmaStore(const CUtensorMap* map, int32_t col, int32_t row
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, smem);
 }
 
-// Waits until the issued stores have read shared memory (it may be reused).
+// Closes the stores issued so far into one bulk group.
+__device__ inline void TmaStoreCommit() { cuda::ptx::cp_async_bulk_commit_group(); }
+
+// Waits until every committed store has read its shared memory, which may
+// then be overwritten (the writes to global memory may still be under way).
+__device__ inline void TmaStoreWaitRead() { cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{}); }
+
 __device__ inline void TmaStoreCommitAndWait() {
-  cuda::ptx::cp_async_bulk_commit_group();
-  cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+  TmaStoreCommit();
+  TmaStoreWaitRead();
 }
 
 }  // namespace gemm::sm90

@@ -15,7 +15,7 @@ constexpr std::array<StepInfo, kLastStep + 1> kSteps{{
     {3, "tiled", "2-D grid of CTAs, one 128x128 output tile each", 0, 0, 0},
     {4, "tma", "TMA loads completing on an mbarrier (expect_tx), TMA store of D", 0, 0, 0},
     {5, "pipelined", "2-stage software pipeline: load tile k+1 while multiplying tile k", 0, 0, 0},
-    {6, "persistent", "persistent grid (one CTA per SM), L2-friendly grouped tile order", 0, 0, 0},
+    {6, "persistent", "persistent grid (only as many CTAs as fit at once), L2-friendly grouped tile order", 0, 0, 0},
     {7, "warp-specialized", "TMA producer warpgroup, MMA consumer warpgroup, full/empty barriers", 0, 0, 0},
     {8, "deep-pipeline", "warp specialization with a deeper pipeline: 3 stages per CTA, 2 CTAs per SM", 0, 0, 0},
     {9, "cluster", "2-CTA cluster: the shared operand tile is fetched once for both CTAs", 0, 0, 0},

@@ -37,7 +37,10 @@ __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char
 // one consumer warpgroup stores at a time when it owns 64 rows of a wide
 // tile. `col0` must be a compile-time constant after unrolling, so that the
 // accumulators stay in registers.
-inline constexpr int kDChunkBytes = 64 * 64 * 2;
+// kDChunkRows is also the rows of the D map's box (TmaBoxRows::d) for every
+// step that stores in chunks.
+inline constexpr int kDChunkRows = 64;
+inline constexpr int kDChunkBytes = kDChunkRows * 64 * 2;
 
 template <int kRegs>
 __device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int col0, char* chunk) {

@@ -4,6 +4,7 @@
 #include "step_common.h"
 #include "steps_sm90.h"
 #include "sync_load.h"
+#include "tile_grid_launch.h"
 
 namespace gemm::sm90 {
 namespace {
@@ -39,8 +40,8 @@ cudaError_t PrepareTiled() {
 }
 
 std::string LaunchTiled(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  if (CeilDiv(p.m, kTileRows) > 65535) return "step 3 takes m <= 65535*128 (grid y limit)";
-  TiledKernel<<<dim3(CeilDiv(p.n, kTileRows), CeilDiv(p.m, kTileRows)), 128, kSmemBytes, stream>>>(p);
+  if (auto err = TileGridError(p, 3); !err.empty()) return err;
+  TiledKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(p);
   return LaunchError();
 }
 

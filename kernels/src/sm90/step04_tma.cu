@@ -6,8 +6,8 @@
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"
+#include "tile_grid_launch.h"
 #include "tma.h"
-#include "tma_problem.h"
 
 namespace gemm::sm90 {
 namespace {
@@ -62,13 +62,7 @@ cudaError_t PrepareTma() {
 }
 
 std::string LaunchTma(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  if (CeilDiv(p.m, kTileRows) > 65535) return "step 4 takes m <= 65535*128 (grid y limit)";
-  TmaProblem tma;
-  if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
-  TmaKernel<<<dim3(CeilDiv(p.n, kTileRows), CeilDiv(p.m, kTileRows)), 128, kSmemBytes, stream>>>(
-      tma.a(), tma.b(), tma.d(), p.n, p.k);
-  if (auto err = LaunchError(); !err.empty()) return err;
-  return tma.Finish(stream);
+  return LaunchTmaOnTileGrid<TmaKernel, kSmemBytes>(p, stream, 4);
 }
 
 }  // namespace gemm::sm90

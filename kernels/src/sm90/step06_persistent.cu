@@ -25,10 +25,9 @@ constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kCtasPerSm = 3;  // as step 5: 168 registers and 73 KB of shared memory each
 constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlack;
 
-__global__ void __launch_bounds__(128, kCtasPerSm) PersistentKernel(const __grid_constant__ CUtensorMap a_map,
-                                                           const __grid_constant__ CUtensorMap b_map,
-                                                           const __grid_constant__ CUtensorMap d_map, int64_t m,
-                                                           int64_t n, int64_t k) {
+__global__ void __launch_bounds__(128, kCtasPerSm)
+    PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_chunk = stages + kStages * kStageBytes;
@@ -72,7 +71,8 @@ __global__ void __launch_bounds__(128, kCtasPerSm) PersistentKernel(const __grid
     if (kt == k_tiles - 1) {  // this tile is done: write it while the next one loads
       int tile_m, tile_n;
       scheduler.Coordinates(blockIdx.x + (it / k_tiles) * gridDim.x, &tile_m, &tile_n);
-      StoreTileInChunks(acc, d_chunk, 1, leader, &d_map, int64_t{tile_m} * kTileRows, int64_t{tile_n} * kTileRows, m, n);
+      const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
+      StoreTileInChunks(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n);
     }
   }
   DrainChunkStores(leader);
@@ -85,8 +85,9 @@ cudaError_t PreparePersistent() {
 }
 
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return LaunchOnResidentGrid<PersistentKernel, 128, kSmemBytes>(
-      p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(), TmaBoxRows{kTileRows, kTileRows, 64});
+  return LaunchOnResidentGrid<PersistentKernel, 128, kSmemBytes>(p, ctx, stream,
+                                                                 TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(),
+                                                                 TmaBoxRows{kTileRows, kTileRows, kDChunkRows});
 }
 
 }  // namespace gemm::sm90

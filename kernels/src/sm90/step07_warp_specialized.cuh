@@ -103,7 +103,8 @@ template <int kStages>
 std::string LaunchWarpSpecialized(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return LaunchOnResidentGrid<WarpSpecializedKernel<kStages>, kWarpSpecializedThreads,
                               WarpSpecialized<kStages>::kSmemBytes>(
-      p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(), TmaBoxRows{kTileRows, kTileRows, 64});
+      p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(),
+      TmaBoxRows{kTileRows, kTileRows, kDChunkRows});
 }
 
 }  // namespace gemm::sm90

@@ -74,7 +74,7 @@ cudaError_t PrepareClusterMulticast() {
 
 std::string LaunchClusterMulticast(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return LaunchOnResidentGrid<ClusterMulticastKernel, kThreads, kSmemBytes, kClusterSize>(
-      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, 64});
+      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
 }
 
 }  // namespace gemm::sm90

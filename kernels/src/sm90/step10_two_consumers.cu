@@ -27,6 +27,7 @@ constexpr int kConsumers = 2;
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kTileCols = 256;                         // N of the CTA tile (M stays kTileRows)
 constexpr int kConsumerRows = kTileRows / kConsumers;  // 64: one wgmma's M
+static_assert(kConsumerRows == kDChunkRows, "a consumer stores its rows as one row of D chunks");
 constexpr int kATileBytes = kTileBytes;                // 128×64
 constexpr int kBTileBytes = 2 * kTileBytes;            // 256×64
 using PairTiles = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes>;
@@ -99,7 +100,7 @@ cudaError_t PrepareTwoConsumers() {
 
 std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return LaunchOnResidentGrid<TwoConsumersKernel, kThreads, kSmemBytes, kClusterSize>(
-      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kConsumerRows});
+      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
 }
 
 }  // namespace gemm::sm90

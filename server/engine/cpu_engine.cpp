@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/blas_api.h"
+#include "engine/median.h"
 #include "engine/verify.h"
 #include "gemm/half.h"
 #include "gemm/random_fill.h"
@@ -33,12 +34,6 @@ std::vector<T> Materialize(const OperandView& op, gemm::OperandId id, size_t cou
     for (size_t i = 0; i < count; ++i) out[i] = gemm::RandomValue(op.seed, id, i);
   }
   return out;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
 }
 
 }  // namespace

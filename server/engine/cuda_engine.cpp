@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/median.h"
 #include "engine/verify.h"
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
@@ -219,12 +220,6 @@ cudaError_t StagedDownload(Lane& lane, void* dst, const void* src, uint64_t byte
     }
   }
   return cudaSuccess;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
 }
 
 }  // namespace

@@ -28,14 +28,9 @@ MultiplyRequest InlineRequest(int64_t m, int64_t n, int64_t k, uint32_t seed) {
   return req;
 }
 
+// A and B from the same seed (they differ: the operand is part of the stream).
 MultiplyRequest RandomRequest(int64_t m, int64_t n, int64_t k, uint64_t seed) {
-  MultiplyRequest req;
-  req.mutable_shape()->set_m(m);
-  req.mutable_shape()->set_n(n);
-  req.mutable_shape()->set_k(k);
-  req.mutable_a()->mutable_random()->set_seed(seed);
-  req.mutable_b()->mutable_random()->set_seed(seed);
-  return req;
+  return SeededRequest(m, n, k, seed, seed);
 }
 
 void ExpectError(const grpc::Status& st, grpc::StatusCode code, const std::string& text) {

@@ -54,12 +54,7 @@ TEST_F(MetricsTest, CountersMoveWithRequests) {
   EXPECT_EQ(Sample(before, "gemm_device_healthy{device=\"cpu:0\"}"), 1);
   EXPECT_EQ(Sample(before, "gemm_queue_depth{device=\"cpu:0\"}"), 0);
 
-  gemm::v1::MultiplyRequest req;
-  req.mutable_shape()->set_m(64);
-  req.mutable_shape()->set_n(32);
-  req.mutable_shape()->set_k(16);
-  req.mutable_a()->mutable_random()->set_seed(1);
-  req.mutable_b()->mutable_random()->set_seed(2);
+  gemm::v1::MultiplyRequest req = SeededRequest(64, 32, 16, 1, 2);
   req.set_repeats(2);
   gemm::v1::MultiplyResponse resp;
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(client().Multiply(req, &resp).ok());

@@ -146,12 +146,7 @@ TEST_F(SecurityTest, EveryGemmCallChecksTheTokenButHealthStaysOpenForProbes) {
   StartServer(c);
   gemmc::GemmClient anonymous(Options());
 
-  gemm::v1::MultiplyRequest req;
-  req.mutable_shape()->set_m(2);
-  req.mutable_shape()->set_n(2);
-  req.mutable_shape()->set_k(2);
-  req.mutable_a()->mutable_random()->set_seed(1);
-  req.mutable_b()->mutable_random()->set_seed(2);
+  const gemm::v1::MultiplyRequest req = SeededRequest(2, 2, 2, 1, 2);
   gemm::v1::MultiplyResponse resp;
   EXPECT_EQ(anonymous.Multiply(req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   gemm::v1::ListMatricesResponse matrices;

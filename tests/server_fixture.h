@@ -77,6 +77,18 @@ inline double Sample(const std::string& text, const std::string& series) {
   return std::stod(text.substr(at + series.size() + 2));
 }
 
+// A request for an m×n×k GEMM whose A and B the server generates from
+// seeds (gemm/random_fill.h): nothing to upload, any size.
+inline gemm::v1::MultiplyRequest SeededRequest(int64_t m, int64_t n, int64_t k, uint64_t a_seed, uint64_t b_seed) {
+  gemm::v1::MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.mutable_a()->mutable_random()->set_seed(a_seed);
+  req.mutable_b()->mutable_random()->set_seed(b_seed);
+  return req;
+}
+
 inline ServerConfig LoopbackConfig() {
   ServerConfig c;
   c.listen = "127.0.0.1:0";

@@ -117,12 +117,7 @@ class GpuServerTest : public ServerFixture {
 };
 
 TEST_F(GpuServerTest, ServesStepZeroVerifiedWithTimingAndDevice) {
-  gemm::v1::MultiplyRequest req;
-  req.mutable_shape()->set_m(4096);
-  req.mutable_shape()->set_n(4096);
-  req.mutable_shape()->set_k(4096);
-  req.mutable_a()->mutable_random()->set_seed(1);
-  req.mutable_b()->mutable_random()->set_seed(2);
+  gemm::v1::MultiplyRequest req = SeededRequest(4096, 4096, 4096, 1, 2);
   req.set_repeats(10);
   gemm::v1::MultiplyResponse resp;
   ASSERT_TRUE(client().Multiply(req, &resp).ok());

@@ -17,16 +17,6 @@ namespace {
 using ::testing::HasSubstr;
 using Health = grpc::health::v1::HealthCheckResponse;
 
-gemm::v1::MultiplyRequest SeededRequest(int64_t size, uint64_t seed) {
-  gemm::v1::MultiplyRequest req;
-  req.mutable_shape()->set_m(size);
-  req.mutable_shape()->set_n(size);
-  req.mutable_shape()->set_k(size);
-  req.mutable_a()->mutable_random()->set_seed(seed);
-  req.mutable_b()->mutable_random()->set_seed(seed + 1);
-  return req;
-}
-
 // Launches a kernel on `device` that writes to an unmapped address and
 // waits for it: the context is lost (cudaErrorIllegalAddress, sticky).
 cudaError_t PlantStickyFault(int device) {
@@ -59,14 +49,14 @@ class DeviceFaultTest : public ServerFixture {
 
 TEST_F(DeviceFaultTest, AStickyFaultTakesEveryGpuOutOfServiceAndAsksForARestart) {
   gemm::v1::MultiplyResponse resp;
-  ASSERT_TRUE(client().Multiply(SeededRequest(512, 1), &resp).ok());
+  ASSERT_TRUE(client().Multiply(SeededRequest(512, 512, 512, 1, 2), &resp).ok());
   ASSERT_EQ(resp.device(), "cuda:0");  // idle devices: the dispatcher's tie goes to the first
   ASSERT_EQ(ServerHealth(), Health::SERVING);
 
   ASSERT_EQ(PlantStickyFault(0), cudaErrorIllegalAddress);
 
   // The request that finds the fault: INTERNAL, saying what happened.
-  const grpc::Status hit = client().Multiply(SeededRequest(512, 2), &resp);
+  const grpc::Status hit = client().Multiply(SeededRequest(512, 512, 512, 2, 3), &resp);
   EXPECT_EQ(hit.error_code(), grpc::StatusCode::INTERNAL) << hit.error_message();
   EXPECT_THAT(hit.error_message(), HasSubstr("cuda:0"));
   EXPECT_THAT(hit.error_message(), HasSubstr("must be restarted"));
@@ -83,7 +73,7 @@ TEST_F(DeviceFaultTest, AStickyFaultTakesEveryGpuOutOfServiceAndAsksForARestart)
   EXPECT_EQ(ServerHealth(), Health::NOT_SERVING);
   EXPECT_EQ(lost_callbacks_.load(), 1);  // gemmd's main drains and exits 3 on this
 
-  const grpc::Status after = client().Multiply(SeededRequest(512, 3), &resp);
+  const grpc::Status after = client().Multiply(SeededRequest(512, 512, 512, 3, 4), &resp);
   EXPECT_EQ(after.error_code(), grpc::StatusCode::UNAVAILABLE) << after.error_message();
   EXPECT_THAT(after.error_message(), HasSubstr("every device of this server is out of service"));
 }

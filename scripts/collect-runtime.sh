@@ -17,6 +17,7 @@ for b in "${bins[@]}"; do
 done
 {
   for b in "${bins[@]}"; do ldd "$b" | awk '/=>/ {print $3}'; done
-  ldconfig -p | awk '/libopenblas\.so\.0 / {print $NF; exit}'
+  # awk reads to the end: an early exit would kill ldconfig with SIGPIPE, which pipefail reports.
+  ldconfig -p | awk '/libopenblas\.so\.0 / && !found {print $NF; found = 1}'
 } | sort -u | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so|/libcuda|/libcudart|/libcublas' |
   while read -r lib; do cp -L "$lib" "$dest/lib/"; done

@@ -8,9 +8,12 @@
 // Its 192 KB of stages allow one CTA per SM, so no second CTA fills the
 // tensor cores while a consumer waits: each consumer keeps one wgmma group
 // in flight instead, issuing k-tile t, then waiting for k-tile t-1 and
-// freeing that stage. Each consumer writes its own 64 rows of D in
-// 64-column chunks through a small staging buffer, which leaves shared
-// memory for four 48 KB stages.
+// freeing that stage. For the same reason D does not leave between tiles:
+// a consumer packs its 64 rows to fp16 (freeing the accumulators for the
+// next tile) and stores one 64-column chunk of them every other k-tile of
+// the next tile, while its wgmma run; consumer 1 stores on the k-tiles in
+// between, so the two never pause at once. Two 8 KB staging chunks per
+// consumer leave shared memory for four 48 KB stages.
 #include "barrier.h"
 #include "cluster.h"
 #include "cluster_pair_tiles.h"
@@ -33,8 +36,9 @@ constexpr int kBTileBytes = 2 * kTileBytes;            // 256×64
 using PairTiles = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes>;
 constexpr int kClusterSize = PairTiles::kClusterSize;
 constexpr int kStageBytes = PairTiles::kStageBytes;
-constexpr int kChunksPerPass = 2;  // D chunks (64×64) a consumer stages at once
-constexpr int kStagingBytes = kConsumers * kChunksPerPass * kDChunkBytes;
+constexpr int kDChunks = kTileCols / 64;         // D chunks (64×64) in a consumer's rows
+constexpr int kStoringKTiles = kDChunks * kConsumers;  // the k-tiles of a tile that carry the last tile's D
+constexpr int kStagingBytes = kConsumers * 2 * kDChunkBytes;
 constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
 
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
@@ -64,29 +68,41 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     ClaimRegisters<ConsumerRegisters(1, kConsumers)>();
     const int consumer = warpgroup - 1;
     const bool leader = threadIdx.x % 128 == 0;
-    float acc[128];
+    char* my_staging = staging + consumer * 2 * kDChunkBytes;
+    float acc[kTileCols / 2];
+    uint32_t pending[kTileCols / 4];  // the last tile's rows of D, packed, stored during this tile's first k-tiles
+    int64_t pending_row = m, pending_n0 = 0;  // pending_row >= m: nothing to store
     int it = 0;  // this CTA's (tile, k-tile) iteration, as the producer counts them
+    auto multiply = [&](int kt) {
+      const int s = it % kStages;
+      Wait(&full[s], (it / kStages) % 2);
+      IssueWideTileMma(acc, stages + s * kStageBytes + consumer * kConsumerRows * 128,
+                       stages + s * kStageBytes + kATileBytes, /*accumulate=*/kt > 0);
+      WaitForMma<1>(acc);  // k-tile kt-1 is done once at most this one is pending
+      if (leader && kt > 0) PairTiles::Release(&empty[(it - 1) % kStages]);
+      ++it;
+    };
+    auto store_chunk = [&](int chunk) {
+      if (pending_row < m) StoreChunk(pending, chunk, my_staging, 1 + consumer, leader, &d_map, pending_row, pending_n0, n);
+    };
+    const int k_tiles = pair.k_tiles();
     for (int tile = 0; tile < pair.tiles(); ++tile) {
-      for (int kt = 0; kt < pair.k_tiles(); ++kt, ++it) {
-        const int s = it % kStages;
-        Wait(&full[s], (it / kStages) % 2);
-        const char* a_rows = stages + s * kStageBytes + consumer * kConsumerRows * 128;
-        const char* b_tile = stages + s * kStageBytes + kATileBytes;
-
-        IssueWideTileMma(acc, a_rows, b_tile, /*accumulate=*/kt > 0);
-        WaitForMma<1>(acc);  // k-tile kt-1 is done once at most this one is pending
-        if (leader && kt > 0) PairTiles::Release(&empty[(it - 1) % kStages]);
+      int64_t m0, n0;  // now, not after the k-loop, where it would delay the next tile's first wgmma
+      pair.Origin(tile, &m0, &n0);
+#pragma unroll
+      for (int kt = 0; kt < kStoringKTiles; ++kt) {  // all chunks are stored even if K has fewer k-tiles
+        if (kt < k_tiles) multiply(kt);
+        if (kt % kConsumers == consumer) store_chunk(kt / kConsumers);
       }
+      for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
       WaitForMma<0>(acc);
       if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
-      int64_t m0, n0;
-      pair.Origin(tile, &m0, &n0);
-      const int64_t row0 = m0 + consumer * kConsumerRows;
-      if (row0 < m) {
-        StoreRowsInChunks<kTileCols, kChunksPerPass>(acc, staging + consumer * kChunksPerPass * kDChunkBytes,
-                                                     1 + consumer, leader, &d_map, row0, n0, n);
-      }
+      PackAccumulators(acc, pending);
+      pending_row = m0 + consumer * kConsumerRows;
+      pending_n0 = n0;
     }
+#pragma unroll
+    for (int c = 0; c < kDChunks; ++c) store_chunk(c);  // the last tile's rows
     DrainChunkStores(leader);
   }
   ClusterSync();

@@ -32,9 +32,13 @@ __device__ inline void TmaStore(const CUtensorMap* map, int32_t col, int32_t row
 // Closes the stores issued so far into one bulk group.
 __device__ inline void TmaStoreCommit() { cuda::ptx::cp_async_bulk_commit_group(); }
 
-// Waits until every committed store has read its shared memory, which may
-// then be overwritten (the writes to global memory may still be under way).
-__device__ inline void TmaStoreWaitRead() { cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{}); }
+// Waits until every committed store group but the newest kPending has read
+// its shared memory, which may then be overwritten (the writes to global
+// memory may still be under way). Groups are counted per issuing thread.
+template <int kPending = 0>
+__device__ inline void TmaStoreWaitRead() {
+  cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<kPending>{});
+}
 
 __device__ inline void TmaStoreCommitAndWait() {
   TmaStoreCommit();

@@ -129,6 +129,37 @@ if command -v cuobjdump >/dev/null; then
   note "SASS: $(grep -c HGMMA "$OUT/sass.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass.txt") LDL/STL lines"
 fi
 
+# 5. Clocks aside: ncu's cycle counts and tensor-pipe activity for cuBLAS and
+# steps 8-10 at 4096^3 (the GPU's power cap moves its clock from run to run;
+# cycles do not move with it). Skipped where ncu cannot read the counters.
+if command -v ncu >/dev/null; then
+  timeout 300 ncu --clock-control none --kernel-name-base function \
+    --kernel-name "regex:^(?!.*(FillRandomKernel|CompareKernel)).*" \
+    --metrics sm__cycles_elapsed.max,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
+    "$bin/gemm-bench" --shapes 4096x4096x4096 --steps 8,9,10 --warmup 0 --iters 1 >"$OUT/ncu_cycles.txt" 2>&1
+  python3 - "$OUT/ncu_cycles.txt" <<'PY' | tee -a "$summary"
+import re, statistics, sys
+kernels, name = {}, None
+for line in open(sys.argv[1]):
+    m = re.match(r"  (\S.*?)(\(CUtensorMap|\s\(\d+, \d+, \d+\)x)", line)
+    if m:
+        name = re.sub(r"^.*::", "", m.group(1).strip())
+        kernels.setdefault(name, {"cycles": [], "tensor": []})
+    m = re.search(r"sm__cycles_elapsed.max\s+cycle\s+([\d,]+)", line)
+    if m and name:
+        kernels[name]["cycles"].append(int(m.group(1).replace(",", "")))
+    m = re.search(r"pct_of_peak_sustained_active\s+%\s+([\d.]+)", line)
+    if m and name:
+        kernels[name]["tensor"].append(float(m.group(1)))
+if not kernels:
+    print("ncu: no counters read (see ncu_cycles.txt)")
+for k, v in kernels.items():
+    if v["cycles"]:
+        print(f"ncu 4096^3 {k[:60]}: {statistics.median(v['cycles']):,.0f} cycles, tensor pipe "
+              f"{statistics.median(v['tensor']):.1f}% of active cycles")
+PY
+fi
+
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" --exclude=logs.tar.gz --exclude=bench.csv --exclude=bench.md \
   --exclude=summary.txt . 2>/dev/null
 find "$OUT" -maxdepth 1 -type f ! -name logs.tar.gz ! -name bench.csv ! -name bench.md ! -name summary.txt -delete

@@ -58,24 +58,28 @@ class ClusterPairTiles {
 
   // The producer thread's whole loop, over every (tile, k-tile) of this CTA:
   // wait until stage s is empty in both CTAs, then load A and this CTA's
-  // share of B into it.
+  // share of B into it. A tile's origin is worked out before its k-tiles,
+  // not between a stage's release and its refill.
   template <int kStages>
   __device__ void Produce(const CUtensorMap* a_map, const CUtensorMap* b_map, char* stages, uint64_t* full,
                           uint64_t* empty) const {
-    const int iterations = tiles() * k_tiles_;
-    for (int it = 0; it < iterations; ++it) {
-      const int s = it % kStages;
-      Wait(&empty[s], ((it / kStages) % 2) ^ 1);  // the first round finds every stage empty
+    int it = 0;
+    for (int tile = 0; tile < tiles(); ++tile) {
       int64_t m0, n0;
-      Origin(it / k_tiles_, &m0, &n0);
-      const int32_t k0 = (it % k_tiles_) * kTileK;
-      char* a_tile = stages + s * kStageBytes;
-      char* b_share = a_tile + kATileBytes + rank_ * kBShareBytes;
-      ArriveExpectTx(&full[s], StageBytes(m0, n0));
-      if (m0 < m_) TmaLoad(a_tile, a_map, k0, static_cast<int32_t>(m0), &full[s]);
-      if (n0 + rank_ * kBShareRows < n_) {
-        TmaLoadMulticast(b_share, b_map, k0, static_cast<int32_t>(n0 + rank_ * kBShareRows), &full[s],
-                         kWholeCluster);
+      Origin(tile, &m0, &n0);
+      const uint32_t bytes = StageBytes(m0, n0);
+      const bool load_a = m0 < m_, load_b = n0 + rank_ * kBShareRows < n_;
+      const int32_t a_row = static_cast<int32_t>(m0), b_row = static_cast<int32_t>(n0 + rank_ * kBShareRows);
+      for (int kt = 0; kt < k_tiles_; ++kt, ++it) {
+        const int s = it % kStages;
+        Wait(&empty[s], ((it / kStages) % 2) ^ 1);  // the first round finds every stage empty
+        char* a_tile = stages + s * kStageBytes;
+        ArriveExpectTx(&full[s], bytes);
+        if (load_a) TmaLoad(a_tile, a_map, kt * kTileK, a_row, &full[s]);
+        if (load_b) {
+          TmaLoadMulticast(a_tile + kATileBytes + rank_ * kBShareBytes, b_map, kt * kTileK, b_row, &full[s],
+                           kWholeCluster);
+        }
       }
     }
   }

@@ -99,11 +99,12 @@ __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&pa
 }
 
 // Chunk `chunk` (columns 64·chunk..+63) of one warpgroup's packed 64 rows
-// to D at (row0, n0), through staging chunk chunk % 2 (`chunk` must be a
-// compile-time constant after unrolling, so that `packed` stays in registers). The leader waits
-// until the store that last used that chunk has read it (every chunk
-// commits a group, stored or not, so "all but the newest" is that store).
-// `barrier_id` syncs this warpgroup only. Call DrainChunkStores before exit.
+// to D at (row0, n0), through staging chunk chunk % 2. `chunk` must be a
+// compile-time constant after unrolling, so that `packed` stays in
+// registers. The leader waits until the store that last used that staging
+// chunk has read it (every call commits a group, stored or not, so "all but
+// the newest" is that store). `barrier_id` syncs this warpgroup only. Call
+// DrainChunkStores before the CTA exits.
 template <int kPackedRegs>
 __device__ inline void StoreChunk(const uint32_t (&packed)[kPackedRegs], int chunk, char* staging, int barrier_id,
                                   bool leader, const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n) {

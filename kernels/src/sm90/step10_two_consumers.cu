@@ -83,7 +83,8 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
       ++it;
     };
     auto store_chunk = [&](int chunk) {
-      if (pending_row < m) StoreChunk(pending, chunk, my_staging, 1 + consumer, leader, &d_map, pending_row, pending_n0, n);
+      if (pending_row >= m) return;
+      StoreChunk(pending, chunk, my_staging, 1 + consumer, leader, &d_map, pending_row, pending_n0, n);
     };
     const int k_tiles = pair.k_tiles();
     for (int tile = 0; tile < pair.tiles(); ++tile) {

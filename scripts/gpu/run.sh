@@ -2,7 +2,8 @@
 # Runs on the GPU machine, in one device call: GPU tests, the server end to
 # end (first request vs steady state, and its TFLOPS against gemm-bench's
 # cuBLAS), gemm-bench over the ladder, the SASS check, ncu's cycle counts
-# for cuBLAS and steps 8-10. Logs go to $OUT; a short summary is printed last. Needs .bundle.tar.xz (scripts/gpu/bundle.sh).
+# for cuBLAS and steps 8-10. Logs go to $OUT; a short summary is printed
+# last. Needs .bundle.tar.xz (scripts/gpu/bundle.sh).
 #   BENCH_SHAPES, BENCH_STEPS, BENCH_ITERS override the benchmark's lists.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

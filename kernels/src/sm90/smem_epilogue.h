@@ -32,54 +32,73 @@ __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char
   }
 }
 
-// Columns [col0, col0 + 64) of one warpgroup's 64×N accumulators (the
-// wgmma layout, wgmma.h) into a 64×64 swizzled chunk: the box of D that a
-// warpgroup stores at a time. `col0` must be a compile-time constant after
-// unrolling, so that the accumulators stay in registers.
 // kDChunkRows is also the rows of the D map's box (TmaBoxRows::d) for every
 // step that stores in chunks.
 inline constexpr int kDChunkRows = 64;
 inline constexpr int kDChunkBytes = kDChunkRows * 64 * 2;
 
+// Where this thread's accumulators i and i + 1 (the wgmma layout, wgmma.h:
+// one row, two adjacent columns) go in `chunk`, the 64×64 swizzled chunk
+// that holds columns [col0, col0 + 64) of its warpgroup's 64 rows.
+__device__ inline char* PairInChunk(char* chunk, int i, int col0) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int row = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+  const int c = 8 * (i / 4) + 2 * (lane % 4) - col0;  // 0..63
+  return chunk + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2;
+}
+
+// Columns [col0, col0 + 64) of one warpgroup's 64×N accumulators into a
+// 64×64 swizzled chunk: the box of D that a warpgroup stores at a time.
+// `col0` must be a compile-time constant after unrolling, so that the
+// accumulators stay in registers.
 template <int kRegs>
 __device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int col0, char* chunk) {
-  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
 #pragma unroll
   for (int i = col0 / 2; i < col0 / 2 + 32; i += 2) {
-    const int row = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
-    const int c = 8 * (i / 4) + 2 * (lane % 4) - col0;  // 0..63
-    *reinterpret_cast<__half2*>(chunk + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2) =
-        __floats2half2_rn(acc[i], acc[i + 1]);
+    *reinterpret_cast<__half2*>(PairInChunk(chunk, i, col0)) = __floats2half2_rn(acc[i], acc[i + 1]);
+  }
+}
+
+// One 64×64 chunk of D through the staging `buffer` to D at (row0, col):
+// the leader waits until all but the newest kPending of its committed
+// stores have read their staging (the store that last used `buffer` among
+// them), the warpgroup writes the chunk (`write(buffer)`), and the leader
+// stores it. Every call commits a group, stored or not (col at or past n),
+// so that count holds. The leader waits only before reusing staging, not
+// after each store, so the last chunk of a tile leaves while the next tile
+// multiplies (call DrainChunkStores before the CTA exits). `barrier_id`
+// syncs this warpgroup only.
+template <int kPending, typename Write>
+__device__ inline void StoreStagedChunk(char* buffer, Write write, int barrier_id, bool leader,
+                                        const CUtensorMap* d_map, int64_t row0, int64_t col, int64_t n) {
+  if (leader) TmaStoreWaitRead<kPending>();
+  NamedBarrierSync(barrier_id, 128);  // the staging is read out
+  write(buffer);
+  FenceSharedForAsyncProxy();
+  NamedBarrierSync(barrier_id, 128);
+  if (leader) {
+    if (col < n) TmaStore(d_map, static_cast<int32_t>(col), static_cast<int32_t>(row0), buffer);
+    TmaStoreCommit();
   }
 }
 
 // One warpgroup's 64 rows × kCols columns of accumulators (the wgmma
 // layout) to D at (row0, n0), one 64×64 chunk at a time through `chunk`
-// (kDChunkBytes): all threads write it, the leader stores it. The leader
-// waits for the TMA to have read the chunk before the next one overwrites
-// it, not after each store, so the last chunk of a tile leaves while the
-// next tile multiplies (call DrainChunkStores before the CTA exits). Small
-// staging leaves shared memory to the pipeline. The D map's box is 64×64.
-// `barrier_id` syncs this warpgroup only.
+// (kDChunkBytes). Small staging leaves shared memory to the pipeline. The
+// D map's box is 64×64.
 template <int kCols>
 __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* chunk, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n) {
 #pragma unroll
   for (int c = 0; c < kCols / 64; ++c) {
-    if (leader) TmaStoreWaitRead();
-    NamedBarrierSync(barrier_id, 128);  // the previous chunk is read out
-    AccumulatorColumnsToSmem(acc, c * 64, chunk);
-    FenceSharedForAsyncProxy();
-    NamedBarrierSync(barrier_id, 128);
-    if (leader) {
-      if (n0 + c * 64 < n) TmaStore(d_map, static_cast<int32_t>(n0 + c * 64), static_cast<int32_t>(row0), chunk);
-      TmaStoreCommit();
-    }
+    StoreStagedChunk<0>(
+        chunk, [&](char* buffer) { AccumulatorColumnsToSmem(acc, c * 64, buffer); }, barrier_id, leader, d_map, row0,
+        n0 + c * 64, n);
   }
 }
 
-// The leader, after its last StoreRowsInChunks: shared memory must outlive
-// the TMA's reads of it.
+// The leader, after its last StoreRowsInChunks or StoreChunk: shared memory
+// must outlive the TMA's reads of it.
 __device__ inline void DrainChunkStores(bool leader) {
   if (leader) TmaStoreWaitRead();
 }
@@ -99,32 +118,21 @@ __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&pa
 }
 
 // Chunk `chunk` (columns 64·chunk..+63) of one warpgroup's packed 64 rows
-// to D at (row0, n0), through staging chunk chunk % 2. `chunk` must be a
-// compile-time constant after unrolling, so that `packed` stays in
-// registers. The leader waits until the store that last used that staging
-// chunk has read it (every call commits a group, stored or not, so "all but
-// the newest" is that store). `barrier_id` syncs this warpgroup only. Call
-// DrainChunkStores before the CTA exits.
+// to D at (row0, n0), through staging chunk chunk % 2 (2 × kDChunkBytes
+// at `staging`): waiting for all but the newest store frees exactly the
+// chunk about to be refilled. `chunk` must be a compile-time constant after
+// unrolling, so that `packed` stays in registers.
 template <int kPackedRegs>
 __device__ inline void StoreChunk(const uint32_t (&packed)[kPackedRegs], int chunk, char* staging, int barrier_id,
                                   bool leader, const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n) {
-  char* buffer = staging + (chunk % 2) * kDChunkBytes;
-  if (leader) TmaStoreWaitRead<1>();
-  NamedBarrierSync(barrier_id, 128);
-  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  auto write = [&](char* buffer) {
 #pragma unroll
-  for (int i = chunk * 32; i < chunk * 32 + 32; i += 2) {  // packed index i/2 holds accumulators i, i+1
-    const int row = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
-    const int c = 8 * (i / 4) + 2 * (lane % 4) - chunk * 64;
-    *reinterpret_cast<uint32_t*>(buffer + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2) = packed[i / 2];
-  }
-  FenceSharedForAsyncProxy();
-  NamedBarrierSync(barrier_id, 128);
-  if (leader) {
-    const int64_t col = n0 + chunk * 64;
-    if (col < n) TmaStore(d_map, static_cast<int32_t>(col), static_cast<int32_t>(row0), buffer);
-    TmaStoreCommit();
-  }
+    for (int i = chunk * 32; i < chunk * 32 + 32; i += 2) {  // packed[i / 2] holds accumulators i, i + 1
+      *reinterpret_cast<uint32_t*>(PairInChunk(buffer, i, chunk * 64)) = packed[i / 2];
+    }
+  };
+  StoreStagedChunk<1>(staging + (chunk % 2) * kDChunkBytes, write, barrier_id, leader, d_map, row0, n0 + chunk * 64,
+                      n);
 }
 
 // A warpgroup's 128×128 tile (acc[2][64]) to D at (m0, n0), one 64×64 chunk
@@ -134,7 +142,8 @@ __device__ inline void StoreTileInChunks(const float (&acc)[2][64], char* chunk,
                                          const CUtensorMap* d_map, int64_t m0, int64_t n0, int64_t m, int64_t n) {
 #pragma unroll
   for (int mb = 0; mb < 2; ++mb) {
-    if (m0 + 64 * mb < m) StoreRowsInChunks<kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, n);
+    if (m0 + 64 * mb >= m) continue;
+    StoreRowsInChunks<kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, n);
   }
 }
 

@@ -11,9 +11,8 @@ namespace gemm::sm90 {
 
 __device__ inline uint32_t ClusterRank() { return cuda::ptx::get_sreg_cluster_ctarank(); }
 
-// Every thread of every CTA in the cluster. Orders the barriers' init before
-// peers use them, and keeps a CTA's shared memory alive until its peers are
-// done multicasting into it and arriving on its barriers.
+// Every thread of every CTA in the cluster: orders the barriers' init before
+// peers use them. (Steps 9-10 need none at exit, ClusterPairTiles::Produce.)
 __device__ inline void ClusterSync() {
   cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
   cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);

@@ -4,7 +4,8 @@
 // and one half of B, and the TMA multicasts that half into both CTAs' shared
 // memory. Because the peer's TMA writes into this CTA's stages too, a stage
 // may be refilled only when the consumers of both CTAs are done with it:
-// every consumer arrives on the "empty" barrier of both CTAs.
+// every consumer arrives on the "empty" barrier of both CTAs. The producer
+// also decides when its CTA may exit (Produce's tail).
 #pragma once
 
 #include <cstdint>
@@ -57,9 +58,15 @@ class ClusterPairTiles {
   }
 
   // The producer thread's whole loop, over every (tile, k-tile) of this CTA:
-  // wait until stage s is empty in both CTAs, then load A and this CTA's
-  // share of B into it. A tile's origin is worked out before its k-tiles,
-  // not between a stage's release and its refill.
+  // wait until stage s is empty in both CTAs, then load this CTA's share of
+  // B (into both CTAs) and its A tile. A tile's origin is worked out before
+  // its k-tiles, not between a stage's release and its refill. Then the
+  // tail: wait until every stage has been released once more, that is,
+  // until both CTAs' consumers have made their last arrivals on this CTA's
+  // barriers. Every multicast into this CTA has landed by then too (its
+  // consumer waited for each one), so the CTA may exit: the tail is what
+  // keeps its shared memory alive for the peer, where a cluster-wide barrier
+  // at exit cost about 3% (ncu, H100, 4096³: 289K cycles without, 298K with).
   template <int kStages>
   __device__ void Produce(const CUtensorMap* a_map, const CUtensorMap* b_map, char* stages, uint64_t* full,
                           uint64_t* empty) const {
@@ -75,13 +82,14 @@ class ClusterPairTiles {
         Wait(&empty[s], ((it / kStages) % 2) ^ 1);  // the first round finds every stage empty
         char* a_tile = stages + s * kStageBytes;
         ArriveExpectTx(&full[s], bytes);
-        if (load_a) TmaLoad(a_tile, a_map, kt * kTileK, a_row, &full[s]);
-        if (load_b) {
+        if (load_b) {  // first: the peer's stage waits for this share too
           TmaLoadMulticast(a_tile + kATileBytes + rank_ * kBShareBytes, b_map, kt * kTileK, b_row, &full[s],
                            kWholeCluster);
         }
+        if (load_a) TmaLoad(a_tile, a_map, kt * kTileK, a_row, &full[s]);
       }
     }
+    for (int tail = 0; tail < kStages; ++tail, ++it) Wait(&empty[it % kStages], ((it / kStages) % 2) ^ 1);
   }
 
   // A consumer warpgroup's leader, done with a stage: frees it in both CTAs.

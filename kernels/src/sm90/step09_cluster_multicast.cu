@@ -63,7 +63,8 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     }
     DrainChunkStores(leader);
   }
-  ClusterSync();  // no CTA exits while its peer may still arrive on its barriers
+  // No barrier at exit: the producer's tail keeps this CTA alive until the
+  // peer is done with its barriers and shared memory (cluster_pair_tiles.h).
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     for (int c = 0; c < kDChunks; ++c) store_chunk(c);  // the last tile's rows
     DrainChunkStores(leader);
   }
-  ClusterSync();
+  // No barrier at exit: the producer's tail does that job (as in step 9).
 }
 
 }  // namespace

@@ -70,6 +70,8 @@ class ClusterPairTiles {
   template <int kStages>
   __device__ void Produce(const CUtensorMap* a_map, const CUtensorMap* b_map, char* stages, uint64_t* full,
                           uint64_t* empty) const {
+    // Until iteration `i`'s stage is free; the first round finds every stage free.
+    auto wait_until_free = [&](int i) { Wait(&empty[i % kStages], ((i / kStages) % 2) ^ 1); };
     int it = 0;
     for (int tile = 0; tile < tiles(); ++tile) {
       int64_t m0, n0;
@@ -79,7 +81,7 @@ class ClusterPairTiles {
       const int32_t a_row = static_cast<int32_t>(m0), b_row = static_cast<int32_t>(n0 + rank_ * kBShareRows);
       for (int kt = 0; kt < k_tiles_; ++kt, ++it) {
         const int s = it % kStages;
-        Wait(&empty[s], ((it / kStages) % 2) ^ 1);  // the first round finds every stage empty
+        wait_until_free(it);
         char* a_tile = stages + s * kStageBytes;
         ArriveExpectTx(&full[s], bytes);
         if (load_b) {  // first: the peer's stage waits for this share too
@@ -89,7 +91,7 @@ class ClusterPairTiles {
         if (load_a) TmaLoad(a_tile, a_map, kt * kTileK, a_row, &full[s]);
       }
     }
-    for (int tail = 0; tail < kStages; ++tail, ++it) Wait(&empty[it % kStages], ((it / kStages) % 2) ^ 1);
+    for (int tail = 0; tail < kStages; ++tail, ++it) wait_until_free(it);
   }
 
   // A consumer warpgroup's leader, done with a stage: frees it in both CTAs.

@@ -81,6 +81,27 @@ TEST_F(MetricsTest, CountersMoveWithRequests) {
   EXPECT_THAT(after, HasSubstr("gemm_build_info{engine=\"cpu\",version=\""));
 }
 
+// A client must not be able to mint label values: 500 requests with
+// made-up steps once made 13,000 series and a 1 MB /metrics.
+TEST_F(MetricsTest, InvalidStepsShareOneBoundedLabel) {
+  gemm::v1::MultiplyResponse resp;
+  for (uint32_t step = 1000; step < 1040; ++step) {
+    gemm::v1::MultiplyRequest req = SeededRequest(8, 8, 8, 1, 2);
+    req.set_step(step);
+    EXPECT_EQ(client().Multiply(req, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  const std::string text = Scrape();
+  EXPECT_EQ(Sample(text, "gemm_requests_total{code=\"INVALID_ARGUMENT\",method=\"Multiply\",step=\"invalid\"}"), 40);
+  EXPECT_EQ(Sample(text, "gemm_request_duration_seconds_count{method=\"Multiply\",step=\"invalid\"}"), 40);
+  // Every numeric step label is a step of the catalogue.
+  std::regex step_label("step=\"([0-9]+)\"");
+  int labels = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), step_label), end; it != end; ++it, ++labels) {
+    EXPECT_LE(std::stoi((*it)[1]), 10) << (*it)[0];
+  }
+  EXPECT_GT(labels, 0);
+}
+
 TEST_F(MetricsTest, MetricNamesFollowPrometheusConventions) {
   const std::string text = Scrape();
   std::regex type_line("# TYPE (\\S+) (\\S+)");

@@ -264,7 +264,7 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
   } else {
     call->resp->Clear();  // a refused call carries no half-filled reply
   }
-  metrics_.RecordRequest("Multiply", step, CodeName(status.code()), total);
+  metrics_.RecordRequest("Multiply", call->req->step(), CodeName(status.code()), total);
   metrics_.AddInFlight(-1);
   const auto& s = call->req->shape();
   if (status.ok()) {
@@ -296,7 +296,7 @@ grpc::ServerUnaryReactor* GemmService::RejectUnauthenticated(const char* method,
 }
 
 void GemmService::RecordRejected(const char* method, const absl::Status& status) {
-  metrics_.RecordRequest(method, "", CodeName(status.code()), 0);
+  metrics_.RecordRequest(method, std::nullopt, CodeName(status.code()), 0);
   spdlog::info("{} status={} error=\"{}\"", method, CodeName(status.code()), std::string(status.message()));
 }
 
@@ -352,7 +352,7 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
 void GemmService::FinishSimple(const char* method, grpc::ServerUnaryReactor* reactor, const absl::Status& status,
                                Clock::time_point start, const std::string& detail) {
   const double seconds = SecondsSince(start);
-  metrics_.RecordRequest(method, "", CodeName(status.code()), seconds);
+  metrics_.RecordRequest(method, std::nullopt, CodeName(status.code()), seconds);
   if (status.ok()) {
     spdlog::info("{} status=OK latency_ms={:.3f} {}", method, seconds * 1e3, detail);
   } else {
@@ -418,7 +418,7 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
   void Done(const absl::Status& status) {
     pending_.reset();  // a broken upload gives its quota back at once
     const double seconds = SecondsSince(start_);
-    metrics_.RecordRequest("UploadMatrix", "", CodeName(status.code()), seconds);
+    metrics_.RecordRequest("UploadMatrix", std::nullopt, CodeName(status.code()), seconds);
     spdlog::info("UploadMatrix status={} latency_ms={:.3f} {} handle={}{}", CodeName(status.code()),
                  seconds * 1e3, detail_, resp_->handle(),
                  status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
@@ -474,7 +474,7 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
 
   void Done(const absl::Status& status) {
     const double seconds = SecondsSince(start_);
-    metrics_.RecordRequest("DownloadMatrix", "", CodeName(status.code()), seconds);
+    metrics_.RecordRequest("DownloadMatrix", std::nullopt, CodeName(status.code()), seconds);
     spdlog::info("DownloadMatrix status={} latency_ms={:.3f} bytes={}{}", CodeName(status.code()),
                  seconds * 1e3, offset_, status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
     matrix_.reset();

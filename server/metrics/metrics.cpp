@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "gemm/steps.h"
+
 namespace gemmd {
 namespace {
 
@@ -109,10 +111,15 @@ int Metrics::port() const {
   return ports.empty() ? 0 : ports.front();
 }
 
-void Metrics::RecordRequest(const std::string& method, const std::string& step,
-                            const std::string& code, double seconds) {
-  requests_.Add({{"method", method}, {"step", step}, {"code", code}}).Increment();
-  request_seconds_.Add({{"method", method}, {"step", step}}, LatencyBuckets()).Observe(seconds);
+std::string Metrics::StepLabel(int64_t step) {
+  return gemm::FindStep(step) != nullptr ? std::to_string(step) : "invalid";
+}
+
+void Metrics::RecordRequest(const std::string& method, std::optional<int64_t> step, const std::string& code,
+                            double seconds) {
+  const std::string label = step ? StepLabel(*step) : "";
+  requests_.Add({{"method", method}, {"step", label}, {"code", code}}).Increment();
+  request_seconds_.Add({{"method", method}, {"step", label}}, LatencyBuckets()).Observe(seconds);
 }
 
 void Metrics::RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,13 @@ class Metrics {
   // The bound port, once serving; 0 otherwise.
   int port() const;
 
-  // One finished RPC. `step` is "" for methods that take none.
-  void RecordRequest(const std::string& method, const std::string& step, const std::string& code,
+  // One finished RPC. `step` is what the client asked for, nullopt for
+  // methods that take none. A step that is not in the catalogue is recorded
+  // as step="invalid": a client must not be able to mint label values.
+  void RecordRequest(const std::string& method, std::optional<int64_t> step, const std::string& code,
                      double seconds);
+  // The label of a requested step: its number, or "invalid" (bounded).
+  static std::string StepLabel(int64_t step);
   // One GEMM that ran on a device.
   void RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,
                   bool verification_failed);

@@ -484,6 +484,11 @@ TEST_F(GatedServiceTest, AnExpiredDeadlineDropsTheWork) {
   MultiplyResponse r3;
   EXPECT_TRUE(client().Multiply(RandomRequest(8, 8, 8, 3), &r3).ok());
   EXPECT_EQ(gate_->runs(), 2);
+  // Counted as what it was: a deadline miss (the error-ratio alert sees
+  // those), not a client's cancellation.
+  const std::string metrics = MetricsText(server());
+  EXPECT_EQ(Sample(metrics, "gemm_requests_total{code=\"DEADLINE_EXCEEDED\",method=\"Multiply\",step=\"0\"}"), 1);
+  EXPECT_LE(Sample(metrics, "gemm_requests_total{code=\"CANCELLED\",method=\"Multiply\",step=\"0\"}"), 0);
 }
 
 TEST_F(GatedServiceTest, ACancelledRequestIsDroppedAndLeaksNothing) {

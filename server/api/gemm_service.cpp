@@ -63,6 +63,17 @@ struct GemmService::MultiplyCall {
   std::shared_ptr<const StoredMatrix> a_stored, b_stored;
   std::unique_ptr<PendingMatrix> d_pending;
   std::string device = "-";
+
+  // Why the call should stop, `when` saying at which point; OK if it may go
+  // on. An expired deadline also cancels the context, so the deadline is
+  // checked first: a deadline miss must not be counted as a cancellation.
+  absl::Status StopReason(const std::string& when) const {
+    if (std::chrono::system_clock::now() > deadline) {
+      return absl::DeadlineExceededError("the deadline passed " + when);
+    }
+    if (ctx->IsCancelled()) return absl::CancelledError("the client cancelled the request " + when);
+    return absl::OkStatus();
+  }
 };
 
 grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx, const MultiplyRequest* req,
@@ -171,16 +182,12 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
 void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int device) {
   const double queued = SecondsSince(call->enqueued);
   call->device = devices_[device].id;
-  if (call->ctx->IsCancelled()) {
-    FinishMultiply(call, absl::CancelledError("the client cancelled the request while it was queued"));
+  if (auto st = call->StopReason("after " + std::to_string(queued) + " s in the queue; the GEMM was not run");
+      !st.ok()) {
+    FinishMultiply(call, st);
     return;
   }
   const auto deadline = call->deadline;
-  if (std::chrono::system_clock::now() > deadline) {
-    FinishMultiply(call, absl::DeadlineExceededError("the deadline passed after " + std::to_string(queued) +
-                                                     " s in the queue; the GEMM was not run"));
-    return;
-  }
   grpc::CallbackServerContext* ctx = call->ctx;
   call->job.should_stop = [ctx, deadline] {
     return ctx->IsCancelled() || std::chrono::system_clock::now() > deadline;
@@ -194,8 +201,8 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
   }
   if (!report.ok()) {
     absl::Status st = report.status();
-    if (st.code() == absl::StatusCode::kCancelled && !ctx->IsCancelled()) {
-      st = absl::DeadlineExceededError("the deadline passed while the GEMM ran; it was dropped");
+    if (st.code() == absl::StatusCode::kCancelled) {
+      if (auto why = call->StopReason("while the GEMM ran; it was dropped"); !why.ok()) st = why;
     }
     FinishMultiply(call, st);
     return;
@@ -235,8 +242,8 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
   metrics_.RecordGemm(job.step, call->device, p.kernel, flops * p.repeats, v.performed && !v.passed);
 
   if (call->d_pending) {
-    if (ctx->IsCancelled()) {  // nobody would learn the handle
-      FinishMultiply(call, absl::CancelledError("the client cancelled the request"));
+    if (auto st = call->StopReason("before D was stored"); !st.ok()) {  // nobody would learn the handle
+      FinishMultiply(call, st);
       return;
     }
     call->d_pending->MarkFilled();

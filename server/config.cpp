@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <climits>
 #include <cstdlib>
 
 #include "api/bearer_auth.h"
@@ -29,7 +30,7 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
                  "requests that may wait for a device; more get RESOURCE_EXHAUSTED")
       ->envname("GEMMD_QUEUE_CAPACITY")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--max-dim", c.max_dim, "largest m, n or k of one request")
-      ->envname("GEMMD_MAX_DIM")->check(CLI::Range(int64_t{1}, int64_t{1} << 31))->capture_default_str();
+      ->envname("GEMMD_MAX_DIM")->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX}))->capture_default_str();
   app.add_option("--max-request-bytes", c.max_request_bytes, "largest A+B+D (fp16 bytes) of one request")
       ->envname("GEMMD_MAX_REQUEST_BYTES")->transform(size)->capture_default_str();
   app.add_option("--matrix-quota-bytes", c.matrix_quota_bytes, "memory for all stored matrices")

@@ -85,5 +85,13 @@ TEST(Config, BadValuesStopWithAUsageError) {
   EXPECT_FALSE(Parse({"--no-such-flag"}).config);
 }
 
+// The engines pass dimensions to APIs that take 32-bit ints.
+TEST(Config, MaxDimStopsAtTheLargest32BitInt) {
+  auto p = Parse({"--max-dim", "2147483647"});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->max_dim, 2147483647);
+  EXPECT_FALSE(Parse({"--max-dim", "2147483648"}).config);
+}
+
 }  // namespace
 }  // namespace gemmd

@@ -68,6 +68,14 @@ TEST(CpuEngine, AStopRequestCancelsBeforeTheGemm) {
   EXPECT_EQ(e.Run(0, job).status().code(), absl::StatusCode::kCancelled);
 }
 
+TEST(CpuEngine, RefusesADimensionBlasCannotRepresent) {
+  CpuEngine e;
+  GemmJob job = SeededJob(1, 1, int64_t{1} << 31, 1);
+  auto r = e.Run(0, job);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("up to 2^31-1"));
+}
+
 TEST(CpuEngine, WarmupSucceeds) {
   CpuEngine e;
   EXPECT_TRUE(e.Warmup(0).ok());

@@ -390,6 +390,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   if (auto a = availability(job.step, device); !a.available) {
     return absl::FailedPreconditionError("step " + std::to_string(job.step) + " " + a.reason);
   }
+  if (auto st = CheckDimensionsFitInt32(job, name()); !st.ok()) return st;
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return dev.Fail("cudaSetDevice", e);
   const double timeout = options_.sync_timeout_seconds;

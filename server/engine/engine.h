@@ -6,6 +6,7 @@
 #include <absl/status/statusor.h>
 
 #include <cstdint>
+#include <climits>
 #include <functional>
 #include <memory>
 #include <string>
@@ -93,6 +94,18 @@ class Engine {
   // Device memory, for the metrics; zeros where the engine keeps none.
   virtual DeviceMemory memory(int) const { return {}; }
 };
+
+// The engines hand dimensions to BLAS and CUDA APIs that take 32-bit ints:
+// INVALID_ARGUMENT, naming `engine`, for a dimension they cannot represent.
+inline absl::Status CheckDimensionsFitInt32(const GemmJob& job, const std::string& engine) {
+  constexpr int64_t kMax = INT32_MAX;
+  if (job.m > kMax || job.n > kMax || job.k > kMax) {
+    return absl::InvalidArgumentError("the " + engine + " engine takes m, n and k up to 2^31-1 (" +
+                                      std::to_string(kMax) + "), got " + std::to_string(job.m) + "x" +
+                                      std::to_string(job.n) + "x" + std::to_string(job.k));
+  }
+  return absl::OkStatus();
+}
 
 // Whether any device of `engine` can run `step` (the first device's reason
 // when none can).

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <future>
 #include <latch>
 #include <map>
@@ -146,6 +148,93 @@ TEST(Dispatcher, ShutdownRunsWhatIsQueuedThenRefuses) {
   late.run = [](int) {};
   EXPECT_EQ(d.Submit(std::move(late)).code(), absl::StatusCode::kUnavailable);
   d.Shutdown();  // idempotent
+}
+
+// A task must not wait behind a long GEMM on one device while another
+// device sits idle: running work counts, not only queued work.
+TEST(Dispatcher, ANewTaskStartsOnAnIdleDeviceNotBehindARunningOne) {
+  FakeEngine engine(2);
+  std::latch release(1);
+  std::promise<int> blocker_device, next_device;
+  Dispatcher d(engine, {});  // after what its tasks use: joined first
+  Dispatcher::Task blocker;
+  blocker.work = 1e12;
+  blocker.run = [&](int device) {
+    blocker_device.set_value(device);
+    release.wait();
+  };
+  ASSERT_TRUE(d.Submit(std::move(blocker)).ok());
+  const int busy = blocker_device.get_future().get();  // running now, queue empty again
+  Dispatcher::Task next;
+  next.work = 1;
+  next.run = [&](int device) { next_device.set_value(device); };
+  ASSERT_TRUE(d.Submit(std::move(next)).ok());
+  auto started = next_device.get_future();
+  const bool in_time = started.wait_for(std::chrono::seconds(1)) == std::future_status::ready;
+  release.count_down();
+  ASSERT_TRUE(in_time) << "the task waited behind the running one";
+  EXPECT_NE(started.get(), busy);
+}
+
+// Tasks queued on a device that leaves service go to a healthy device
+// instead of failing there.
+TEST(Dispatcher, TasksQueuedOnADeviceThatLeavesServiceMoveToAHealthyOne) {
+  FakeEngine engine(2);
+  std::latch release0(1), release1(1);
+  std::promise<void> started0, started1;
+  std::promise<int> moved;
+  Dispatcher d(engine, {});
+  Dispatcher::Task small, large, queued;
+  small.work = 1;  // device 0: the lighter load, so the next task queues there
+  small.run = [&](int) {
+    started0.set_value();
+    release0.wait();
+  };
+  large.work = 100;
+  large.run = [&](int) {
+    started1.set_value();
+    release1.wait();
+  };
+  ASSERT_TRUE(d.Submit(std::move(small)).ok());
+  started0.get_future().wait();
+  ASSERT_TRUE(d.Submit(std::move(large)).ok());
+  started1.get_future().wait();
+  queued.work = 1;
+  queued.run = [&](int device) { moved.set_value(device); };
+  ASSERT_TRUE(d.Submit(std::move(queued)).ok());
+  engine.healthy_[0] = false;  // device 0 is lost while its GEMM runs
+  release0.count_down();
+  release1.count_down();
+  EXPECT_EQ(moved.get_future().get(), 1);
+}
+
+// Gauges are published under the lock that orders the changes: a worker's
+// "0 queued" can no longer be overtaken by the submitter's older "1 queued",
+// which left gemm_queue_depth at 1 on an idle server.
+TEST(Dispatcher, QueueDepthIsPublishedInTheOrderItChanged) {
+  FakeEngine engine(1);
+  DispatcherOptions o;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<size_t> published;
+  bool first = true;
+  o.on_queue_depth = [&](int, size_t depth) {
+    std::unique_lock lock(mu);
+    if (first && depth == 1) {  // the submitter's: give the worker time to overtake it
+      first = false;
+      cv.wait_for(lock, std::chrono::milliseconds(300), [&] { return !published.empty(); });
+    }
+    published.push_back(depth);
+    cv.notify_all();
+  };
+  Dispatcher d(engine, o);
+  Dispatcher::Task t;
+  t.run = [](int) {};
+  ASSERT_TRUE(d.Submit(std::move(t)).ok());
+  d.Shutdown();
+  std::lock_guard lock(mu);
+  ASSERT_FALSE(published.empty());
+  EXPECT_EQ(published.back(), 0u);
 }
 
 }  // namespace

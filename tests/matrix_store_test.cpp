@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <set>
+#include <thread>
 
 namespace gemmd {
 namespace {
@@ -86,6 +89,40 @@ TEST(MatrixStore, HandlesAreUnique) {
     handles.insert(store.Commit(std::move(*p))->handle);
   }
   EXPECT_EQ(handles.size(), 200u);
+}
+
+// The usage gauge is published under the store's lock: a thread that read
+// the bytes in use before another changed them cannot publish its stale
+// value last.
+TEST(MatrixStore, UsageIsPublishedInTheOrderItChanged) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<uint64_t> published;
+  bool waiting = false;
+  MatrixStore store(1000, [&](uint64_t used, size_t) {
+    std::unique_lock lock(mu);
+    if (used == 150) {  // the reserving thread's: let the other thread publish meanwhile
+      waiting = true;
+      cv.notify_all();
+      const size_t before = published.size();
+      cv.wait_for(lock, std::chrono::milliseconds(300), [&] { return published.size() > before; });
+    }
+    published.push_back(used);
+    cv.notify_all();
+  });
+  auto first = store.Reserve(10, 5, "");  // 100 bytes
+  ASSERT_TRUE(first.ok());
+  std::unique_ptr<PendingMatrix> second;
+  std::thread reserver([&] { second = std::move(*store.Reserve(5, 5, "")); });  // 50 more: 150
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return waiting; });
+  }
+  first->reset();  // 100 back: 50 in use
+  reserver.join();
+  std::lock_guard lock(mu);
+  EXPECT_EQ(store.used_bytes(), 50u);
+  EXPECT_EQ(published.back(), 50u);
 }
 
 }  // namespace

@@ -18,67 +18,89 @@ Dispatcher::Dispatcher(Engine& engine, DispatcherOptions options)
 
 Dispatcher::~Dispatcher() { Shutdown(); }
 
-absl::Status Dispatcher::Submit(Task task) {
-  int device = -1;
-  size_t depth = 0;
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_) return absl::UnavailableError("the server is shutting down");
-    if (queued_ >= options_.queue_capacity) {
-      return absl::ResourceExhaustedError("the server's queue is full (" +
-                                          std::to_string(options_.queue_capacity) +
-                                          " requests waiting); retry later");
+Dispatcher::Choice Dispatcher::Choose(int step, int except) const {
+  Choice choice;
+  bool best_idle = false;
+  double least = std::numeric_limits<double>::infinity();
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    const int di = static_cast<int>(d);
+    if (di == except || !engine_.healthy(di)) continue;
+    choice.any_healthy = true;
+    if (!engine_.availability(step, di).available) continue;
+    const Device& dev = *devices_[d];
+    const bool idle = dev.has_idle_worker();
+    const double load = dev.queued_work + dev.running_work;
+    if ((idle && !best_idle) || (idle == best_idle && load < least)) {
+      best_idle = idle;
+      least = load;
+      choice.device = di;
     }
-    double least = std::numeric_limits<double>::infinity();
-    bool any_healthy = false;
-    for (size_t d = 0; d < devices_.size(); ++d) {
-      const int di = static_cast<int>(d);
-      if (!engine_.healthy(di)) continue;
-      any_healthy = true;
-      if (!engine_.availability(task.step, di).available) continue;
-      if (devices_[d]->queued_work < least) {
-        least = devices_[d]->queued_work;
-        device = di;
-      }
-    }
-    // Every device lost is this server's state, not the request's fault: a
-    // client may retry elsewhere. A step no healthy device offers is.
-    if (!any_healthy) {
-      return absl::UnavailableError("every device of this server is out of service (see ListKernels for why); "
-                                    "retry on another server");
-    }
-    if (device < 0) {
-      return absl::FailedPreconditionError("no healthy device can run step " + std::to_string(task.step));
-    }
-    Device& dev = *devices_[device];
-    dev.queued_work += task.work;
-    dev.queue.push_back(std::move(task));
-    depth = dev.queue.size();
-    ++queued_;
-    dev.ready.notify_one();
   }
-  options_.on_queue_depth(device, depth);
+  return choice;
+}
+
+void Dispatcher::Enqueue(int device, Task task) {
+  Device& dev = *devices_[device];
+  dev.queued_work += task.work;
+  dev.queue.push_back(std::move(task));
+  ++queued_;
+  options_.on_queue_depth(device, dev.queue.size());
+  dev.ready.notify_one();
+}
+
+absl::Status Dispatcher::Submit(Task task) {
+  std::lock_guard lock(mu_);
+  if (stopping_) return absl::UnavailableError("the server is shutting down");
+  if (queued_ >= options_.queue_capacity) {
+    return absl::ResourceExhaustedError("the server's queue is full (" + std::to_string(options_.queue_capacity) +
+                                        " requests waiting); retry later");
+  }
+  const Choice choice = Choose(task.step, -1);
+  // Every device lost is this server's state, not the request's fault: a
+  // client may retry elsewhere. A step no healthy device offers is.
+  if (!choice.any_healthy) {
+    return absl::UnavailableError("every device of this server is out of service (see ListKernels for why); "
+                                  "retry on another server");
+  }
+  if (choice.device < 0) {
+    return absl::FailedPreconditionError("no healthy device can run step " + std::to_string(task.step));
+  }
+  Enqueue(choice.device, std::move(task));
   return absl::OkStatus();
 }
 
 void Dispatcher::WorkerLoop(int device) {
   Device& dev = *devices_[device];
+  std::unique_lock lock(mu_);
   for (;;) {
-    Task task;
-    size_t depth = 0;
-    {
-      std::unique_lock lock(mu_);
-      dev.ready.wait(lock, [&] { return stopping_ || !dev.queue.empty(); });
-      if (dev.queue.empty()) return;  // stopping, and nothing left to drain
-      task = std::move(dev.queue.front());
-      dev.queue.pop_front();
-      dev.queued_work -= task.work;
-      if (dev.queue.empty()) dev.queued_work = 0;  // no float drift
-      depth = dev.queue.size();
-      --queued_;
+    ++dev.idle_workers;
+    dev.ready.wait(lock, [&] { return stopping_ || !dev.queue.empty(); });
+    --dev.idle_workers;
+    if (dev.queue.empty()) return;  // stopping, and nothing left to drain
+    Task task = std::move(dev.queue.front());
+    dev.queue.pop_front();
+    dev.queued_work -= task.work;
+    if (dev.queue.empty()) dev.queued_work = 0;  // no float drift
+    --queued_;
+    options_.on_queue_depth(device, dev.queue.size());
+    if (!engine_.healthy(device)) {
+      // The device left service while this task waited: a healthy one
+      // takes it. With none left, it runs here and fails fast as UNAVAILABLE.
+      if (const Choice other = Choose(task.step, device); other.device >= 0) {
+        Enqueue(other.device, std::move(task));
+        continue;
+      }
     }
-    options_.on_queue_depth(device, depth);
+    dev.running_work += task.work;
+    ++dev.running;
+    lock.unlock();
     task.run(device);
+    lock.lock();
+    if (--dev.running == 0) {
+      dev.running_work = 0;  // no float drift
+    } else {
+      dev.running_work -= task.work;
+    }
   }
 }
 

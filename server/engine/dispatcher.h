@@ -1,6 +1,8 @@
 // Spreads work over an engine's devices: one bounded FIFO per device, a few
-// worker threads per device, each task to the healthy device that can run its
-// step and has the least queued work (in FLOPs).
+// worker threads per device, each task to a healthy device that can run its
+// step: one with an idle worker first, else the one with the least work
+// (queued and running, in FLOPs). A task queued on a device that has left
+// service moves to a healthy one when its turn comes.
 #pragma once
 
 #include <absl/status/status.h>
@@ -22,7 +24,9 @@ struct DispatcherOptions {
   // Tasks waiting (not running) across all devices; Submit refuses past it.
   size_t queue_capacity = 64;
   size_t workers_per_device = 1;
-  // Called with (device, tasks queued on it) whenever that number changes.
+  // Called with (device, tasks queued on it) whenever that number changes,
+  // under the dispatcher's lock so that gauges see the changes in order:
+  // it must not call back into the dispatcher.
   std::function<void(int, size_t)> on_queue_depth = [](int, size_t) {};
 };
 
@@ -52,8 +56,19 @@ class Dispatcher {
   struct Device {
     std::deque<Task> queue;
     double queued_work = 0;
+    double running_work = 0;
+    size_t running = 0;
+    size_t idle_workers = 0;
     std::condition_variable ready;
+    bool has_idle_worker() const { return idle_workers > queue.size(); }
   };
+  struct Choice {
+    int device = -1;
+    bool any_healthy = false;
+  };
+  // The device for a task of `step`, under mu_; `except` is left out.
+  Choice Choose(int step, int except) const;
+  void Enqueue(int device, Task task);  // under mu_
   void WorkerLoop(int device);
 
   Engine& engine_;

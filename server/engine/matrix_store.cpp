@@ -138,12 +138,10 @@ std::vector<MatrixDescription> MatrixStore::List() const {
 }
 
 void MatrixStore::Publish() const {
-  size_t count = 0;
-  {
-    std::lock_guard lock(mu_);
-    count = matrices_.size();
-  }
-  on_usage_(used_->load(), count);
+  // Read and published under the lock: two threads cannot publish out of
+  // order and leave a stale value on the gauge.
+  std::lock_guard lock(mu_);
+  on_usage_(used_->load(), matrices_.size());
 }
 
 std::string MatrixStore::NewHandle() {

@@ -76,7 +76,8 @@ class PendingMatrix {
 
 class MatrixStore {
  public:
-  // `on_usage` sees (bytes used, matrices stored) after every change.
+  // `on_usage` sees (bytes used, matrices stored) after every change, under
+  // the store's lock: it must not call back into the store.
   explicit MatrixStore(uint64_t quota_bytes,
                        std::function<void(uint64_t, size_t)> on_usage = [](uint64_t, size_t) {});
   ~MatrixStore();

@@ -101,12 +101,17 @@ absl::Status GemmServer::Start() {
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
-  if (!server_ || port_ == 0) return absl::UnavailableError("cannot listen on " + config_.listen);
-
-  auto* health = server_->GetHealthCheckService();
-  health->SetServingStatus("", false);
-  health->SetServingStatus(kServiceName, false);
+  {
+    // Workers read server_ (UpdateHealth) under the same lock.
+    std::lock_guard lock(health_mu_);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) return absl::UnavailableError("cannot listen on " + config_.listen);
+    // NOT_SERVING until every device is warm; Multiply meanwhile answers
+    // UNAVAILABLE (GemmService::SetReady).
+    auto* health = server_->GetHealthCheckService();
+    health->SetServingStatus("", false);
+    health->SetServingStatus(kServiceName, false);
+  }
 
   // Warm every device before saying SERVING, so the first request pays no
   // start-up cost.
@@ -137,6 +142,11 @@ absl::Status GemmServer::Start() {
     }
   }
   for (const auto& [reason, steps] : unavailable) spdlog::info("steps {} unavailable: {}", steps, reason);
+  service_->SetReady();
+  {
+    std::lock_guard lock(health_mu_);
+    warm_ = true;
+  }
   UpdateHealth();
   spdlog::info("gemmd {} serving gemm.v1 on port {} ({} engine, {} device(s)); metrics on {}", kGemmdVersion,
                port_, engine_->name(), devices.size(),
@@ -151,7 +161,7 @@ void GemmServer::UpdateHealth() {
   std::function<void()> lost;
   {
     std::lock_guard lock(health_mu_);
-    if (!server_ || shut_down_) return;
+    if (!server_ || !warm_ || shut_down_) return;
     bool any_healthy = false;
     const size_t devices = engine_->devices().size();
     for (size_t d = 0; d < devices; ++d) any_healthy |= engine_->healthy(static_cast<int>(d));
@@ -173,6 +183,8 @@ void GemmServer::Shutdown(std::chrono::duration<double> grace) {
     if (shut_down_) return;
     shut_down_ = true;
   }
+  // From here server_ no longer changes: Start is over (or never ran), and
+  // UpdateHealth returns early.
   if (server_) {
     auto* health = server_->GetHealthCheckService();
     health->SetServingStatus("", false);

@@ -58,6 +58,7 @@ class GemmServer {
   // and from the worker that found a device lost.
   void UpdateHealth();
   std::mutex health_mu_;
+  bool warm_ = false;  // every device warmed up: health may read SERVING
   bool all_lost_ = false;
   bool shut_down_ = false;
   std::function<void()> on_all_devices_lost_;

@@ -87,6 +87,11 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
   call->deadline = ctx->deadline();
   metrics_.AddInFlight(1);
 
+  if (!ready_) {
+    FinishMultiply(call, absl::UnavailableError("the server is warming up its devices (start-up self-test); "
+                                                "retry in a moment"));
+    return call->reactor;
+  }
   if (auto st = ValidateMultiply(*req, options_.limits); !st.ok()) {
     FinishMultiply(call, st);
     return call->reactor;

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <functional>
 
 #include "api/bearer_auth.h"
@@ -47,6 +48,9 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
                                          const gemm::v1::ListMatricesRequest* req,
                                          gemm::v1::ListMatricesResponse* resp) override;
 
+  // Multiply is refused as UNAVAILABLE until the devices are warm.
+  void SetReady() { ready_ = true; }
+
   // Device memory and health gauges; after every GEMM and at start.
   void PublishDeviceState(int device);
 
@@ -71,6 +75,7 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
   Metrics& metrics_;
   ServiceOptions options_;
   std::vector<DeviceDescription> devices_;
+  std::atomic<bool> ready_{false};
 };
 
 grpc::Status ToGrpc(const absl::Status& status);

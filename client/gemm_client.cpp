@@ -54,10 +54,25 @@ grpc::Status GemmClient::ListKernels(gemm::v1::ListKernelsResponse* resp) {
   return stub_->ListKernels(&ctx, {}, resp);
 }
 
-grpc::Status GemmClient::ListMatrices(gemm::v1::ListMatricesResponse* resp) {
+grpc::Status GemmClient::ListMatricesPage(const gemm::v1::ListMatricesRequest& req,
+                                          gemm::v1::ListMatricesResponse* resp) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
-  return stub_->ListMatrices(&ctx, {}, resp);
+  return stub_->ListMatrices(&ctx, req, resp);
+}
+
+grpc::Status GemmClient::ListMatrices(gemm::v1::ListMatricesResponse* resp) {
+  resp->Clear();
+  gemm::v1::ListMatricesRequest req;
+  do {
+    gemm::v1::ListMatricesResponse page;
+    if (auto st = ListMatricesPage(req, &page); !st.ok()) return st;
+    for (auto& m : *page.mutable_matrices()) *resp->add_matrices() = std::move(m);
+    resp->set_used_bytes(page.used_bytes());
+    resp->set_quota_bytes(page.quota_bytes());
+    req.set_page_token(page.next_page_token());
+  } while (!req.page_token().empty());
+  return grpc::Status::OK;
 }
 
 grpc::Status GemmClient::Delete(const std::string& handle, uint64_t* freed) {

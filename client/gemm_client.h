@@ -37,7 +37,10 @@ class GemmClient {
 
   grpc::Status Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp);
   grpc::Status ListKernels(gemm::v1::ListKernelsResponse* resp);
+  // Every page, merged into `resp` (its next_page_token empty).
   grpc::Status ListMatrices(gemm::v1::ListMatricesResponse* resp);
+  // One page: `req` names its size and the previous page's token.
+  grpc::Status ListMatricesPage(const gemm::v1::ListMatricesRequest& req, gemm::v1::ListMatricesResponse* resp);
   grpc::Status Delete(const std::string& handle, uint64_t* freed = nullptr);
 
   // Streams `bytes` (row-major fp16, rows·cols·2 bytes) in chunks.

@@ -35,6 +35,8 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
       ->envname("GEMMD_MAX_REQUEST_BYTES")->transform(size)->capture_default_str();
   app.add_option("--matrix-quota-bytes", c.matrix_quota_bytes, "memory for all stored matrices")
       ->envname("GEMMD_MATRIX_QUOTA_BYTES")->transform(size)->capture_default_str();
+  app.add_option("--max-matrices", c.max_matrices, "stored matrices at a time (each also holds quota)")
+      ->envname("GEMMD_MAX_MATRICES")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))->capture_default_str();
   app.add_option("--max-repeats", c.max_repeats, "largest repeat count of one request")
       ->envname("GEMMD_MAX_REPEATS")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--shutdown-grace-seconds", c.shutdown_grace_seconds,

@@ -16,6 +16,7 @@ struct ServerConfig {
   int64_t max_dim = 65536;                        // largest m, n or k; at most 2^31-1
   uint64_t max_request_bytes = 4ull << 30;        // A + B + D of one Multiply
   uint64_t matrix_quota_bytes = 8ull << 30;       // all stored matrices together
+  uint64_t max_matrices = 10000;                  // stored matrices at a time
   uint32_t max_repeats = 100;
   double shutdown_grace_seconds = 30;             // in-flight work gets this long
   std::string engine = "auto";                    // auto | cpu | cuda

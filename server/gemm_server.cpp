@@ -54,7 +54,8 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
     : config_(std::move(config)), engine_(std::move(engine)) {
   const auto devices = engine_->devices();
   store_ = std::make_unique<MatrixStore>(
-      config_.matrix_quota_bytes, [this](uint64_t bytes, size_t count) { metrics_.SetResidentMatrices(bytes, count); });
+      config_.matrix_quota_bytes, [this](uint64_t bytes, size_t count) { metrics_.SetResidentMatrices(bytes, count); },
+      config_.max_matrices);
   DispatcherOptions dopts;
   dopts.queue_capacity = config_.queue_capacity;
   dopts.workers_per_device = config_.workers_per_device;

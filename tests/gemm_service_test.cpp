@@ -4,6 +4,7 @@
 
 #include <grpcpp/generic/generic_stub.h>
 
+#include <set>
 #include <thread>
 
 #include "gemm/random_fill.h"
@@ -159,7 +160,11 @@ TEST_F(GemmServiceTest, ChunkedUploadMultiplyByHandleAndChunkedDownload) {
   gemm::v1::ListMatricesResponse list;
   ASSERT_TRUE(client().ListMatrices(&list).ok());
   EXPECT_EQ(list.matrices_size(), 3);
-  EXPECT_EQ(list.used_bytes(), a.size() + b.size() + d.size());
+  uint64_t charged = 0;  // each matrix: data, label and the store's bookkeeping
+  for (const auto& info : list.matrices()) charged += MatrixStore::Charge(info.bytes(), info.label().size());
+  EXPECT_EQ(charged, MatrixStore::Charge(a.size(), 1) + MatrixStore::Charge(b.size(), 1) +
+                         MatrixStore::Charge(d.size(), std::string("D of a step 0 multiply").size()));
+  EXPECT_EQ(list.used_bytes(), charged);
 
   for (const auto& h : {ai.handle(), bi.handle(), resp.d_handle()}) ASSERT_TRUE(client().Delete(h).ok());
   ASSERT_TRUE(client().ListMatrices(&list).ok());
@@ -376,6 +381,15 @@ TEST_F(GemmServiceTest, AnUploadWithoutHeaderIsRefused) {
   ExpectError(writer->Finish(), grpc::StatusCode::INVALID_ARGUMENT, "first UploadMatrix message must carry the header");
 }
 
+TEST_F(GemmServiceTest, ALabelOverTheLimitIsRefused) {
+  gemm::v1::MatrixInfo info;
+  ExpectError(client().Upload(1, 1, std::string(2, '\0'), std::string(3 << 20, 'x'), &info),
+              grpc::StatusCode::INVALID_ARGUMENT, "the label is 3145728 bytes; at most 256");
+  gemm::v1::ListMatricesResponse list;
+  ASSERT_TRUE(client().ListMatrices(&list).ok());
+  EXPECT_EQ(list.used_bytes(), 0u);
+}
+
 TEST_F(GemmServiceTest, OutputHandleBeyondTheQuotaIsRefused) {
   MultiplyRequest req = RandomRequest(8192, 8192, 1, 1);  // D: 128 MiB > 64 MiB quota
   req.set_output(gemm::v1::OUTPUT_HANDLE);
@@ -390,6 +404,60 @@ class WideLimitsTest : public ServerFixture {
     StartServer(c);
   }
 };
+
+// The smallest message the server allows: ListMatrices must page, and a
+// download's first chunk must leave room for its header.
+class SmallMessagesTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    ServerConfig c = LoopbackConfig();
+    c.max_message_bytes = 4096;
+    StartServer(c);
+  }
+};
+
+// Reproduced once: after uploads with long labels, every ListMatrices call
+// failed with RESOURCE_EXHAUSTED ("Sent message larger than max").
+TEST_F(SmallMessagesTest, ListMatricesPagesWithinOneMessage) {
+  std::set<std::string> uploaded;
+  for (int i = 0; i < 40; ++i) {
+    gemm::v1::MatrixInfo info;
+    ASSERT_TRUE(client().Upload(1, 1, std::string(2, '\0'), std::string(200, 'a' + i % 26), &info).ok());
+    uploaded.insert(info.handle());
+  }
+  gemm::v1::ListMatricesRequest req;
+  gemm::v1::ListMatricesResponse page;
+  ASSERT_TRUE(client().ListMatricesPage(req, &page).ok());  // 40 x ~250 bytes: more than one 4 KiB reply
+  EXPECT_GT(page.matrices_size(), 0);
+  EXPECT_LT(page.matrices_size(), 40);
+  EXPECT_FALSE(page.next_page_token().empty());
+
+  req.set_page_size(5);
+  std::set<std::string> listed;
+  int pages = 0;
+  do {
+    ASSERT_TRUE(client().ListMatricesPage(req, &page).ok());
+    EXPECT_LE(page.matrices_size(), 5);
+    for (const auto& m : page.matrices()) EXPECT_TRUE(listed.insert(m.handle()).second) << "listed twice";
+    req.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!req.page_token().empty() && pages < 100);
+  EXPECT_EQ(pages, 8);
+  EXPECT_EQ(listed, uploaded);
+
+  gemm::v1::ListMatricesResponse all;  // the client library follows the pages
+  ASSERT_TRUE(client().ListMatrices(&all).ok());
+  EXPECT_EQ(all.matrices_size(), 40);
+}
+
+TEST_F(SmallMessagesTest, ADownloadsFirstChunkLeavesRoomForItsHeader) {
+  gemm::v1::MatrixInfo info;
+  const std::string bytes(64 * 64 * 2, '\x3c');
+  ASSERT_TRUE(client().Upload(64, 64, bytes, std::string(256, 'L'), &info).ok());
+  std::string back;
+  ASSERT_TRUE(client().Download(info.handle(), &back).ok());
+  EXPECT_EQ(back, bytes);
+}
 
 TEST_F(WideLimitsTest, DimensionsWhoseProductOverflowsAreRefused) {
   const int64_t big = int64_t{1} << 31;
@@ -502,7 +570,9 @@ TEST_F(GatedServiceTest, ACancelledRequestIsDroppedAndLeaksNothing) {
   MultiplyResponse r2;
   grpc::Status s2;
   std::thread t2([&] { s2 = stub->Multiply(&ctx, req, &r2); });
-  EXPECT_EQ(WaitForUsedBytes(512 * 512 * 2), 512u * 512 * 2);  // D's quota is held while queued
+  // D's quota is held while queued.
+  const uint64_t d_charge = MatrixStore::Charge(512 * 512 * 2, std::string("D of a step 0 multiply").size());
+  EXPECT_EQ(WaitForUsedBytes(d_charge), d_charge);
   ctx.TryCancel();
   t2.join();
   EXPECT_EQ(s2.error_code(), grpc::StatusCode::CANCELLED);
@@ -525,7 +595,7 @@ TEST_F(GatedServiceTest, AnUploadCancelledMidwayGivesItsQuotaBack) {
   msg.mutable_header()->set_cols(1024);
   msg.set_data(std::string(1 << 20, '\1'));  // half of it
   ASSERT_TRUE(writer->Write(msg));
-  EXPECT_EQ(WaitForUsedBytes(2u << 20), 2u << 20);
+  EXPECT_EQ(WaitForUsedBytes(MatrixStore::Charge(2u << 20, 0)), MatrixStore::Charge(2u << 20, 0));
   ctx.TryCancel();
   EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_EQ(WaitForUsedBytes(0), 0u);

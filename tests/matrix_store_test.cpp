@@ -24,7 +24,8 @@ TEST(MatrixStore, UploadCommitGetDelete) {
   });
   auto pending = store.Reserve(4, 8, "x");
   ASSERT_TRUE(pending.ok());
-  EXPECT_EQ(store.used_bytes(), 64u);
+  constexpr uint64_t kCharge = MatrixStore::Charge(64, 1);  // data, label "x", bookkeeping
+  EXPECT_EQ(store.used_bytes(), kCharge);
   ASSERT_TRUE((*pending)->Append(Bytes(30)).ok());
   ASSERT_TRUE((*pending)->Append(Bytes(34)).ok());
   auto desc = store.Commit(std::move(*pending));
@@ -42,7 +43,7 @@ TEST(MatrixStore, UploadCommitGetDelete) {
   ASSERT_TRUE(freed.ok());
   EXPECT_EQ(*freed, 64u);
   // Still in use by `got`: the memory stays until that reference goes.
-  EXPECT_EQ(store.used_bytes(), 64u);
+  EXPECT_EQ(store.used_bytes(), kCharge);
   got->reset();
   EXPECT_EQ(store.used_bytes(), 0u);
   EXPECT_EQ(last_used, 0u);
@@ -52,15 +53,63 @@ TEST(MatrixStore, UploadCommitGetDelete) {
 }
 
 TEST(MatrixStore, QuotaIsEnforcedAndReturnedByAbandonedUploads) {
-  MatrixStore store(1000);
-  auto a = store.Reserve(10, 25, "");  // 500 bytes
+  MatrixStore store(1000 + 2 * MatrixStore::kOverheadBytes);
+  auto a = store.Reserve(10, 25, "");  // 500 bytes + overhead
   ASSERT_TRUE(a.ok());
-  auto b = store.Reserve(10, 26, "");  // 520 bytes: over
+  auto b = store.Reserve(10, 26, "");  // 520 bytes + overhead: over
   EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(std::string(b.status().message()), HasSubstr("520 bytes asked, 500 of 1000 free"));
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("776 bytes asked (data, label and 256 bytes of "
+                                                           "bookkeeping), 756 of 1512 free"));
   a->reset();  // upload abandoned
   EXPECT_EQ(store.used_bytes(), 0u);
   EXPECT_TRUE(store.Reserve(10, 50, "").ok());
+}
+
+// Reproduced once: 25 uploads of a 1x1 matrix with a 3 MiB label each held
+// 98 MB against 50 bytes of quota. Labels are capped and, with a fixed
+// per-matrix overhead, charged to the quota; the count of matrices is capped.
+TEST(MatrixStore, LabelsAndManyTinyMatricesCannotEscapeTheQuota) {
+  MatrixStore store(1 << 20, [](uint64_t, size_t) {}, /*max_matrices=*/3);
+  auto long_label = store.Reserve(1, 1, std::string(MatrixStore::kMaxLabelBytes + 1, 'x'));
+  EXPECT_EQ(long_label.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(long_label.status().message()), HasSubstr("the label is 257 bytes; at most 256"));
+
+  auto a = store.Reserve(1, 1, std::string(MatrixStore::kMaxLabelBytes, 'x'));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(store.used_bytes(), 2 + MatrixStore::kOverheadBytes + MatrixStore::kMaxLabelBytes);
+  auto b = store.Reserve(1, 1, "");
+  auto c = store.Reserve(1, 1, "");
+  ASSERT_TRUE(b.ok() && c.ok());
+  auto d = store.Reserve(1, 1, "");  // a fourth, pending ones counted
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("holds 3 matrices, its limit"));
+  b->reset();
+  EXPECT_TRUE(store.Reserve(1, 1, "").ok());
+
+  MatrixStore tiny(3 * MatrixStore::Charge(2, 0));  // three 1x1 matrices fill it
+  std::vector<std::unique_ptr<PendingMatrix>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(std::move(*tiny.Reserve(1, 1, "")));
+  EXPECT_EQ(tiny.Reserve(1, 1, "").status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(MatrixStore, ListPagesInHandleOrder) {
+  MatrixStore store(1 << 20);
+  std::set<std::string> handles;
+  for (int i = 0; i < 7; ++i) {
+    auto p = store.Reserve(1, 1, "");
+    ASSERT_TRUE((*p)->Append(Bytes(2)).ok());
+    handles.insert(store.Commit(std::move(*p))->handle);
+  }
+  std::vector<std::string> seen;
+  std::string after;
+  for (;;) {
+    const auto page = store.List(after, 3);
+    EXPECT_LE(page.size(), 3u);
+    if (page.empty()) break;
+    for (const auto& m : page) seen.push_back(m.handle);
+    after = page.back().handle;
+  }
+  EXPECT_EQ(seen, std::vector<std::string>(handles.begin(), handles.end()));
 }
 
 TEST(MatrixStore, RefusesBadShapesOverflowAndShortOrLongUploads) {
@@ -95,13 +144,15 @@ TEST(MatrixStore, HandlesAreUnique) {
 // the bytes in use before another changed them cannot publish its stale
 // value last.
 TEST(MatrixStore, UsageIsPublishedInTheOrderItChanged) {
+  constexpr uint64_t kFirst = MatrixStore::Charge(100, 0), kSecond = MatrixStore::Charge(50, 0);
+  constexpr uint64_t kBoth = kFirst + kSecond;
   std::mutex mu;
   std::condition_variable cv;
   std::vector<uint64_t> published;
   bool waiting = false;
-  MatrixStore store(1000, [&](uint64_t used, size_t) {
+  MatrixStore store(2 * kBoth, [&](uint64_t used, size_t) {
     std::unique_lock lock(mu);
-    if (used == 150) {  // the reserving thread's: let the other thread publish meanwhile
+    if (used == kBoth) {  // the reserving thread's: let the other thread publish meanwhile
       waiting = true;
       cv.notify_all();
       const size_t before = published.size();
@@ -113,16 +164,16 @@ TEST(MatrixStore, UsageIsPublishedInTheOrderItChanged) {
   auto first = store.Reserve(10, 5, "");  // 100 bytes
   ASSERT_TRUE(first.ok());
   std::unique_ptr<PendingMatrix> second;
-  std::thread reserver([&] { second = std::move(*store.Reserve(5, 5, "")); });  // 50 more: 150
+  std::thread reserver([&] { second = std::move(*store.Reserve(5, 5, "")); });  // 50 more
   {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return waiting; });
   }
-  first->reset();  // 100 back: 50 in use
+  first->reset();  // the first back: the second's charge in use
   reserver.join();
   std::lock_guard lock(mu);
-  EXPECT_EQ(store.used_bytes(), 50u);
-  EXPECT_EQ(published.back(), 50u);
+  EXPECT_EQ(store.used_bytes(), kSecond);
+  EXPECT_EQ(published.back(), kSecond);
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ TEST_F(MetricsTest, CountersMoveWithRequests) {
   EXPECT_EQ(Sample(after, "gemm_kernel_duration_seconds_count{device=\"cpu:0\",step=\"0\"}"), 3);
   EXPECT_EQ(Sample(after, "gemm_verification_failures_total{device=\"cpu:0\",step=\"0\"}"), 0);
   EXPECT_EQ(Sample(after, "gemm_requests_in_flight"), 0);
-  EXPECT_EQ(Sample(after, "gemm_resident_matrix_bytes"), 200);
+  EXPECT_EQ(Sample(after, "gemm_resident_matrix_bytes"), MatrixStore::Charge(200, 0));
   EXPECT_EQ(Sample(after, "gemm_resident_matrices"), 1);
   EXPECT_EQ(Sample(after, "gemm_matrix_quota_bytes"), static_cast<double>(config().matrix_quota_bytes));
   EXPECT_THAT(after, HasSubstr("gemm_build_info{engine=\"cpu\",version=\""));

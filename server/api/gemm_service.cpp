@@ -354,6 +354,9 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
   l->set_matrix_quota_bytes(store_.quota_bytes());
   l->set_max_repeats(options_.limits.max_repeats);
   l->set_queue_capacity(options_.queue_capacity);
+  l->set_max_matrices(store_.max_matrices());
+  l->set_max_label_bytes(MatrixStore::kMaxLabelBytes);
+  l->set_matrix_overhead_bytes(MatrixStore::kOverheadBytes);
   auto* reactor = ctx->DefaultReactor();
   FinishSimple("ListKernels", reactor, absl::OkStatus(), start, "");
   return reactor;
@@ -459,10 +462,13 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
       return;
     }
     matrix_ = *m;
-    chunk_ = req.chunk_bytes() == 0 ? default_chunk : req.chunk_bytes();
-    chunk_ = std::min<uint64_t>(chunk_, max_message - 1024);
-    chunk_ = std::max<uint64_t>(chunk_ & ~uint64_t{1}, 2);  // whole fp16 elements
     FillInfo(matrix_->description(), chunk_msg_.mutable_info());
+    // The first chunk carries the info: the margin is its real size plus
+    // the offset and the data field's own framing.
+    const uint64_t framing = chunk_msg_.ByteSizeLong() + 32;
+    chunk_ = req.chunk_bytes() == 0 ? default_chunk : req.chunk_bytes();
+    chunk_ = std::min<uint64_t>(chunk_, max_message - std::min(max_message - 2, framing));
+    chunk_ = std::max<uint64_t>(chunk_ & ~uint64_t{1}, 2);  // whole fp16 elements
     WriteNext();
   }
 
@@ -535,13 +541,29 @@ grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext*
 }
 
 grpc::ServerUnaryReactor* GemmService::ListMatrices(grpc::CallbackServerContext* ctx,
-                                                    const gemm::v1::ListMatricesRequest*,
+                                                    const gemm::v1::ListMatricesRequest* req,
                                                     gemm::v1::ListMatricesResponse* resp) {
   if (auto* rejected = RejectUnauthenticated("ListMatrices", ctx)) return rejected;
   const auto start = Clock::now();
-  for (const auto& d : store_.List()) FillInfo(d, resp->add_matrices());
+  constexpr uint32_t kMaxPage = 1000;
+  const uint32_t page = req->page_size() == 0 ? kMaxPage : std::min(req->page_size(), kMaxPage);
   resp->set_used_bytes(store_.used_bytes());
   resp->set_quota_bytes(store_.quota_bytes());
+  // One more than the page tells whether a next page exists; the reply
+  // stops early where another entry could push it past one message.
+  const auto matrices = store_.List(req->page_token(), page + 1);
+  const uint64_t budget = options_.limits.max_message_bytes - 1024;  // 1024: the token and totals
+  uint64_t size = resp->ByteSizeLong();
+  size_t listed = 0;
+  for (; listed < matrices.size() && listed < page; ++listed) {
+    const MatrixDescription& d = matrices[listed];
+    constexpr uint64_t kEntryFraming = 64;  // tags, lengths and the numbers of one MatrixInfo
+    size += d.handle.size() + d.label.size() + kEntryFraming;
+    if (size > budget) break;
+    FillInfo(d, resp->add_matrices());
+  }
+  // budget >= 3 KiB always holds one entry (handle + label <= 300 bytes).
+  if (listed > 0 && listed < matrices.size()) resp->set_next_page_token(matrices[listed - 1].handle);
   auto* reactor = ctx->DefaultReactor();
   FinishSimple("ListMatrices", reactor, absl::OkStatus(), start, "");
   return reactor;

@@ -10,12 +10,13 @@
 
 namespace gemmd {
 
-QuotaReservation::QuotaReservation(std::shared_ptr<std::atomic<uint64_t>> used, uint64_t bytes,
+QuotaReservation::QuotaReservation(std::shared_ptr<StoreUsage> usage, uint64_t bytes,
                                    std::function<void()> on_change)
-    : used_(std::move(used)), bytes_(bytes), on_change_(std::move(on_change)) {}
+    : usage_(std::move(usage)), bytes_(bytes), on_change_(std::move(on_change)) {}
 
 QuotaReservation::~QuotaReservation() {
-  used_->fetch_sub(bytes_);
+  usage_->bytes.fetch_sub(bytes_);
+  usage_->matrices.fetch_sub(1);
   on_change_();
 }
 
@@ -29,8 +30,12 @@ absl::Status PendingMatrix::Append(std::string_view bytes) {
   return absl::OkStatus();
 }
 
-MatrixStore::MatrixStore(uint64_t quota_bytes, std::function<void(uint64_t, size_t)> on_usage)
-    : quota_(quota_bytes), on_usage_(std::move(on_usage)), rng_state_(std::random_device{}()) {
+MatrixStore::MatrixStore(uint64_t quota_bytes, std::function<void(uint64_t, size_t)> on_usage,
+                         size_t max_matrices)
+    : quota_(quota_bytes),
+      max_matrices_(max_matrices),
+      on_usage_(std::move(on_usage)),
+      rng_state_(std::random_device{}()) {
   rng_state_ ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
@@ -57,20 +62,34 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows
     return absl::ResourceExhaustedError("a " + std::to_string(rows) + "x" + std::to_string(cols) +
                                         " matrix is larger than any quota");
   }
-  uint64_t used = used_->load();
-  do {
-    if (bytes > quota_ - std::min(used, quota_)) {
+  if (label.size() > kMaxLabelBytes) {
+    return absl::InvalidArgumentError("the label is " + std::to_string(label.size()) + " bytes; at most " +
+                                      std::to_string(kMaxLabelBytes) + " are kept");
+  }
+  const uint64_t charge = Charge(bytes, label.size());
+  {
+    // Releases only lower the usage, so checking both under one lock is
+    // enough for the two limits to hold together.
+    std::lock_guard lock(mu_);
+    const uint64_t used = usage_->bytes.load();
+    if (charge > quota_ - std::min(used, quota_)) {
       return absl::ResourceExhaustedError(
-          "matrix quota exhausted: " + std::to_string(bytes) + " bytes asked, " +
-          std::to_string(quota_ - std::min(used, quota_)) + " of " + std::to_string(quota_) +
-          " free; delete matrices you no longer need");
+          "matrix quota exhausted: " + std::to_string(charge) + " bytes asked (data, label and " +
+          std::to_string(kOverheadBytes) + " bytes of bookkeeping), " + std::to_string(quota_ - std::min(used, quota_)) +
+          " of " + std::to_string(quota_) + " free; delete matrices you no longer need");
     }
-  } while (!used_->compare_exchange_weak(used, used + bytes));
+    if (usage_->matrices.load() >= max_matrices_) {
+      return absl::ResourceExhaustedError("the server holds " + std::to_string(max_matrices_) +
+                                          " matrices, its limit; delete matrices you no longer need");
+    }
+    usage_->bytes.fetch_add(charge);
+    usage_->matrices.fetch_add(1);
+  }
 
   auto pending = std::make_unique<PendingMatrix>();
   pending->matrix_ = std::make_shared<StoredMatrix>();
   StoredMatrix& m = *pending->matrix_;
-  m.reservation_ = std::make_unique<QuotaReservation>(used_, bytes, [this] { Publish(); });
+  m.reservation_ = std::make_unique<QuotaReservation>(usage_, charge, [this] { Publish(); });
   m.desc_.rows = rows;
   m.desc_.cols = cols;
   m.desc_.bytes = bytes;
@@ -130,10 +149,12 @@ absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle) {
   return bytes;
 }
 
-std::vector<MatrixDescription> MatrixStore::List() const {
+std::vector<MatrixDescription> MatrixStore::List(std::string_view after, size_t limit) const {
   std::lock_guard lock(mu_);
   std::vector<MatrixDescription> out;
-  for (const auto& [handle, m] : matrices_) out.push_back(m->description());
+  for (auto it = matrices_.upper_bound(after); it != matrices_.end() && out.size() < limit; ++it) {
+    out.push_back(it->second->description());
+  }
   return out;
 }
 
@@ -141,7 +162,7 @@ void MatrixStore::Publish() const {
   // Read and published under the lock: two threads cannot publish out of
   // order and leave a stale value on the gauge.
   std::lock_guard lock(mu_);
-  on_usage_(used_->load(), matrices_.size());
+  on_usage_(usage_->bytes.load(), matrices_.size());
 }
 
 std::string MatrixStore::NewHandle() {

@@ -7,6 +7,7 @@
 #include <absl/status/statusor.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,17 +28,23 @@ struct MatrixDescription {
 
 class MatrixStore;
 
-// Quota held by one matrix; released on destruction.
+// What the store's matrices hold, pending ones included.
+struct StoreUsage {
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<size_t> matrices{0};
+};
+
+// Quota held by one matrix (its charge, and one of the matrix count);
+// released on destruction.
 class QuotaReservation {
  public:
-  QuotaReservation(std::shared_ptr<std::atomic<uint64_t>> used, uint64_t bytes,
-                   std::function<void()> on_change);
+  QuotaReservation(std::shared_ptr<StoreUsage> usage, uint64_t bytes, std::function<void()> on_change);
   ~QuotaReservation();
   QuotaReservation(const QuotaReservation&) = delete;
   QuotaReservation& operator=(const QuotaReservation&) = delete;
 
  private:
-  std::shared_ptr<std::atomic<uint64_t>> used_;
+  std::shared_ptr<StoreUsage> usage_;
   uint64_t bytes_;
   std::function<void()> on_change_;
 };
@@ -76,16 +83,31 @@ class PendingMatrix {
 
 class MatrixStore {
  public:
+  // A label longer than this is refused: labels are listed to clients and
+  // kept in memory, so they must not be a way around the quota.
+  static constexpr size_t kMaxLabelBytes = 256;
+  // What a matrix costs beyond its data (handle, description, bookkeeping):
+  // counted in the quota so that many tiny matrices cannot exhaust memory.
+  static constexpr uint64_t kOverheadBytes = 256;
+  static constexpr size_t kDefaultMaxMatrices = 10000;
+  // The quota a matrix of `data_bytes` with a `label_bytes` label holds.
+  static constexpr uint64_t Charge(uint64_t data_bytes, size_t label_bytes) {
+    return data_bytes + kOverheadBytes + label_bytes;
+  }
+
   // `on_usage` sees (bytes used, matrices stored) after every change, under
-  // the store's lock: it must not call back into the store.
+  // the store's lock: it must not call back into the store. At most
+  // `max_matrices` matrices (stored or being written) at a time.
   explicit MatrixStore(uint64_t quota_bytes,
-                       std::function<void(uint64_t, size_t)> on_usage = [](uint64_t, size_t) {});
+                       std::function<void(uint64_t, size_t)> on_usage = [](uint64_t, size_t) {},
+                       size_t max_matrices = kDefaultMaxMatrices);
   ~MatrixStore();
   MatrixStore(const MatrixStore&) = delete;
   MatrixStore& operator=(const MatrixStore&) = delete;
 
-  // Reserves rows·cols·2 bytes. INVALID_ARGUMENT for a bad shape,
-  // RESOURCE_EXHAUSTED when the quota cannot hold it.
+  // Reserves Charge(rows·cols·2, label). INVALID_ARGUMENT for a bad shape
+  // or a label over kMaxLabelBytes, RESOURCE_EXHAUSTED when the quota or
+  // the matrix count cannot hold it.
   absl::StatusOr<std::unique_ptr<PendingMatrix>> Reserve(int64_t rows, int64_t cols, std::string label);
 
   // Publishes a fully written matrix under a new handle. INVALID_ARGUMENT
@@ -96,17 +118,20 @@ class MatrixStore {
   absl::StatusOr<std::shared_ptr<const StoredMatrix>> Get(std::string_view handle) const;
   absl::StatusOr<uint64_t> Delete(std::string_view handle);
 
-  std::vector<MatrixDescription> List() const;
-  uint64_t used_bytes() const { return used_->load(); }
+  // In handle order: those after `after` ("" for the first), at most `limit`.
+  std::vector<MatrixDescription> List(std::string_view after = {}, size_t limit = SIZE_MAX) const;
+  uint64_t used_bytes() const { return usage_->bytes.load(); }
   uint64_t quota_bytes() const { return quota_; }
+  size_t max_matrices() const { return max_matrices_; }
 
  private:
   void Publish() const;
   std::string NewHandle();
 
   const uint64_t quota_;
+  const size_t max_matrices_;
   std::function<void(uint64_t, size_t)> on_usage_;
-  std::shared_ptr<std::atomic<uint64_t>> used_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::shared_ptr<StoreUsage> usage_ = std::make_shared<StoreUsage>();
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<StoredMatrix>, std::less<>> matrices_;
   uint64_t rng_state_;

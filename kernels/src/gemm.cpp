@@ -1,9 +1,12 @@
 #include "gemm/gemm.h"
 
+#include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "cublas_api.h"
 #include "gemm/steps.h"
+#include "gemm/test_hooks.h"
 #include "ladder.h"
 
 namespace gemm {
@@ -29,18 +32,23 @@ const detail::LadderKernel* FindLadderKernel(int step, const DeviceContext& ctx)
 
 // D row-major m×n = A·Bᵀ is, in cuBLAS's column-major terms, the n×m matrix
 // Dᵀ = Bᵀᵀ·Aᵀ = op(B)·A with B read transposed: no copies needed.
+std::atomic<bool> vendor_fault{false};  // testing::PlantVendorFault
+
 std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX) return "cuBLAS takes dimensions below 2^31";
   const detail::CublasApi& cublas = *detail::Cublas(nullptr);  // loaded by CreateContext
   if (auto s = cublas.SetStream(ctx.cublas, stream); s != CUBLAS_STATUS_SUCCESS) return CublasError("cublasSetStream", s);
   const float alpha = 1.0f, beta = 0.0f;
   const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-  auto s = cublas.GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, p.b, CUDA_R_16F, k, p.a, CUDA_R_16F, k,
-                        &beta, p.d, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  const int k_used = vendor_fault.load(std::memory_order_relaxed) ? std::max(k / 2, 1) : k;
+  auto s = cublas.GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k_used, &alpha, p.b, CUDA_R_16F, k, p.a,
+                         CUDA_R_16F, k, &beta, p.d, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmEx", s);
 }
 
 }  // namespace
+
+void testing::PlantVendorFault(bool on) { vendor_fault = on; }
 
 std::string CreateContext(int device, DeviceContext* ctx) {
   *ctx = DeviceContext{};

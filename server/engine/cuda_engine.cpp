@@ -465,8 +465,16 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     if (job.verify) {
       t = Clock::now();
       if ((e = gemm::Poison(ref, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
-      const gemm::Problem reference{job.m, job.n, job.k, a, b, ref};
-      if (auto err = gemm::Launch(gemm::kVendorStep, reference, lane->ctx, lane->compute); !err.empty()) {
+      // The reference never shares a path with the step it checks: cuBLAS
+      // for the ladder, and for cuBLAS itself a plain SIMT kernel of ours.
+      const bool vendor = job.step == gemm::kVendorStep;
+      if (vendor) {
+        if ((e = gemm::ReferenceGemm(job.m, job.n, job.k, a, b, ref, lane->compute)) != cudaSuccess) {
+          return dev.Fail("SIMT reference", e);
+        }
+      } else if (auto err = gemm::Launch(gemm::kVendorStep, gemm::Problem{job.m, job.n, job.k, a, b, ref}, lane->ctx,
+                                         lane->compute);
+                 !err.empty()) {
         return absl::InternalError(dev.desc.id + ": cuBLAS reference: " + err);
       }
       e = gemm::Compare(d, ref, d_elems, static_cast<float>(kRtol), static_cast<float>(kAtol), lane->cmp,
@@ -485,7 +493,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       v.elements = d_elems;
       v.rtol = kRtol;
       v.atol = kAtol;
-      v.reference = "cublas";
+      v.reference = vendor ? "gpu-simt-fp32" : "cublas";
       v.passed = v.mismatches == 0;
       report.seconds.verify = SecondsSince(t);
     }

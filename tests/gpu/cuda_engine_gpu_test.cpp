@@ -7,6 +7,7 @@
 #include "engine/cuda_engine.h"
 #include "engine_test_util.h"
 #include "gemm/random_fill.h"
+#include "gemm/test_hooks.h"
 #include "gpu_test_util.h"
 #include "server_fixture.h"
 #include "test_util.h"
@@ -92,6 +93,33 @@ TEST(CudaEngineGpu, LanesRunConcurrentlyAndCorrectly) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(passed.load(), 30);
   EXPECT_GT(engine->memory(0).pool_bytes, 0u);
+}
+
+// Step 0 is cuBLAS: checked against cuBLAS it could never fail. A fault
+// planted in its launch must fail verification, and the report names the
+// reference that caught it.
+TEST(CudaEngineGpu, StepZeroIsVerifiedAgainstAnIndependentReference) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  GemmJob job = SeededJob(300, 200, 64, 7);
+  auto ok = engine->Run(0, job);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->verification.passed);
+  EXPECT_EQ(ok->verification.reference, "gpu-simt-fp32");
+
+  gemm::testing::PlantVendorFault(true);
+  auto faulty = engine->Run(0, job);
+  gemm::testing::PlantVendorFault(false);
+  ASSERT_TRUE(faulty.ok()) << faulty.status();
+  EXPECT_FALSE(faulty->verification.passed);
+  EXPECT_GT(faulty->verification.mismatches, faulty->verification.elements / 2);
+
+  if (engine->availability(10, 0).available) {  // the ladder is still checked against cuBLAS
+    auto ladder = engine->Run(10, SeededJob(300, 200, 64, 7));
+    ASSERT_TRUE(ladder.ok()) << ladder.status();
+    EXPECT_TRUE(ladder->verification.passed);
+    EXPECT_EQ(ladder->verification.reference, "cublas");
+  }
 }
 
 TEST(CudaEngineGpu, WarmupSelfTestsEveryOfferedStep) {

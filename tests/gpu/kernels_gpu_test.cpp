@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <vector>
 
 #include "gemm/device_ops.h"
@@ -78,6 +79,29 @@ TEST_F(KernelsGpuTest, CompareCatchesAPlantedWrongElementAndAnUnwrittenOne) {
   EXPECT_EQ(r.non_finite, 1u);
   cudaFree(ref);
   cudaFree(d);
+}
+
+// The SIMT reference (step 0's independent check) against cuBLAS on
+// squares, ragged shapes and K not a multiple of 8, D poisoned first.
+TEST_F(KernelsGpuTest, ReferenceGemmMatchesCublas) {
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {1, 1, 1}, {77, 100, 50}, {128, 128, 64}, {300, 200, 13}, {129, 4095, 8}, {1000, 1000, 1000}, {2048, 512, 4096}};
+  for (const auto& [m, n, k] : shapes) {
+    __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
+    ASSERT_CUDA(cudaMalloc(&a, m * k * 2));
+    ASSERT_CUDA(cudaMalloc(&b, n * k * 2));
+    ASSERT_CUDA(cudaMalloc(&d, m * n * 2));
+    ASSERT_CUDA(cudaMalloc(&ref, m * n * 2));
+    ASSERT_CUDA(gemm::FillRandom(a, m * k, 11 + m, gemm::OperandId::kA, stream_));
+    ASSERT_CUDA(gemm::FillRandom(b, n * k, 13 + n, gemm::OperandId::kB, stream_));
+    ASSERT_CUDA(gemm::Poison(d, m * n, stream_));
+    ASSERT_CUDA(gemm::ReferenceGemm(m, n, k, a, b, d, stream_));
+    ASSERT_EQ(gemm::Launch(gemm::kVendorStep, {m, n, k, a, b, ref}, ctx_, stream_), "");
+    const auto r = CompareOnDevice(d, ref, m * n);
+    EXPECT_EQ(r.mismatches, 0u) << m << "x" << n << "x" << k;
+    EXPECT_EQ(r.non_finite, 0u) << m << "x" << n << "x" << k;
+    for (__half* p : {a, b, d, ref}) cudaFree(p);
+  }
 }
 
 struct StepShape {

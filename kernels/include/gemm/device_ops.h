@@ -29,6 +29,13 @@ struct CompareResult {
 cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rtol, float atol,
                     CompareResult* result, cudaStream_t stream);
 
+// D = A·Bᵀ (Problem's layout) by a plain SIMT kernel: fp32 products and
+// sums on the CUDA cores, one rounding to fp16. Slow next to the tensor
+// cores, but it shares no code, instruction or library with cuBLAS or the
+// ladder, so it is the independent reference for step 0 (cuBLAS itself).
+cudaError_t ReferenceGemm(int64_t m, int64_t n, int64_t k, const __half* a, const __half* b, __half* d,
+                          cudaStream_t stream);
+
 // Evicts what earlier work left in L2 by writing a buffer twice the L2's
 // size. Run before every timed GEMM (outside the timed region) so that each
 // run reads A and B from DRAM, as a request's freshly written inputs mostly

@@ -68,17 +68,24 @@ __global__ void __launch_bounds__(256) ReferenceGemmKernel(const __half* a, cons
           bs[c][r] = (br < n && kk < k) ? __half2float(b[br * k + kk]) : 0.0f;
         }
         __syncthreads();
+#pragma unroll 4
         for (int c = 0; c < kRefSlice; ++c) {
-          float av[kRefPerThread], bv[kRefPerThread];
+          float av[kRefPerThread], bv[kRefPerThread];  // unrolled below: registers, not local memory
+#pragma unroll
           for (int i = 0; i < kRefPerThread; ++i) av[i] = as[c][ty * kRefPerThread + i];
+#pragma unroll
           for (int j = 0; j < kRefPerThread; ++j) bv[j] = bs[c][tx * kRefPerThread + j];
+#pragma unroll
           for (int i = 0; i < kRefPerThread; ++i)
+#pragma unroll
             for (int j = 0; j < kRefPerThread; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
         }
         __syncthreads();
       }
+#pragma unroll
       for (int i = 0; i < kRefPerThread; ++i) {
         const int64_t r = row0 + ty * kRefPerThread + i;
+#pragma unroll
         for (int j = 0; j < kRefPerThread; ++j) {
           const int64_t c = col0 + tx * kRefPerThread + j;
           if (r < m && c < n) d[r * n + c] = __float2half_rn(acc[i][j]);

@@ -32,6 +32,10 @@ class GemmServer {
   int port() const { return port_; }
   int metrics_port() const { return metrics_.port(); }
   Metrics& metrics() { return metrics_; }
+  // See GemmService::SetBeforeReplyHookForTest; before Start.
+  void SetBeforeReplyHookForTest(std::function<void(grpc::CallbackServerContext*)> hook) {
+    service_->SetBeforeReplyHookForTest(std::move(hook));
+  }
   // Requests waiting for a device (not running).
   size_t queued() const { return dispatcher_->queued(); }
 

@@ -4,6 +4,7 @@
 
 #include <grpcpp/generic/generic_stub.h>
 
+#include <latch>
 #include <set>
 #include <thread>
 
@@ -602,6 +603,39 @@ TEST_F(GatedServiceTest, AnUploadCancelledMidwayGivesItsQuotaBack) {
   gemm::v1::ListMatricesResponse list;
   ASSERT_TRUE(client().ListMatrices(&list).ok());
   EXPECT_EQ(list.matrices_size(), 0);
+}
+
+// A client that cancels after D was stored under a handle never learns the
+// handle: the server deletes it instead of holding its quota forever.
+class CancelAfterCommitTest : public ServerFixture {};
+
+TEST_F(CancelAfterCommitTest, AResultHandleIsDeletedWhenTheCallIsCancelledBeforeTheReply) {
+  std::latch reply_ready(1);
+  StartServer(LoopbackConfig(), nullptr, [&](GemmServer& s) {
+    s.SetBeforeReplyHookForTest([&](grpc::CallbackServerContext* ctx) {
+      reply_ready.count_down();  // D is committed; hold the reply until the cancellation arrives
+      for (int i = 0; i < 500 && !ctx->IsCancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    });
+  });
+  grpc::ClientContext ctx;
+  auto stub = gemm::v1::GemmService::NewStub(client().channel());
+  MultiplyRequest req = RandomRequest(64, 64, 64, 1);
+  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  MultiplyResponse resp;
+  grpc::Status status;
+  std::thread call([&] { status = stub->Multiply(&ctx, req, &resp); });
+  reply_ready.wait();
+  ctx.TryCancel();
+  call.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  gemm::v1::ListMatricesResponse list;
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(client().ListMatrices(&list).ok());
+    if (list.matrices_size() == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(list.matrices_size(), 0);
+  EXPECT_EQ(list.used_bytes(), 0u);
 }
 
 // ------------------------------------------------------------ lost devices

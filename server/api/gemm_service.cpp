@@ -50,9 +50,34 @@ GemmService::GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& st
 
 // ---------------------------------------------------------------- Multiply
 
+// Multiply's reactor. A call cancelled (or past its deadline) after D was
+// stored under a handle never delivers the handle: OnDone deletes it, so it
+// does not hold quota until someone finds it in ListMatrices.
+class GemmService::MultiplyReactor final : public grpc::ServerUnaryReactor {
+ public:
+  MultiplyReactor(grpc::CallbackServerContext* ctx, MatrixStore& store) : ctx_(ctx), store_(store) {}
+  // D's handle, set before Finish.
+  void set_result_handle(std::string handle) { result_handle_ = std::move(handle); }
+
+  void OnCancel() override { cancelled_ = true; }
+  void OnDone() override {
+    if (!result_handle_.empty() && (cancelled_ || ctx_->IsCancelled())) {
+      (void)store_.Delete(result_handle_);
+      spdlog::info("Multiply cancelled after D was stored: deleted {}, which no client received", result_handle_);
+    }
+    delete this;
+  }
+
+ private:
+  grpc::CallbackServerContext* ctx_;
+  MatrixStore& store_;
+  std::string result_handle_;
+  std::atomic<bool> cancelled_{false};
+};
+
 struct GemmService::MultiplyCall {
   grpc::CallbackServerContext* ctx;
-  grpc::ServerUnaryReactor* reactor;
+  MultiplyReactor* reactor;
   const MultiplyRequest* req;
   MultiplyResponse* resp;
   Clock::time_point start = Clock::now();
@@ -81,7 +106,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
   if (auto* rejected = RejectUnauthenticated("Multiply", ctx)) return rejected;
   auto call = std::make_shared<MultiplyCall>();
   call->ctx = ctx;
-  call->reactor = ctx->DefaultReactor();
+  call->reactor = new MultiplyReactor(ctx, store_);
   call->req = req;
   call->resp = resp;
   call->deadline = ctx->deadline();
@@ -258,6 +283,7 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
       return;
     }
     resp->set_d_handle(desc->handle);
+    call->reactor->set_result_handle(desc->handle);
   }
   FinishMultiply(call, absl::OkStatus());
 }
@@ -294,6 +320,7 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
                  call->ctx->peer(), std::string(status.message()));
   }
   call->d_pending.reset();  // an unfinished D returns its quota now
+  if (status.ok() && before_reply_for_test_) before_reply_for_test_(call->ctx);
   call->reactor->Finish(ToGrpc(status));
 }
 

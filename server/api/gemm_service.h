@@ -51,6 +51,12 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
   // Multiply is refused as UNAVAILABLE until the devices are warm.
   void SetReady() { ready_ = true; }
 
+  // Tests only, set before serving: runs on the worker just before a
+  // successful Multiply's reply is sent, so a test can cancel in between.
+  void SetBeforeReplyHookForTest(std::function<void(grpc::CallbackServerContext*)> hook) {
+    before_reply_for_test_ = std::move(hook);
+  }
+
   // Device memory and health gauges; after every GEMM and at start.
   void PublishDeviceState(int device);
 
@@ -66,6 +72,7 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
 
  private:
   struct MultiplyCall;
+  class MultiplyReactor;
   void RunMultiply(const std::shared_ptr<MultiplyCall>& call, int device);
   void FinishMultiply(const std::shared_ptr<MultiplyCall>& call, const absl::Status& status);
 
@@ -76,6 +83,7 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
   ServiceOptions options_;
   std::vector<DeviceDescription> devices_;
   std::atomic<bool> ready_{false};
+  std::function<void(grpc::CallbackServerContext*)> before_reply_for_test_;
 };
 
 grpc::Status ToGrpc(const absl::Status& status);

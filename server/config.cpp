@@ -42,6 +42,9 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
   app.add_option("--shutdown-grace-seconds", c.shutdown_grace_seconds,
                  "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
       ->envname("GEMMD_SHUTDOWN_GRACE_SECONDS")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+  app.add_option("--stream-idle-seconds", c.stream_idle_seconds,
+                 "cancel an upload or download that moves no data for this long (its quota comes back)")
+      ->envname("GEMMD_STREAM_IDLE_SECONDS")->check(CLI::Range(0.1, 86400.0))->capture_default_str();
   app.add_option("--engine", c.engine, "where GEMMs run: auto (GPUs if any, else CPU), cpu, cuda")
       ->envname("GEMMD_ENGINE")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
   app.add_option("--port-file", c.port_file, "write the bound gRPC port to this file once serving")

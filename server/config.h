@@ -19,6 +19,7 @@ struct ServerConfig {
   uint64_t max_matrices = 10000;                  // stored matrices at a time
   uint32_t max_repeats = 100;
   double shutdown_grace_seconds = 30;             // in-flight work gets this long
+  double stream_idle_seconds = 60;                // a stalled upload/download is cancelled after this
   std::string engine = "auto";                    // auto | cpu | cuda
   std::string port_file;                          // write the bound gRPC port here
   std::string log_level = "info";

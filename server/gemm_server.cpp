@@ -71,6 +71,7 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   sopts.limits.max_repeats = config_.max_repeats;
   sopts.queue_capacity = config_.queue_capacity;
   sopts.auth = BearerAuth(config_.auth_token);
+  sopts.stream_idle_seconds = config_.stream_idle_seconds;
   sopts.on_device_lost = [this] { UpdateHealth(); };
   service_ = std::make_unique<GemmService>(*engine_, *dispatcher_, *store_, metrics_, sopts);
 
@@ -101,6 +102,14 @@ absl::Status GemmServer::Start() {
   builder.AddListeningPort(config_.listen, *credentials, &port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
+  // Keepalive pings find peers that vanished without closing the TCP
+  // connection (a crashed client, a dropped route), whose calls would
+  // otherwise hold what they reserved.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Clients may ping as often as every 10 s without being told off.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.RegisterService(service_.get());
   {
     // Workers read server_ (UpdateHealth) under the same lock.

@@ -93,5 +93,14 @@ TEST(Config, MaxDimStopsAtTheLargest32BitInt) {
   EXPECT_FALSE(Parse({"--max-dim", "2147483648"}).config);
 }
 
+TEST(Config, StreamIdleLimitAndMatrixCountAreSettable) {
+  auto p = Parse({"--stream-idle-seconds", "2.5", "--max-matrices", "7"});
+  ASSERT_TRUE(p.config);
+  EXPECT_DOUBLE_EQ(p.config->stream_idle_seconds, 2.5);
+  EXPECT_EQ(p.config->max_matrices, 7u);
+  EXPECT_FALSE(Parse({"--stream-idle-seconds", "0"}).config);
+  EXPECT_FALSE(Parse({"--max-matrices", "0"}).config);
+}
+
 }  // namespace
 }  // namespace gemmd

@@ -638,6 +638,90 @@ TEST_F(CancelAfterCommitTest, AResultHandleIsDeletedWhenTheCallIsCancelledBefore
   EXPECT_EQ(list.used_bytes(), 0u);
 }
 
+// A client that sends an upload's header for most of the quota and then
+// nothing used to block every other upload and OUTPUT_HANDLE request for
+// good. The stream is cancelled after --stream-idle-seconds and its quota
+// comes back.
+class StalledStreamTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    ServerConfig c = LoopbackConfig();
+    c.stream_idle_seconds = 0.5;
+    StartServer(c);
+  }
+};
+
+TEST_F(StalledStreamTest, AnUploadThatSendsNothingIsCancelledAndItsQuotaComesBack) {
+  grpc::ClientContext ctx;
+  gemm::v1::MatrixInfo info;
+  auto stub = gemm::v1::GemmService::NewStub(client().channel());
+  auto writer = stub->UploadMatrix(&ctx, &info);
+  gemm::v1::UploadMatrixRequest header;
+  header.mutable_header()->set_rows(4096);
+  header.mutable_header()->set_cols(6144);  // 48 MiB of the 64 MiB quota
+  ASSERT_TRUE(writer->Write(header));
+  // While it stalls, the quota is held ...
+  gemm::v1::MatrixInfo other;
+  gemm::v1::ListMatricesResponse list;
+  for (int i = 0; i < 100 && list.used_bytes() == 0; ++i) {
+    ASSERT_TRUE(client().ListMatrices(&list).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GT(list.used_bytes(), 48u << 20);
+  // ... and after the idle limit it is back, and the stalled stream ended.
+  for (int i = 0; i < 300 && list.used_bytes() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(client().ListMatrices(&list).ok());
+  }
+  EXPECT_EQ(list.used_bytes(), 0u);
+  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(client().Upload(4096, 6144, std::string(48u << 20, '\0'), "", &other).ok());
+}
+
+// A download whose client stops reading holds its matrix (a deleted one
+// too) until the watchdog cancels it.
+TEST_F(StalledStreamTest, ADownloadNobodyReadsIsCancelledAndLetsItsMatrixGo) {
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Upload(2048, 4096, std::string(16u << 20, '\x3c'), "", &info).ok());
+  grpc::ClientContext ctx;
+  auto stub = gemm::v1::GemmService::NewStub(client().channel());
+  gemm::v1::DownloadMatrixRequest req;
+  req.set_handle(info.handle());
+  auto reader = stub->DownloadMatrix(&ctx, req);
+  gemm::v1::MatrixChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));  // started; then the client reads no more
+  ASSERT_TRUE(client().Delete(info.handle()).ok());
+  gemm::v1::ListMatricesResponse list;
+  ASSERT_TRUE(client().ListMatrices(&list).ok());
+  EXPECT_GT(list.used_bytes(), 16u << 20);  // the stalled download still holds it
+  for (int i = 0; i < 300 && list.used_bytes() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(client().ListMatrices(&list).ok());
+  }
+  EXPECT_EQ(list.used_bytes(), 0u);
+  ctx.TryCancel();
+}
+
+TEST_F(StalledStreamTest, AStreamThatKeepsMovingIsNotCancelled) {
+  grpc::ClientContext ctx;
+  gemm::v1::MatrixInfo info;
+  auto stub = gemm::v1::GemmService::NewStub(client().channel());
+  auto writer = stub->UploadMatrix(&ctx, &info);
+  gemm::v1::UploadMatrixRequest msg;
+  msg.mutable_header()->set_rows(1);
+  msg.mutable_header()->set_cols(8);
+  ASSERT_TRUE(writer->Write(msg));
+  msg.Clear();
+  for (int i = 0; i < 8; ++i) {  // 2 bytes every 0.2 s: 1.6 s in all, never 0.5 s idle
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    msg.set_data(std::string(2, '\0'));
+    ASSERT_TRUE(writer->Write(msg));
+  }
+  ASSERT_TRUE(writer->WritesDone());
+  EXPECT_TRUE(writer->Finish().ok());
+  EXPECT_EQ(info.bytes(), 16u);
+}
+
 // ------------------------------------------------------------ lost devices
 
 // A CPU engine whose one device a test can lose, the way the CUDA engine

@@ -1,5 +1,7 @@
 #include "api/gemm_service.h"
 
+#include "api/matrix_streams.h"
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -25,14 +27,6 @@ double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 
 std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
 
-void FillInfo(const MatrixDescription& d, MatrixInfo* out) {
-  out->set_handle(d.handle);
-  out->set_rows(d.rows);
-  out->set_cols(d.cols);
-  out->set_bytes(d.bytes);
-  out->set_label(d.label);
-}
-
 }  // namespace
 
 grpc::Status ToGrpc(const absl::Status& status) {
@@ -46,7 +40,9 @@ GemmService::GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& st
       store_(store),
       metrics_(metrics),
       options_(options),
-      devices_(engine.devices()) {}
+      devices_(engine.devices()),
+      watchdog_(std::chrono::duration_cast<StreamWatchdog::Clock::duration>(
+          std::chrono::duration<double>(options.stream_idle_seconds))) {}
 
 // ---------------------------------------------------------------- Multiply
 
@@ -414,126 +410,6 @@ class Rejected final : public Reactor {
   void OnDone() override { delete this; }
 };
 
-class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest> {
- public:
-  UploadReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Metrics& metrics, MatrixInfo* resp)
-      : ctx_(ctx), store_(store), metrics_(metrics), resp_(resp) {
-    StartRead(&msg_);
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {  // the client closed its side: the upload is complete, or short
-      if (!pending_) return Done(absl::InvalidArgumentError("upload stream ended before its header"));
-      if (ctx_->IsCancelled()) return Done(absl::CancelledError("the client cancelled the upload"));
-      auto desc = store_.Commit(std::move(pending_));
-      if (!desc.ok()) return Done(desc.status());
-      FillInfo(*desc, resp_);
-      return Done(absl::OkStatus());
-    }
-    if (!pending_) {
-      if (!msg_.has_header()) {
-        return Done(absl::InvalidArgumentError("the first UploadMatrix message must carry the header"));
-      }
-      const auto& h = msg_.header();
-      if (h.rows() < 1 || h.cols() < 1) {
-        return Done(absl::InvalidArgumentError("header.rows and header.cols must be >= 1, got " +
-                                               std::to_string(h.rows()) + "x" + std::to_string(h.cols())));
-      }
-      auto pending = store_.Reserve(h.rows(), h.cols(), h.label());
-      if (!pending.ok()) return Done(pending.status());
-      pending_ = std::move(*pending);
-      detail_ = "shape=" + std::to_string(h.rows()) + "x" + std::to_string(h.cols());
-    }
-    if (auto st = pending_->Append(msg_.data()); !st.ok()) return Done(st);
-    msg_.Clear();
-    StartRead(&msg_);
-  }
-
-  void OnCancel() override { cancelled_ = true; }
-  void OnDone() override {
-    // Cancelled after the commit: nobody holds the handle, so free it.
-    if (cancelled_ && !resp_->handle().empty()) (void)store_.Delete(resp_->handle());
-    delete this;
-  }
-
- private:
-  void Done(const absl::Status& status) {
-    pending_.reset();  // a broken upload gives its quota back at once
-    const double seconds = SecondsSince(start_);
-    metrics_.RecordRequest("UploadMatrix", std::nullopt, CodeName(status.code()), seconds);
-    spdlog::info("UploadMatrix status={} latency_ms={:.3f} {} handle={}{}", CodeName(status.code()),
-                 seconds * 1e3, detail_, resp_->handle(),
-                 status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
-    Finish(ToGrpc(status));
-  }
-
-  grpc::CallbackServerContext* ctx_;
-  MatrixStore& store_;
-  Metrics& metrics_;
-  MatrixInfo* resp_;
-  bool cancelled_ = false;
-  gemm::v1::UploadMatrixRequest msg_;
-  std::unique_ptr<PendingMatrix> pending_;
-  std::string detail_;
-  Clock::time_point start_ = Clock::now();
-};
-
-class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixChunk> {
- public:
-  DownloadReactor(MatrixStore& store, Metrics& metrics, const gemm::v1::DownloadMatrixRequest& req,
-                  uint64_t default_chunk, uint64_t max_message)
-      : metrics_(metrics) {
-    auto m = store.Get(req.handle());
-    if (!m.ok()) {
-      Done(m.status());
-      return;
-    }
-    matrix_ = *m;
-    FillInfo(matrix_->description(), chunk_msg_.mutable_info());
-    // The first chunk carries the info: the margin is its real size plus
-    // the offset and the data field's own framing.
-    const uint64_t framing = chunk_msg_.ByteSizeLong() + 32;
-    chunk_ = req.chunk_bytes() == 0 ? default_chunk : req.chunk_bytes();
-    chunk_ = std::min<uint64_t>(chunk_, max_message - std::min(max_message - 2, framing));
-    chunk_ = std::max<uint64_t>(chunk_ & ~uint64_t{1}, 2);  // whole fp16 elements
-    WriteNext();
-  }
-
-  void OnWriteDone(bool ok) override {
-    if (!ok) return Done(absl::CancelledError("the client went away during the download"));
-    if (offset_ >= matrix_->description().bytes) return Done(absl::OkStatus());
-    WriteNext();
-  }
-  void OnDone() override { delete this; }
-
- private:
-  void WriteNext() {
-    const uint64_t total = matrix_->description().bytes;
-    const uint64_t len = std::min(chunk_, total - offset_);
-    if (offset_ > 0) chunk_msg_.clear_info();
-    chunk_msg_.set_offset(offset_);
-    chunk_msg_.set_data(reinterpret_cast<const char*>(matrix_->data()) + offset_, len);
-    offset_ += len;
-    StartWrite(&chunk_msg_);
-  }
-
-  void Done(const absl::Status& status) {
-    const double seconds = SecondsSince(start_);
-    metrics_.RecordRequest("DownloadMatrix", std::nullopt, CodeName(status.code()), seconds);
-    spdlog::info("DownloadMatrix status={} latency_ms={:.3f} bytes={}{}", CodeName(status.code()),
-                 seconds * 1e3, offset_, status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
-    matrix_.reset();
-    Finish(ToGrpc(status));
-  }
-
-  Metrics& metrics_;
-  std::shared_ptr<const StoredMatrix> matrix_;
-  uint64_t chunk_ = 0;
-  uint64_t offset_ = 0;
-  gemm::v1::MatrixChunk chunk_msg_;
-  Clock::time_point start_ = Clock::now();
-};
-
 }  // namespace
 
 grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* GemmService::UploadMatrix(grpc::CallbackServerContext* ctx,
@@ -542,7 +418,7 @@ grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* GemmService::UploadMatri
     RecordRejected("UploadMatrix", st);
     return new Rejected<grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>>(ToGrpc(st));
   }
-  return new UploadReactor(ctx, store_, metrics_, resp);
+  return StartUpload(ctx, store_, metrics_, watchdog_, resp);
 }
 
 grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* GemmService::DownloadMatrix(
@@ -551,8 +427,8 @@ grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* GemmService::DownloadMatrix(
     RecordRejected("DownloadMatrix", st);
     return new Rejected<grpc::ServerWriteReactor<gemm::v1::MatrixChunk>>(ToGrpc(st));
   }
-  return new DownloadReactor(store_, metrics_, *req, options_.default_chunk_bytes,
-                             options_.limits.max_message_bytes);
+  return StartDownload(ctx, store_, metrics_, watchdog_, *req, options_.default_chunk_bytes,
+                       options_.limits.max_message_bytes);
 }
 
 grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext* ctx,

@@ -10,6 +10,7 @@
 
 #include "api/bearer_auth.h"
 #include "api/request_validation.h"
+#include "api/stream_watchdog.h"
 #include "engine/dispatcher.h"
 #include "engine/engine.h"
 #include "engine/matrix_store.h"
@@ -22,6 +23,8 @@ struct ServiceOptions {
   RequestLimits limits;
   uint32_t queue_capacity = 64;
   uint64_t default_chunk_bytes = 1 << 20;
+  // An upload or download that makes no progress for this long is cancelled.
+  double stream_idle_seconds = 60;
   BearerAuth auth;
   // Called after a GEMM that left its device out of service.
   std::function<void()> on_device_lost;
@@ -82,6 +85,7 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
   Metrics& metrics_;
   ServiceOptions options_;
   std::vector<DeviceDescription> devices_;
+  StreamWatchdog watchdog_;
   std::atomic<bool> ready_{false};
   std::function<void(grpc::CallbackServerContext*)> before_reply_for_test_;
 };

@@ -1,0 +1,199 @@
+#include "api/matrix_streams.h"
+
+#include "api/gemm_service.h"  // ToGrpc
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+namespace gemmd {
+
+using Clock = std::chrono::steady_clock;
+using gemm::v1::MatrixInfo;
+
+namespace {
+
+double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+
+// What the log and metrics record for a stream the watchdog cancelled.
+absl::Status IdleError(const StreamWatchdog& watchdog, const std::string& what) {
+  const double seconds = std::chrono::duration<double>(watchdog.idle_limit()).count();
+  return absl::DeadlineExceededError("the " + what + " for " + std::to_string(seconds) +
+                                     " s (--stream-idle-seconds); the stream was cancelled");
+}
+
+}  // namespace
+
+void FillInfo(const MatrixDescription& d, MatrixInfo* out) {
+  out->set_handle(d.handle);
+  out->set_rows(d.rows);
+  out->set_cols(d.cols);
+  out->set_bytes(d.bytes);
+  out->set_label(d.label);
+}
+
+namespace {
+
+class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest> {
+ public:
+  UploadReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Metrics& metrics, StreamWatchdog& watchdog,
+                MatrixInfo* resp)
+      : ctx_(ctx), store_(store), metrics_(metrics), watchdog_(watchdog), resp_(resp) {
+    watch_ = watchdog_.Watch([this] {
+      idle_ = true;
+      ctx_->TryCancel();
+    });
+    StartRead(&msg_);
+  }
+
+  void OnReadDone(bool ok) override {
+    watchdog_.Touch(watch_);
+    if (!ok) {  // the client closed its side: the upload is complete, or short
+      if (idle_) return Done(IdleError(watchdog_, "upload sent nothing"));
+      if (!pending_) return Done(absl::InvalidArgumentError("upload stream ended before its header"));
+      if (ctx_->IsCancelled()) return Done(absl::CancelledError("the client cancelled the upload"));
+      auto desc = store_.Commit(std::move(pending_));
+      if (!desc.ok()) return Done(desc.status());
+      FillInfo(*desc, resp_);
+      return Done(absl::OkStatus());
+    }
+    if (!pending_) {
+      if (!msg_.has_header()) {
+        return Done(absl::InvalidArgumentError("the first UploadMatrix message must carry the header"));
+      }
+      const auto& h = msg_.header();
+      if (h.rows() < 1 || h.cols() < 1) {
+        return Done(absl::InvalidArgumentError("header.rows and header.cols must be >= 1, got " +
+                                               std::to_string(h.rows()) + "x" + std::to_string(h.cols())));
+      }
+      auto pending = store_.Reserve(h.rows(), h.cols(), h.label());
+      if (!pending.ok()) return Done(pending.status());
+      pending_ = std::move(*pending);
+      detail_ = "shape=" + std::to_string(h.rows()) + "x" + std::to_string(h.cols());
+    }
+    if (auto st = pending_->Append(msg_.data()); !st.ok()) return Done(st);
+    msg_.Clear();
+    StartRead(&msg_);
+  }
+
+  void OnCancel() override { cancelled_ = true; }
+  void OnDone() override {
+    watchdog_.Forget(watch_);
+    // Cancelled after the commit: nobody holds the handle, so free it.
+    if (cancelled_ && !resp_->handle().empty()) (void)store_.Delete(resp_->handle());
+    delete this;
+  }
+
+ private:
+  void Done(const absl::Status& status) {
+    pending_.reset();  // a broken upload gives its quota back at once
+    const double seconds = SecondsSince(start_);
+    metrics_.RecordRequest("UploadMatrix", std::nullopt, CodeName(status.code()), seconds);
+    spdlog::info("UploadMatrix status={} latency_ms={:.3f} {} handle={}{}", CodeName(status.code()),
+                 seconds * 1e3, detail_, resp_->handle(),
+                 status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
+    Finish(ToGrpc(status));
+  }
+
+  grpc::CallbackServerContext* ctx_;
+  MatrixStore& store_;
+  Metrics& metrics_;
+  StreamWatchdog& watchdog_;
+  StreamWatchdog::Id watch_ = 0;
+  MatrixInfo* resp_;
+  std::atomic<bool> cancelled_{false}, idle_{false};
+  gemm::v1::UploadMatrixRequest msg_;
+  std::unique_ptr<PendingMatrix> pending_;
+  std::string detail_;
+  Clock::time_point start_ = Clock::now();
+};
+
+class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixChunk> {
+ public:
+  DownloadReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Metrics& metrics, StreamWatchdog& watchdog,
+                  const gemm::v1::DownloadMatrixRequest& req, uint64_t default_chunk, uint64_t max_message)
+      : metrics_(metrics), watchdog_(watchdog) {
+    watch_ = watchdog_.Watch([this, ctx] {
+      idle_ = true;
+      ctx->TryCancel();
+    });
+    auto m = store.Get(req.handle());
+    if (!m.ok()) {
+      Done(m.status());
+      return;
+    }
+    matrix_ = *m;
+    FillInfo(matrix_->description(), chunk_msg_.mutable_info());
+    // The first chunk carries the info: the margin is its real size plus
+    // the offset and the data field's own framing.
+    const uint64_t framing = chunk_msg_.ByteSizeLong() + 32;
+    chunk_ = req.chunk_bytes() == 0 ? default_chunk : req.chunk_bytes();
+    chunk_ = std::min<uint64_t>(chunk_, max_message - std::min(max_message - 2, framing));
+    chunk_ = std::max<uint64_t>(chunk_ & ~uint64_t{1}, 2);  // whole fp16 elements
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    watchdog_.Touch(watch_);
+    if (!ok && idle_) return Done(IdleError(watchdog_, "download's client read nothing"));
+    if (!ok) return Done(absl::CancelledError("the client went away during the download"));
+    if (offset_ >= matrix_->description().bytes) return Done(absl::OkStatus());
+    WriteNext();
+  }
+  void OnDone() override {
+    watchdog_.Forget(watch_);
+    delete this;
+  }
+
+ private:
+  void WriteNext() {
+    const uint64_t total = matrix_->description().bytes;
+    const uint64_t len = std::min(chunk_, total - offset_);
+    if (offset_ > 0) chunk_msg_.clear_info();
+    chunk_msg_.set_offset(offset_);
+    chunk_msg_.set_data(reinterpret_cast<const char*>(matrix_->data()) + offset_, len);
+    offset_ += len;
+    StartWrite(&chunk_msg_);
+  }
+
+  void Done(const absl::Status& status) {
+    const double seconds = SecondsSince(start_);
+    metrics_.RecordRequest("DownloadMatrix", std::nullopt, CodeName(status.code()), seconds);
+    spdlog::info("DownloadMatrix status={} latency_ms={:.3f} bytes={}{}", CodeName(status.code()),
+                 seconds * 1e3, offset_, status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
+    matrix_.reset();
+    Finish(ToGrpc(status));
+  }
+
+  Metrics& metrics_;
+  StreamWatchdog& watchdog_;
+  StreamWatchdog::Id watch_ = 0;
+  std::atomic<bool> idle_{false};
+  std::shared_ptr<const StoredMatrix> matrix_;
+  uint64_t chunk_ = 0;
+  uint64_t offset_ = 0;
+  gemm::v1::MatrixChunk chunk_msg_;
+  Clock::time_point start_ = Clock::now();
+};
+
+
+}  // namespace
+
+grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* StartUpload(grpc::CallbackServerContext* ctx,
+                                                                    MatrixStore& store, Metrics& metrics,
+                                                                    StreamWatchdog& watchdog, MatrixInfo* resp) {
+  return new UploadReactor(ctx, store, metrics, watchdog, resp);
+}
+
+grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* StartDownload(grpc::CallbackServerContext* ctx, MatrixStore& store,
+                                                               Metrics& metrics, StreamWatchdog& watchdog,
+                                                               const gemm::v1::DownloadMatrixRequest& req,
+                                                               uint64_t default_chunk, uint64_t max_message) {
+  return new DownloadReactor(ctx, store, metrics, watchdog, req, default_chunk, max_message);
+}
+
+}  // namespace gemmd

@@ -1,0 +1,31 @@
+// UploadMatrix and DownloadMatrix: a matrix streamed in chunks into the
+// store, or out of it. Each stream is watched: one that makes no progress
+// for the idle limit is cancelled, so a stalled client cannot hold an
+// upload's quota or a download's matrix forever.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "api/stream_watchdog.h"
+#include "engine/matrix_store.h"
+#include "gemm/v1/gemm.pb.h"
+#include "metrics/metrics.h"
+
+namespace gemmd {
+
+void FillInfo(const MatrixDescription& d, gemm::v1::MatrixInfo* out);
+
+// The reactor of one UploadMatrix call; it deletes itself when done.
+grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* StartUpload(grpc::CallbackServerContext* ctx,
+                                                                    MatrixStore& store, Metrics& metrics,
+                                                                    StreamWatchdog& watchdog,
+                                                                    gemm::v1::MatrixInfo* resp);
+
+// The reactor of one DownloadMatrix call, in chunks of the asked size (or
+// `default_chunk`) within `max_message`; it deletes itself when done.
+grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* StartDownload(grpc::CallbackServerContext* ctx, MatrixStore& store,
+                                                               Metrics& metrics, StreamWatchdog& watchdog,
+                                                               const gemm::v1::DownloadMatrixRequest& req,
+                                                               uint64_t default_chunk, uint64_t max_message);
+
+}  // namespace gemmd

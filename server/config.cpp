@@ -58,9 +58,12 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
   app.add_option("--tls-client-ca", c.tls_client_ca, "PEM CA: require client certificates it signed (mTLS)")
       ->envname("GEMMD_TLS_CLIENT_CA");
   app.add_option("--auth-token-file", c.auth_token_file,
-                 "require 'authorization: Bearer <token>' on gemm.v1 calls, token read from this file "
-                 "(or set GEMMD_AUTH_TOKEN)")
+                 "require 'authorization: Bearer <token>' on gemm.v1 calls; one 'TOKEN [NAME]' a line, each "
+                 "NAME an identity owning its matrices (or set GEMMD_AUTH_TOKEN: one token)")
       ->envname("GEMMD_AUTH_TOKEN_FILE");
+  app.add_option("--operator", c.operators,
+                 "an identity (token name or mTLS subject, e.g. CN=ops) that sees and may delete every "
+                 "stored matrix; repeatable");
 
   try {
     app.parse(argc, argv);
@@ -81,10 +84,11 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
   }
   if (const char* token = std::getenv("GEMMD_AUTH_TOKEN"); token != nullptr) c.auth_token = token;
   if (!c.auth_token_file.empty()) {
-    if (auto st = ReadTokenFile(c.auth_token_file, &c.auth_token); !st.ok()) {
+    if (auto st = ReadTokenFile(c.auth_token_file, &c.auth_tokens); !st.ok()) {
       std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
       return {std::nullopt, 2};
     }
+    c.auth_token.clear();  // the file, when given, is the whole list
   }
   return {c, 0};
 }

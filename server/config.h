@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "api/bearer_auth.h"
 
 namespace gemmd {
 
@@ -29,7 +32,11 @@ struct ServerConfig {
   // Bearer token every gemm.v1 call must carry: from a file (a mounted
   // Secret) or GEMMD_AUTH_TOKEN; never a flag, so it stays out of `ps`.
   std::string auth_token_file;
-  std::string auth_token;
+  std::string auth_token;                // GEMMD_AUTH_TOKEN: identity "default"
+  std::vector<NamedToken> auth_tokens;   // from auth_token_file, each with its identity
+  // Identities (token names, or mTLS subjects such as "CN=ops") that see
+  // and may delete every stored matrix.
+  std::vector<std::string> operators;
 };
 
 // Parses flags (GEMMD_* env vars fill what flags leave out). Returns the

@@ -33,7 +33,7 @@ absl::Status ReadPem(const std::string& path, const char* what, std::string* pem
 // Plaintext, TLS, or mutual TLS, as configured.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const ServerConfig& c) {
   if (c.tls_cert.empty()) {
-    if (!c.auth_token.empty()) spdlog::warn("bearer tokens travel in plaintext: serve with --tls-cert/--tls-key");
+    if (!c.auth_token.empty() || !c.auth_tokens.empty()) spdlog::warn("bearer tokens travel in plaintext: serve with --tls-cert/--tls-key");
     return grpc::InsecureServerCredentials();
   }
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
@@ -70,7 +70,9 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   sopts.limits.max_message_bytes = config_.max_message_bytes;
   sopts.limits.max_repeats = config_.max_repeats;
   sopts.queue_capacity = config_.queue_capacity;
-  sopts.auth = BearerAuth(config_.auth_token);
+  std::vector<NamedToken> tokens = config_.auth_tokens;
+  if (!config_.auth_token.empty()) tokens.push_back({config_.auth_token, kDefaultIdentity});
+  sopts.identity = CallerIdentity(BearerAuth(std::move(tokens)), config_.operators);
   sopts.stream_idle_seconds = config_.stream_idle_seconds;
   sopts.on_device_lost = [this] { UpdateHealth(); };
   service_ = std::make_unique<GemmService>(*engine_, *dispatcher_, *store_, metrics_, sopts);

@@ -15,6 +15,9 @@ using ::testing::HasSubstr;
 
 std::string Bytes(size_t n, char c = '\x3c') { return std::string(n, c); }
 
+const std::string kOwner = "alice";
+const Caller kAlice{"alice", false};
+
 TEST(MatrixStore, UploadCommitGetDelete) {
   uint64_t last_used = 99;
   size_t last_count = 99;
@@ -22,7 +25,7 @@ TEST(MatrixStore, UploadCommitGetDelete) {
     last_used = used;
     last_count = count;
   });
-  auto pending = store.Reserve(4, 8, "x");
+  auto pending = store.Reserve(4, 8, "x", kOwner);
   ASSERT_TRUE(pending.ok());
   constexpr uint64_t kCharge = MatrixStore::Charge(64, 1);  // data, label "x", bookkeeping
   EXPECT_EQ(store.used_bytes(), kCharge);
@@ -34,12 +37,12 @@ TEST(MatrixStore, UploadCommitGetDelete) {
   EXPECT_EQ(desc->bytes, 64u);
   EXPECT_EQ(desc->label, "x");
 
-  auto got = store.Get(desc->handle);
+  auto got = store.Get(desc->handle, kAlice);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ((*got)->description().rows, 4);
-  EXPECT_EQ(store.List().size(), 1u);
+  EXPECT_EQ(store.List(kAlice).size(), 1u);
 
-  auto freed = store.Delete(desc->handle);
+  auto freed = store.Delete(desc->handle, kAlice);
   ASSERT_TRUE(freed.ok());
   EXPECT_EQ(*freed, 64u);
   // Still in use by `got`: the memory stays until that reference goes.
@@ -48,21 +51,21 @@ TEST(MatrixStore, UploadCommitGetDelete) {
   EXPECT_EQ(store.used_bytes(), 0u);
   EXPECT_EQ(last_used, 0u);
   EXPECT_EQ(last_count, 0u);
-  EXPECT_EQ(store.Get(desc->handle).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(store.Delete(desc->handle).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.Get(desc->handle, kAlice).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.Delete(desc->handle, kAlice).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(MatrixStore, QuotaIsEnforcedAndReturnedByAbandonedUploads) {
   MatrixStore store(1000 + 2 * MatrixStore::kOverheadBytes);
-  auto a = store.Reserve(10, 25, "");  // 500 bytes + overhead
+  auto a = store.Reserve(10, 25, "", kOwner);  // 500 bytes + overhead
   ASSERT_TRUE(a.ok());
-  auto b = store.Reserve(10, 26, "");  // 520 bytes + overhead: over
+  auto b = store.Reserve(10, 26, "", kOwner);  // 520 bytes + overhead: over
   EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(b.status().message()), HasSubstr("776 bytes asked (data, label and 256 bytes of "
                                                            "bookkeeping), 756 of 1512 free"));
   a->reset();  // upload abandoned
   EXPECT_EQ(store.used_bytes(), 0u);
-  EXPECT_TRUE(store.Reserve(10, 50, "").ok());
+  EXPECT_TRUE(store.Reserve(10, 50, "", kOwner).ok());
 }
 
 // Reproduced once: 25 uploads of a 1x1 matrix with a 3 MiB label each held
@@ -70,40 +73,40 @@ TEST(MatrixStore, QuotaIsEnforcedAndReturnedByAbandonedUploads) {
 // per-matrix overhead, charged to the quota; the count of matrices is capped.
 TEST(MatrixStore, LabelsAndManyTinyMatricesCannotEscapeTheQuota) {
   MatrixStore store(1 << 20, [](uint64_t, size_t) {}, /*max_matrices=*/3);
-  auto long_label = store.Reserve(1, 1, std::string(MatrixStore::kMaxLabelBytes + 1, 'x'));
+  auto long_label = store.Reserve(1, 1, std::string(MatrixStore::kMaxLabelBytes + 1, 'x'), kOwner);
   EXPECT_EQ(long_label.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(long_label.status().message()), HasSubstr("the label is 257 bytes; at most 256"));
 
-  auto a = store.Reserve(1, 1, std::string(MatrixStore::kMaxLabelBytes, 'x'));
+  auto a = store.Reserve(1, 1, std::string(MatrixStore::kMaxLabelBytes, 'x'), kOwner);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(store.used_bytes(), 2 + MatrixStore::kOverheadBytes + MatrixStore::kMaxLabelBytes);
-  auto b = store.Reserve(1, 1, "");
-  auto c = store.Reserve(1, 1, "");
+  auto b = store.Reserve(1, 1, "", kOwner);
+  auto c = store.Reserve(1, 1, "", kOwner);
   ASSERT_TRUE(b.ok() && c.ok());
-  auto d = store.Reserve(1, 1, "");  // a fourth, pending ones counted
+  auto d = store.Reserve(1, 1, "", kOwner);  // a fourth, pending ones counted
   EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(d.status().message()), HasSubstr("holds 3 matrices, its limit"));
   b->reset();
-  EXPECT_TRUE(store.Reserve(1, 1, "").ok());
+  EXPECT_TRUE(store.Reserve(1, 1, "", kOwner).ok());
 
   MatrixStore tiny(3 * MatrixStore::Charge(2, 0));  // three 1x1 matrices fill it
   std::vector<std::unique_ptr<PendingMatrix>> held;
-  for (int i = 0; i < 3; ++i) held.push_back(std::move(*tiny.Reserve(1, 1, "")));
-  EXPECT_EQ(tiny.Reserve(1, 1, "").status().code(), absl::StatusCode::kResourceExhausted);
+  for (int i = 0; i < 3; ++i) held.push_back(std::move(*tiny.Reserve(1, 1, "", kOwner)));
+  EXPECT_EQ(tiny.Reserve(1, 1, "", kOwner).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
 TEST(MatrixStore, ListPagesInHandleOrder) {
   MatrixStore store(1 << 20);
   std::set<std::string> handles;
   for (int i = 0; i < 7; ++i) {
-    auto p = store.Reserve(1, 1, "");
+    auto p = store.Reserve(1, 1, "", kOwner);
     ASSERT_TRUE((*p)->Append(Bytes(2)).ok());
     handles.insert(store.Commit(std::move(*p))->handle);
   }
   std::vector<std::string> seen;
   std::string after;
   for (;;) {
-    const auto page = store.List(after, 3);
+    const auto page = store.List(kAlice, after, 3);
     EXPECT_LE(page.size(), 3u);
     if (page.empty()) break;
     for (const auto& m : page) seen.push_back(m.handle);
@@ -114,11 +117,11 @@ TEST(MatrixStore, ListPagesInHandleOrder) {
 
 TEST(MatrixStore, RefusesBadShapesOverflowAndShortOrLongUploads) {
   MatrixStore store(1 << 20);
-  EXPECT_EQ(store.Reserve(0, 5, "").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store.Reserve(5, -1, "").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store.Reserve(int64_t{1} << 62, 8, "").status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store.Reserve(0, 5, "", kOwner).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Reserve(5, -1, "", kOwner).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Reserve(int64_t{1} << 62, 8, "", kOwner).status().code(), absl::StatusCode::kResourceExhausted);
 
-  auto p = store.Reserve(2, 2, "");
+  auto p = store.Reserve(2, 2, "", kOwner);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ((*p)->Append(Bytes(9)).code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE((*p)->Append(Bytes(6)).ok());
@@ -132,7 +135,7 @@ TEST(MatrixStore, HandlesAreUnique) {
   MatrixStore store(1 << 20);
   std::set<std::string> handles;
   for (int i = 0; i < 200; ++i) {
-    auto p = store.Reserve(1, 1, "");
+    auto p = store.Reserve(1, 1, "", kOwner);
     ASSERT_TRUE(p.ok());
     (*p)->MarkFilled();
     handles.insert(store.Commit(std::move(*p))->handle);
@@ -161,10 +164,10 @@ TEST(MatrixStore, UsageIsPublishedInTheOrderItChanged) {
     published.push_back(used);
     cv.notify_all();
   });
-  auto first = store.Reserve(10, 5, "");  // 100 bytes
+  auto first = store.Reserve(10, 5, "", kOwner);  // 100 bytes
   ASSERT_TRUE(first.ok());
   std::unique_ptr<PendingMatrix> second;
-  std::thread reserver([&] { second = std::move(*store.Reserve(5, 5, "")); });  // 50 more
+  std::thread reserver([&] { second = std::move(*store.Reserve(5, 5, "", kOwner)); });  // 50 more
   {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return waiting; });
@@ -174,6 +177,35 @@ TEST(MatrixStore, UsageIsPublishedInTheOrderItChanged) {
   std::lock_guard lock(mu);
   EXPECT_EQ(store.used_bytes(), kSecond);
   EXPECT_EQ(published.back(), kSecond);
+}
+
+// Handles are unguessable, but a server shared by teams must not rely on
+// that: a matrix is its owner's, and anyone else's Get, Delete and List
+// treat it as absent. An operator sees all.
+TEST(MatrixStore, AMatrixIsItsOwnersAndAnOperatorsOnly) {
+  MatrixStore store(1 << 20);
+  auto stored = [&](const std::string& owner) {
+    auto p = store.Reserve(1, 1, "", owner);
+    EXPECT_TRUE((*p)->Append(Bytes(2)).ok());
+    return store.Commit(std::move(*p))->handle;
+  };
+  const std::string alices = stored("alice"), bobs = stored("bob");
+  const Caller bob{"bob", false}, ops{"ops", true};
+  EXPECT_EQ(store.Get(bobs, kAlice).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.Get(alices, bob).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.Delete(alices, bob).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(store.Get(alices, bob).status().message()), HasSubstr("never uploaded, or deleted"));
+  ASSERT_EQ(store.List(kAlice).size(), 1u);
+  EXPECT_EQ(store.List(kAlice)[0].handle, alices);
+  EXPECT_EQ(store.List(kAlice)[0].owner, "alice");
+  ASSERT_EQ(store.List(bob).size(), 1u);
+  EXPECT_EQ(store.List(bob)[0].handle, bobs);
+  EXPECT_EQ(store.List(ops).size(), 2u);
+  EXPECT_TRUE(store.Get(alices, kAlice).ok());
+  EXPECT_TRUE(store.Get(bobs, ops).ok());
+  EXPECT_TRUE(store.Delete(bobs, ops).ok());
+  EXPECT_TRUE(store.Delete(alices, kAlice).ok());
+  EXPECT_EQ(store.used_bytes(), 0u);
 }
 
 }  // namespace

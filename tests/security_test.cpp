@@ -35,6 +35,7 @@ class Pki {
               "rogue.pem") &&
           Issue("server", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost") &&
           Issue("client", "ca", "extendedKeyUsage=clientAuth") &&
+          Issue("client2", "ca", "extendedKeyUsage=clientAuth") &&
           Issue("rogue-client", "rogue", "extendedKeyUsage=clientAuth");
   }
   ~Pki() { fs::remove_all(dir_); }
@@ -182,13 +183,117 @@ TEST_F(SecurityTest, UnreadableCertificateStopsTheServerWithAMessage) {
 TEST(BearerAuthTest, TokenFileIsTrimmedAndAnEmptyOneIsAnError) {
   const auto path = fs::temp_directory_path() / ("gemmd-token-" + std::to_string(::getpid()));
   std::ofstream(path) << "  abc123 \n";
-  std::string token;
-  ASSERT_TRUE(ReadTokenFile(path.string(), &token).ok());
-  EXPECT_EQ(token, "abc123");
+  std::vector<NamedToken> tokens;
+  ASSERT_TRUE(ReadTokenFile(path.string(), &tokens).ok());
+  ASSERT_EQ(tokens.size(), 1u);
+  EXPECT_EQ(tokens[0].token, "abc123");
+  EXPECT_EQ(tokens[0].name, "default");  // a token alone, as before names existed
   std::ofstream(path) << "\n";
-  EXPECT_THAT(std::string(ReadTokenFile(path.string(), &token).message()), HasSubstr("is empty"));
+  EXPECT_THAT(std::string(ReadTokenFile(path.string(), &tokens).message()), HasSubstr("is empty"));
   fs::remove(path);
-  EXPECT_THAT(std::string(ReadTokenFile(path.string(), &token).message()), HasSubstr("cannot read"));
+  EXPECT_THAT(std::string(ReadTokenFile(path.string(), &tokens).message()), HasSubstr("cannot read"));
+}
+
+TEST(BearerAuthTest, TokenFileNamesAnIdentityPerToken) {
+  const auto path = fs::temp_directory_path() / ("gemmd-tokens-" + std::to_string(::getpid()));
+  std::ofstream(path) << "# team tokens\n\ntok-a alice\n  tok-b   bob  \n";
+  std::vector<NamedToken> tokens;
+  ASSERT_TRUE(ReadTokenFile(path.string(), &tokens).ok());
+  ASSERT_EQ(tokens.size(), 2u);
+  EXPECT_EQ(tokens[0].token, "tok-a");
+  EXPECT_EQ(tokens[0].name, "alice");
+  EXPECT_EQ(tokens[1].token, "tok-b");
+  EXPECT_EQ(tokens[1].name, "bob");
+  std::ofstream(path) << "tok-a alice\ntok-a bob\n";
+  EXPECT_THAT(std::string(ReadTokenFile(path.string(), &tokens).message()), HasSubstr("line 2: a token given twice"));
+  std::ofstream(path) << "tok-a alice\ntok-b alice\n";
+  EXPECT_THAT(std::string(ReadTokenFile(path.string(), &tokens).message()),
+              HasSubstr("line 2: the name 'alice' is given twice"));
+  std::ofstream(path) << "tok-a alice extra\n";
+  EXPECT_THAT(std::string(ReadTokenFile(path.string(), &tokens).message()),
+              HasSubstr("line 1: expected 'TOKEN' or 'TOKEN NAME'"));
+  fs::remove(path);
+}
+
+// Any authenticated client could list, download or delete any other's
+// matrices. Now a matrix belongs to the identity that stored it; to anyone
+// else its handle does not exist. An operator sees all.
+TEST_F(SecurityTest, EachTokensIdentitySeesOnlyItsOwnMatricesAndAnOperatorSeesAll) {
+  ServerConfig c = LoopbackConfig();
+  c.auth_tokens = {{"tok-a", "alice"}, {"tok-b", "bob"}, {"tok-ops", "ops"}};
+  c.operators = {"ops"};
+  StartServer(c);
+  auto as = [&](const std::string& token) {
+    gemmc::ClientOptions o = Options();
+    o.token = token;
+    return std::make_unique<gemmc::GemmClient>(o);
+  };
+  auto alice = as("tok-a"), bob = as("tok-b"), ops = as("tok-ops");
+  gemm::v1::MatrixInfo a_info, b_info;
+  ASSERT_TRUE(alice->Upload(4, 4, std::string(32, '\x3c'), "alice's", &a_info).ok());
+  ASSERT_TRUE(bob->Upload(4, 4, std::string(32, '\x3c'), "bob's", &b_info).ok());
+  EXPECT_EQ(a_info.owner(), "alice");
+
+  for (auto [me, mine, theirs] : {std::tuple{alice.get(), a_info.handle(), b_info.handle()},
+                                  std::tuple{bob.get(), b_info.handle(), a_info.handle()}}) {
+    gemm::v1::ListMatricesResponse list;
+    ASSERT_TRUE(me->ListMatrices(&list).ok());
+    ASSERT_EQ(list.matrices_size(), 1);
+    EXPECT_EQ(list.matrices(0).handle(), mine);
+    std::string bytes;
+    EXPECT_EQ(me->Download(theirs, &bytes).error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(me->Delete(theirs).error_code(), grpc::StatusCode::NOT_FOUND);
+    gemm::v1::MultiplyRequest req = SeededRequest(4, 4, 4, 1, 2);
+    req.mutable_a()->set_handle(theirs);
+    gemm::v1::MultiplyResponse resp;
+    const grpc::Status st = me->Multiply(req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_THAT(st.error_message(), HasSubstr("a.handle"));
+    req.mutable_a()->set_handle(mine);
+    EXPECT_TRUE(me->Multiply(req, &resp).ok());
+  }
+
+  // D stored by alice's Multiply is alice's.
+  gemm::v1::MultiplyRequest req = SeededRequest(4, 4, 4, 1, 2);
+  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  gemm::v1::MultiplyResponse resp;
+  ASSERT_TRUE(alice->Multiply(req, &resp).ok());
+  std::string bytes;
+  EXPECT_EQ(bob->Download(resp.d_handle(), &bytes).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(alice->Download(resp.d_handle(), &bytes).ok());
+
+  gemm::v1::ListMatricesResponse all;
+  ASSERT_TRUE(ops->ListMatrices(&all).ok());
+  EXPECT_EQ(all.matrices_size(), 3);
+  EXPECT_TRUE(ops->Delete(b_info.handle()).ok());
+  gemm::v1::ListMatricesResponse bobs;
+  ASSERT_TRUE(bob->ListMatrices(&bobs).ok());
+  EXPECT_EQ(bobs.matrices_size(), 0);
+}
+
+// Under mutual TLS without tokens, the verified client certificate's
+// subject is the identity.
+TEST_F(SecurityTest, UnderMutualTlsEachCertificateSubjectOwnsItsMatrices) {
+  StartServer(TlsConfig(/*mutual=*/true));
+  auto with_cert = [&](const std::string& name) {
+    gemmc::ClientOptions o = TlsOptions();
+    o.tls_cert = pki_->pem(name + ".pem");
+    o.tls_key = pki_->pem(name + ".key");
+    return std::make_unique<gemmc::GemmClient>(o);
+  };
+  auto one = with_cert("client"), two = with_cert("client2");
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(one->Upload(2, 2, std::string(8, '\0'), "", &info).ok());
+  EXPECT_THAT(info.owner(), HasSubstr("CN=client"));
+  gemm::v1::ListMatricesResponse list;
+  ASSERT_TRUE(two->ListMatrices(&list).ok());
+  EXPECT_EQ(list.matrices_size(), 0);
+  std::string bytes;
+  EXPECT_EQ(two->Download(info.handle(), &bytes).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(two->Delete(info.handle()).error_code(), grpc::StatusCode::NOT_FOUND);
+  ASSERT_TRUE(one->ListMatrices(&list).ok());
+  EXPECT_EQ(list.matrices_size(), 1);
+  EXPECT_TRUE(one->Delete(info.handle()).ok());
 }
 
 }  // namespace

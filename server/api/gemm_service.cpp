@@ -51,14 +51,15 @@ GemmService::GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& st
 // does not hold quota until someone finds it in ListMatrices.
 class GemmService::MultiplyReactor final : public grpc::ServerUnaryReactor {
  public:
-  MultiplyReactor(grpc::CallbackServerContext* ctx, MatrixStore& store) : ctx_(ctx), store_(store) {}
+  MultiplyReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Caller caller)
+      : ctx_(ctx), store_(store), caller_(std::move(caller)) {}
   // D's handle, set before Finish.
   void set_result_handle(std::string handle) { result_handle_ = std::move(handle); }
 
   void OnCancel() override { cancelled_ = true; }
   void OnDone() override {
     if (!result_handle_.empty() && (cancelled_ || ctx_->IsCancelled())) {
-      (void)store_.Delete(result_handle_);
+      (void)store_.Delete(result_handle_, caller_);
       spdlog::info("Multiply cancelled after D was stored: deleted {}, which no client received", result_handle_);
     }
     delete this;
@@ -67,12 +68,14 @@ class GemmService::MultiplyReactor final : public grpc::ServerUnaryReactor {
  private:
   grpc::CallbackServerContext* ctx_;
   MatrixStore& store_;
+  Caller caller_;
   std::string result_handle_;
   std::atomic<bool> cancelled_{false};
 };
 
 struct GemmService::MultiplyCall {
   grpc::CallbackServerContext* ctx;
+  Caller caller;
   MultiplyReactor* reactor;
   const MultiplyRequest* req;
   MultiplyResponse* resp;
@@ -99,10 +102,12 @@ struct GemmService::MultiplyCall {
 
 grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx, const MultiplyRequest* req,
                                                 MultiplyResponse* resp) {
-  if (auto* rejected = RejectUnauthenticated("Multiply", ctx)) return rejected;
+  Caller caller;
+  if (auto* rejected = RejectUnauthenticated("Multiply", ctx, &caller)) return rejected;
   auto call = std::make_shared<MultiplyCall>();
   call->ctx = ctx;
-  call->reactor = new MultiplyReactor(ctx, store_);
+  call->caller = caller;
+  call->reactor = new MultiplyReactor(ctx, store_, std::move(caller));
   call->req = req;
   call->resp = resp;
   call->deadline = ctx->deadline();
@@ -156,7 +161,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
         side.view.seed = side.op.random().seed();
         break;
       case gemm::v1::Operand::kHandle: {
-        auto stored = store_.Get(side.op.handle());
+        auto stored = store_.Get(side.op.handle(), call->caller);
         if (!stored.ok()) {
           FinishMultiply(call, absl::NotFoundError(std::string(side.name) + ".handle: " +
                                                    std::string(stored.status().message())));
@@ -187,7 +192,8 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
     d->resize(static_cast<size_t>(job.m) * job.n * 2);
     job.d = reinterpret_cast<uint16_t*>(d->data());
   } else if (req->output() == gemm::v1::OUTPUT_HANDLE) {
-    auto pending = store_.Reserve(job.m, job.n, "D of a step " + std::to_string(job.step) + " multiply");
+    auto pending = store_.Reserve(job.m, job.n, "D of a step " + std::to_string(job.step) + " multiply",
+                                  call->caller.identity);
     if (!pending.ok()) {
       FinishMultiply(call, pending.status());
       return call->reactor;
@@ -322,11 +328,15 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
 
 // ---------------------------------------------------------- authentication
 
-grpc::ServerUnaryReactor* GemmService::RejectUnauthenticated(const char* method, grpc::CallbackServerContext* ctx) {
-  absl::Status st = options_.auth.Check(*ctx);
-  if (st.ok()) return nullptr;
+grpc::ServerUnaryReactor* GemmService::RejectUnauthenticated(const char* method, grpc::CallbackServerContext* ctx,
+                                                             Caller* caller) {
+  auto who = options_.identity.Identify(*ctx);
+  if (who.ok()) {
+    *caller = std::move(*who);
+    return nullptr;
+  }
   auto* reactor = ctx->DefaultReactor();
-  FinishSimple(method, reactor, st, Clock::now(), "peer=" + ctx->peer());
+  FinishSimple(method, reactor, who.status(), Clock::now(), "peer=" + ctx->peer());
   return reactor;
 }
 
@@ -340,7 +350,8 @@ void GemmService::RecordRejected(const char* method, const absl::Status& status)
 grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* ctx,
                                                    const gemm::v1::ListKernelsRequest*,
                                                    gemm::v1::ListKernelsResponse* resp) {
-  if (auto* rejected = RejectUnauthenticated("ListKernels", ctx)) return rejected;
+  Caller caller;
+  if (auto* rejected = RejectUnauthenticated("ListKernels", ctx, &caller)) return rejected;
   const auto start = Clock::now();
   for (const gemm::StepInfo& info : gemm::AllSteps()) {
     auto* k = resp->add_kernels();
@@ -414,29 +425,32 @@ class Rejected final : public Reactor {
 
 grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* GemmService::UploadMatrix(grpc::CallbackServerContext* ctx,
                                                                                   MatrixInfo* resp) {
-  if (auto st = options_.auth.Check(*ctx); !st.ok()) {
-    RecordRejected("UploadMatrix", st);
-    return new Rejected<grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>>(ToGrpc(st));
+  auto caller = options_.identity.Identify(*ctx);
+  if (!caller.ok()) {
+    RecordRejected("UploadMatrix", caller.status());
+    return new Rejected<grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>>(ToGrpc(caller.status()));
   }
-  return StartUpload(ctx, store_, metrics_, watchdog_, resp);
+  return StartUpload(ctx, store_, metrics_, watchdog_, std::move(*caller), resp);
 }
 
 grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* GemmService::DownloadMatrix(
     grpc::CallbackServerContext* ctx, const gemm::v1::DownloadMatrixRequest* req) {
-  if (auto st = options_.auth.Check(*ctx); !st.ok()) {
-    RecordRejected("DownloadMatrix", st);
-    return new Rejected<grpc::ServerWriteReactor<gemm::v1::MatrixChunk>>(ToGrpc(st));
+  auto caller = options_.identity.Identify(*ctx);
+  if (!caller.ok()) {
+    RecordRejected("DownloadMatrix", caller.status());
+    return new Rejected<grpc::ServerWriteReactor<gemm::v1::MatrixChunk>>(ToGrpc(caller.status()));
   }
-  return StartDownload(ctx, store_, metrics_, watchdog_, *req, options_.default_chunk_bytes,
+  return StartDownload(ctx, store_, metrics_, watchdog_, *caller, *req, options_.default_chunk_bytes,
                        options_.limits.max_message_bytes);
 }
 
 grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext* ctx,
                                                     const gemm::v1::DeleteMatrixRequest* req,
                                                     gemm::v1::DeleteMatrixResponse* resp) {
-  if (auto* rejected = RejectUnauthenticated("DeleteMatrix", ctx)) return rejected;
+  Caller caller;
+  if (auto* rejected = RejectUnauthenticated("DeleteMatrix", ctx, &caller)) return rejected;
   const auto start = Clock::now();
-  auto freed = store_.Delete(req->handle());
+  auto freed = store_.Delete(req->handle(), caller);
   if (freed.ok()) resp->set_freed_bytes(*freed);
   auto* reactor = ctx->DefaultReactor();
   FinishSimple("DeleteMatrix", reactor, freed.status(), start, "handle=" + req->handle());
@@ -446,7 +460,8 @@ grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* GemmService::ListMatrices(grpc::CallbackServerContext* ctx,
                                                     const gemm::v1::ListMatricesRequest* req,
                                                     gemm::v1::ListMatricesResponse* resp) {
-  if (auto* rejected = RejectUnauthenticated("ListMatrices", ctx)) return rejected;
+  Caller caller;
+  if (auto* rejected = RejectUnauthenticated("ListMatrices", ctx, &caller)) return rejected;
   const auto start = Clock::now();
   constexpr uint32_t kMaxPage = 1000;
   const uint32_t page = req->page_size() == 0 ? kMaxPage : std::min(req->page_size(), kMaxPage);
@@ -454,7 +469,7 @@ grpc::ServerUnaryReactor* GemmService::ListMatrices(grpc::CallbackServerContext*
   resp->set_quota_bytes(store_.quota_bytes());
   // One more than the page tells whether a next page exists; the reply
   // stops early where another entry could push it past one message.
-  const auto matrices = store_.List(req->page_token(), page + 1);
+  const auto matrices = store_.List(caller, req->page_token(), page + 1);
   const uint64_t budget = options_.limits.max_message_bytes - 1024;  // 1024: the token and totals
   uint64_t size = resp->ByteSizeLong();
   size_t listed = 0;

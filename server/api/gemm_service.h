@@ -8,7 +8,7 @@
 #include <atomic>
 #include <functional>
 
-#include "api/bearer_auth.h"
+#include "api/caller_identity.h"
 #include "api/request_validation.h"
 #include "api/stream_watchdog.h"
 #include "engine/dispatcher.h"
@@ -25,7 +25,7 @@ struct ServiceOptions {
   uint64_t default_chunk_bytes = 1 << 20;
   // An upload or download that makes no progress for this long is cancelled.
   double stream_idle_seconds = 60;
-  BearerAuth auth;
+  CallerIdentity identity;  // who each call is (bearer token, mTLS subject)
   // Called after a GEMM that left its device out of service.
   std::function<void()> on_device_lost;
 };
@@ -63,9 +63,10 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
   // Device memory and health gauges; after every GEMM and at start.
   void PublishDeviceState(int device);
 
-  // nullptr when the call may go on; else the reactor already finished
-  // with UNAUTHENTICATED.
-  grpc::ServerUnaryReactor* RejectUnauthenticated(const char* method, grpc::CallbackServerContext* ctx);
+  // nullptr when the call may go on, with *caller set; else the reactor
+  // already finished with UNAUTHENTICATED.
+  grpc::ServerUnaryReactor* RejectUnauthenticated(const char* method, grpc::CallbackServerContext* ctx,
+                                                  Caller* caller);
   // Counts and logs a streaming call refused before it started.
   void RecordRejected(const char* method, const absl::Status& status);
 

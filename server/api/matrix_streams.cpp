@@ -34,6 +34,7 @@ void FillInfo(const MatrixDescription& d, MatrixInfo* out) {
   out->set_cols(d.cols);
   out->set_bytes(d.bytes);
   out->set_label(d.label);
+  out->set_owner(d.owner);
 }
 
 namespace {
@@ -41,8 +42,8 @@ namespace {
 class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest> {
  public:
   UploadReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Metrics& metrics, StreamWatchdog& watchdog,
-                MatrixInfo* resp)
-      : ctx_(ctx), store_(store), metrics_(metrics), watchdog_(watchdog), resp_(resp) {
+                Caller owner, MatrixInfo* resp)
+      : ctx_(ctx), store_(store), metrics_(metrics), watchdog_(watchdog), owner_(std::move(owner)), resp_(resp) {
     watch_ = watchdog_.Watch([this] {
       idle_ = true;
       ctx_->TryCancel();
@@ -70,7 +71,7 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
         return Done(absl::InvalidArgumentError("header.rows and header.cols must be >= 1, got " +
                                                std::to_string(h.rows()) + "x" + std::to_string(h.cols())));
       }
-      auto pending = store_.Reserve(h.rows(), h.cols(), h.label());
+      auto pending = store_.Reserve(h.rows(), h.cols(), h.label(), owner_.identity);
       if (!pending.ok()) return Done(pending.status());
       pending_ = std::move(*pending);
       detail_ = "shape=" + std::to_string(h.rows()) + "x" + std::to_string(h.cols());
@@ -84,7 +85,7 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
   void OnDone() override {
     watchdog_.Forget(watch_);
     // Cancelled after the commit: nobody holds the handle, so free it.
-    if (cancelled_ && !resp_->handle().empty()) (void)store_.Delete(resp_->handle());
+    if (cancelled_ && !resp_->handle().empty()) (void)store_.Delete(resp_->handle(), owner_);
     delete this;
   }
 
@@ -104,6 +105,7 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
   Metrics& metrics_;
   StreamWatchdog& watchdog_;
   StreamWatchdog::Id watch_ = 0;
+  Caller owner_;
   MatrixInfo* resp_;
   std::atomic<bool> cancelled_{false}, idle_{false};
   gemm::v1::UploadMatrixRequest msg_;
@@ -115,13 +117,14 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
 class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixChunk> {
  public:
   DownloadReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Metrics& metrics, StreamWatchdog& watchdog,
-                  const gemm::v1::DownloadMatrixRequest& req, uint64_t default_chunk, uint64_t max_message)
+                  const Caller& caller, const gemm::v1::DownloadMatrixRequest& req, uint64_t default_chunk,
+                  uint64_t max_message)
       : metrics_(metrics), watchdog_(watchdog) {
     watch_ = watchdog_.Watch([this, ctx] {
       idle_ = true;
       ctx->TryCancel();
     });
-    auto m = store.Get(req.handle());
+    auto m = store.Get(req.handle(), caller);
     if (!m.ok()) {
       Done(m.status());
       return;
@@ -185,15 +188,17 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
 
 grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* StartUpload(grpc::CallbackServerContext* ctx,
                                                                     MatrixStore& store, Metrics& metrics,
-                                                                    StreamWatchdog& watchdog, MatrixInfo* resp) {
-  return new UploadReactor(ctx, store, metrics, watchdog, resp);
+                                                                    StreamWatchdog& watchdog, Caller owner,
+                                                                    MatrixInfo* resp) {
+  return new UploadReactor(ctx, store, metrics, watchdog, std::move(owner), resp);
 }
 
 grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* StartDownload(grpc::CallbackServerContext* ctx, MatrixStore& store,
                                                                Metrics& metrics, StreamWatchdog& watchdog,
+                                                               const Caller& caller,
                                                                const gemm::v1::DownloadMatrixRequest& req,
                                                                uint64_t default_chunk, uint64_t max_message) {
-  return new DownloadReactor(ctx, store, metrics, watchdog, req, default_chunk, max_message);
+  return new DownloadReactor(ctx, store, metrics, watchdog, caller, req, default_chunk, max_message);
 }
 
 }  // namespace gemmd

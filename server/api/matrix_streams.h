@@ -15,16 +15,18 @@ namespace gemmd {
 
 void FillInfo(const MatrixDescription& d, gemm::v1::MatrixInfo* out);
 
-// The reactor of one UploadMatrix call; it deletes itself when done.
+// The reactor of one UploadMatrix call, storing for `owner`; it deletes
+// itself when done.
 grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* StartUpload(grpc::CallbackServerContext* ctx,
                                                                     MatrixStore& store, Metrics& metrics,
-                                                                    StreamWatchdog& watchdog,
+                                                                    StreamWatchdog& watchdog, Caller owner,
                                                                     gemm::v1::MatrixInfo* resp);
 
-// The reactor of one DownloadMatrix call, in chunks of the asked size (or
+// The reactor of one DownloadMatrix call of a matrix `caller` sees, in chunks of the asked size (or
 // `default_chunk`) within `max_message`; it deletes itself when done.
 grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* StartDownload(grpc::CallbackServerContext* ctx, MatrixStore& store,
                                                                Metrics& metrics, StreamWatchdog& watchdog,
+                                                               const Caller& caller,
                                                                const gemm::v1::DownloadMatrixRequest& req,
                                                                uint64_t default_chunk, uint64_t max_message);
 

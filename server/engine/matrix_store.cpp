@@ -50,8 +50,8 @@ MatrixStore::~MatrixStore() {
   doomed.clear();
 }
 
-absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows, int64_t cols,
-                                                                     std::string label) {
+absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows, int64_t cols, std::string label,
+                                                                     std::string owner) {
   if (rows < 1 || cols < 1) {
     return absl::InvalidArgumentError("a matrix needs rows >= 1 and cols >= 1, got " +
                                       std::to_string(rows) + "x" + std::to_string(cols));
@@ -94,6 +94,7 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows
   m.desc_.cols = cols;
   m.desc_.bytes = bytes;
   m.desc_.label = std::move(label);
+  m.desc_.owner = std::move(owner);
   m.data_.reset(new (std::nothrow) uint16_t[bytes / 2]);
   if (!m.data_) {
     return absl::ResourceExhaustedError("the server could not allocate " + std::to_string(bytes) +
@@ -121,22 +122,23 @@ absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMat
   return desc;
 }
 
-absl::StatusOr<std::shared_ptr<const StoredMatrix>> MatrixStore::Get(std::string_view handle) const {
+absl::StatusOr<std::shared_ptr<const StoredMatrix>> MatrixStore::Get(std::string_view handle,
+                                                                      const Caller& caller) const {
   std::lock_guard lock(mu_);
   auto it = matrices_.find(handle);
-  if (it == matrices_.end()) {
+  if (it == matrices_.end() || !caller.Sees(it->second->description())) {  // another's: as if absent
     return absl::NotFoundError("no matrix with handle '" + std::string(handle) +
                                "' (never uploaded, or deleted)");
   }
   return std::shared_ptr<const StoredMatrix>(it->second);
 }
 
-absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle) {
+absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle, const Caller& caller) {
   std::shared_ptr<StoredMatrix> victim;  // freed outside the lock
   {
     std::lock_guard lock(mu_);
     auto it = matrices_.find(handle);
-    if (it == matrices_.end()) {
+    if (it == matrices_.end() || !caller.Sees(it->second->description())) {
       return absl::NotFoundError("no matrix with handle '" + std::string(handle) +
                                  "' (never uploaded, or deleted already)");
     }
@@ -149,11 +151,11 @@ absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle) {
   return bytes;
 }
 
-std::vector<MatrixDescription> MatrixStore::List(std::string_view after, size_t limit) const {
+std::vector<MatrixDescription> MatrixStore::List(const Caller& caller, std::string_view after, size_t limit) const {
   std::lock_guard lock(mu_);
   std::vector<MatrixDescription> out;
   for (auto it = matrices_.upper_bound(after); it != matrices_.end() && out.size() < limit; ++it) {
-    out.push_back(it->second->description());
+    if (caller.Sees(it->second->description())) out.push_back(it->second->description());
   }
   return out;
 }

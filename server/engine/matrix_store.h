@@ -24,6 +24,15 @@ struct MatrixDescription {
   int64_t rows = 0, cols = 0;
   uint64_t bytes = 0;
   std::string label;
+  std::string owner;  // the identity that stored it ("" on a server without authentication)
+};
+
+// Who asks the store. A matrix is visible to its owner only, or to every
+// caller that sees all (an operator); to anyone else it does not exist.
+struct Caller {
+  std::string identity;
+  bool sees_all = false;
+  bool Sees(const MatrixDescription& m) const { return sees_all || m.owner == identity; }
 };
 
 class MatrixStore;
@@ -108,18 +117,21 @@ class MatrixStore {
   // Reserves Charge(rows·cols·2, label). INVALID_ARGUMENT for a bad shape
   // or a label over kMaxLabelBytes, RESOURCE_EXHAUSTED when the quota or
   // the matrix count cannot hold it.
-  absl::StatusOr<std::unique_ptr<PendingMatrix>> Reserve(int64_t rows, int64_t cols, std::string label);
+  absl::StatusOr<std::unique_ptr<PendingMatrix>> Reserve(int64_t rows, int64_t cols, std::string label,
+                                                         std::string owner);
 
   // Publishes a fully written matrix under a new handle. INVALID_ARGUMENT
   // when bytes are missing.
   absl::StatusOr<MatrixDescription> Commit(std::unique_ptr<PendingMatrix> pending);
 
-  // NOT_FOUND for unknown or deleted handles.
-  absl::StatusOr<std::shared_ptr<const StoredMatrix>> Get(std::string_view handle) const;
-  absl::StatusOr<uint64_t> Delete(std::string_view handle);
+  // NOT_FOUND for unknown or deleted handles, and for another owner's.
+  absl::StatusOr<std::shared_ptr<const StoredMatrix>> Get(std::string_view handle, const Caller& caller) const;
+  absl::StatusOr<uint64_t> Delete(std::string_view handle, const Caller& caller);
 
-  // In handle order: those after `after` ("" for the first), at most `limit`.
-  std::vector<MatrixDescription> List(std::string_view after = {}, size_t limit = SIZE_MAX) const;
+  // The matrices `caller` sees, in handle order: those after `after` (""
+  // for the first), at most `limit`.
+  std::vector<MatrixDescription> List(const Caller& caller, std::string_view after = {},
+                                      size_t limit = SIZE_MAX) const;
   uint64_t used_bytes() const { return usage_->bytes.load(); }
   uint64_t quota_bytes() const { return quota_; }
   size_t max_matrices() const { return max_matrices_; }

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(256) ReferenceGemmKernel(const __half* a, cons
           bs[c][r] = (br < n && kk < k) ? __half2float(b[br * k + kk]) : 0.0f;
         }
         __syncthreads();
-#pragma unroll 4
+#pragma unroll
         for (int c = 0; c < kRefSlice; ++c) {
           float av[kRefPerThread], bv[kRefPerThread];  // unrolled below: registers, not local memory
 #pragma unroll

@@ -128,6 +128,9 @@ if command -v cuobjdump >/dev/null; then
   cuobjdump -sass "$bin/gemm-bench" >"$OUT/sass.txt" 2>/dev/null
   cuobjdump -res-usage "$bin/gemm-bench" >"$OUT/res_usage.txt" 2>/dev/null
   note "SASS: $(grep -c HGMMA "$OUT/sass.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass.txt") LDL/STL lines"
+  # Which functions touch local memory (spills or stack arrays), by arch.
+  awk '/Function : /{f=$NF} /^[ \t]*arch = /{a=$NF} /[ \t](LDL|STL)(\.[A-Z0-9]+)* /{print "  local memory in " a " " f}' \
+    "$OUT/sass.txt" | sort | uniq -c | tee -a "$summary"
 fi
 
 # 5. Clocks aside: ncu's cycle counts and tensor-pipe activity for cuBLAS and

@@ -10,13 +10,15 @@
 
 #include <cstdint>
 
-#include "barrier.h"
+#include "common/barrier.h"
 #include "cluster.h"
-#include "tile_layout.h"
+#include "common/tile_layout.h"
 #include "tile_scheduler.h"
 #include "tma.h"
 
 namespace gemm::sm90 {
+
+using namespace gemm::common;  // the primitives both families share
 
 // A stage holds one kTileRows × kTileK tile of A (kATileBytes) and one
 // kTileCols × kTileK tile of B (kBTileBytes), B right after A.

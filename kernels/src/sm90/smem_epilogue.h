@@ -6,9 +6,9 @@
 
 #include <cuda_fp16.h>
 
-#include "barrier.h"
+#include "common/barrier.h"
 #include "step_common.h"
-#include "tile_layout.h"
+#include "common/tile_layout.h"
 #include "tma.h"
 
 namespace gemm::sm90 {

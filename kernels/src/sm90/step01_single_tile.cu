@@ -4,7 +4,7 @@
 #include "register_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"
-#include "sync_load.h"
+#include "common/sync_load.h"
 
 namespace gemm::sm90 {
 namespace {

@@ -3,7 +3,7 @@
 #include "register_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"
-#include "sync_load.h"
+#include "common/sync_load.h"
 #include "tile_grid_launch.h"
 
 namespace gemm::sm90 {

@@ -2,7 +2,7 @@
 // for the A and B tiles, which land on an mbarrier told the byte count
 // (expect_tx), and D leaves through shared memory with a TMA store. Edges
 // need no predication: TMA zero-fills loads and clips stores.
-#include "barrier.h"
+#include "common/barrier.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"

@@ -1,7 +1,7 @@
 // Step 5 = step 4 + a 2-stage software pipeline: two sets of A/B tiles, each
 // with its own full barrier. While the warpgroup multiplies tile k, the TMA
 // is already filling the other stage with tile k+1.
-#include "barrier.h"
+#include "common/barrier.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"

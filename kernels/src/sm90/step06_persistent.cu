@@ -8,7 +8,7 @@
 // CTAs still share each SM as in step 5: while one waits on its wgmma or
 // writes D, the others keep the tensor cores busy. (A whole 32 KB D tile
 // allowed two CTAs per SM, and this step then ran 5-20% slower than step 5.)
-#include "barrier.h"
+#include "common/barrier.h"
 #include "persistent_launch.h"
 #include "smem_epilogue.h"
 #include "step_common.h"

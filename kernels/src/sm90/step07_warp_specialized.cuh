@@ -15,7 +15,7 @@
 // step 7 runs 2 stages, step 8 runs 3.
 #pragma once
 
-#include "barrier.h"
+#include "common/barrier.h"
 #include "persistent_launch.h"
 #include "smem_epilogue.h"
 #include "step_common.h"

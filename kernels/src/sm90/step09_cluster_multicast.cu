@@ -7,7 +7,7 @@
 // on the "empty" barrier of both CTAs, and that barrier waits for two. The
 // pair's tiles, loads and releases are in cluster_pair_tiles.h (step 10
 // shares them).
-#include "barrier.h"
+#include "common/barrier.h"
 #include "cluster.h"
 #include "cluster_pair_tiles.h"
 #include "persistent_launch.h"

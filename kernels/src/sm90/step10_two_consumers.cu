@@ -14,7 +14,7 @@
 // the next tile, while its wgmma run; consumer 1 stores on the k-tiles in
 // between, so the two never pause at once. Two 8 KB staging chunks per
 // consumer leave shared memory for four 48 KB stages.
-#include "barrier.h"
+#include "common/barrier.h"
 #include "cluster.h"
 #include "cluster_pair_tiles.h"
 #include "persistent_launch.h"

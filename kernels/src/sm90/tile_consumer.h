@@ -5,11 +5,13 @@
 
 #include <cstdint>
 
-#include "barrier.h"
-#include "tile_layout.h"
+#include "common/barrier.h"
+#include "common/tile_layout.h"
 #include "wgmma.h"
 
 namespace gemm::sm90 {
+
+using namespace gemm::common;  // the primitives both families share
 
 // For each k-tile: wait until its stage is full, multiply, wait for the
 // wgmma, and let the leader hand the stage back with release(&empty[s]).

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <mutex>
 
-#include "tile_layout.h"
 
 namespace gemm::sm90 {
 namespace {

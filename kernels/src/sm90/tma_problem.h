@@ -11,9 +11,11 @@
 #include <string>
 
 #include "gemm/gemm.h"
-#include "tile_layout.h"
+#include "common/tile_layout.h"
 
 namespace gemm::sm90 {
+
+using namespace gemm::common;  // the primitives both families share
 
 // Rows of the box each map moves per TMA (columns: always one 64-wide
 // k-tile, or 64 columns of D). Steps that split a tile between CTAs of a

@@ -1,5 +1,6 @@
-// The shared-memory tile every Hopper step uses: 128 rows × 64 fp16 (K),
-// 16 KB, in the 128-byte swizzle that TMA writes and wgmma reads: 16-byte
+// The shared-memory tile of both families' steps: 128 rows × 64 fp16 (K),
+// 16 KB, in the 128-byte swizzle that TMA writes and wgmma and tcgen05.mma
+// read (the same SWIZZLE_128B on sm_90a and sm_100a): 16-byte
 // chunk c of row r sits at chunk c ^ (r % 8), so the eight rows of an atom
 // hit different banks.
 #pragma once
@@ -8,15 +9,15 @@
 
 #include <cstdint>
 
-namespace gemm::sm90 {
+namespace gemm::common {
 
 inline constexpr int kTileRows = 128;  // BLK_M and BLK_N
 inline constexpr int kTileK = 64;      // BLK_K: one 128-byte swizzled row
 inline constexpr int kTileBytes = kTileRows * kTileK * 2;
-inline constexpr int kMmaK = 16;       // K of one wgmma
+inline constexpr int kMmaK = 16;       // K of one wgmma or tcgen05.mma (fp16)
 
 __device__ inline uint32_t SwizzledChunkOffset(int row, int chunk) {
   return row * 128 + ((chunk ^ (row & 7)) << 4);
 }
 
-}  // namespace gemm::sm90
+}  // namespace gemm::common

@@ -1,13 +1,13 @@
-// Steps 1-3 load operands synchronously: all 128 threads copy a 128×64
+// Steps 1-3 of both families load operands synchronously: all 128 threads copy a 128×64
 // tile from global memory into the swizzled layout, 16 bytes at a time,
 // zero-filling what lies outside the matrix (ragged M, N or K).
 #pragma once
 
 #include <cuda_fp16.h>
 
-#include "tile_layout.h"
+#include "common/tile_layout.h"
 
-namespace gemm::sm90 {
+namespace gemm::common {
 
 // Rows [row0, row0+128) and columns [k0, k0+64) of a row-major rows×cols
 // matrix. `vectorized`: cols % 8 == 0, so whole 16-byte chunks are aligned.
@@ -32,4 +32,4 @@ __device__ inline void LoadTileSync(char* smem_tile, const __half* g, int64_t ro
   }
 }
 
-}  // namespace gemm::sm90
+}  // namespace gemm::common

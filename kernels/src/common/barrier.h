@@ -1,4 +1,5 @@
-// mbarriers in shared memory, through CCCL's <cuda/ptx>: an arrival count
+// mbarriers in shared memory, through CCCL's <cuda/ptx> (the same hardware
+// on sm_90a and sm_100a; tcgen05.commit arrives on them too): an arrival count
 // plus expected transaction bytes; the phase bit flips when both reach zero,
 // so one barrier serves every round of a loop (wait on the round's parity).
 #pragma once
@@ -7,7 +8,7 @@
 
 #include <cstdint>
 
-namespace gemm::sm90 {
+namespace gemm::common {
 
 __device__ inline void BarrierInit(uint64_t* bar, uint32_t arrivals) { cuda::ptx::mbarrier_init(bar, arrivals); }
 
@@ -29,4 +30,4 @@ __device__ inline void Wait(uint64_t* bar, uint32_t parity) {
   }
 }
 
-}  // namespace gemm::sm90
+}  // namespace gemm::common

@@ -13,7 +13,7 @@ ok "health"
 
 "$client" list >"$work/list"
 grep -q "vendor *available" "$work/list" || fail "list lacks step 0"
-grep -q "runs on NVIDIA sm_90 or sm_100 GPUs" "$work/list" || fail "list lacks the GPU reason"
+grep -q "runs on NVIDIA sm_90a or sm_100a GPUs" "$work/list" || fail "list lacks the GPU reason"
 ok "list"
 
 # The README's example.

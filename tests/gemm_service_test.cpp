@@ -182,7 +182,7 @@ TEST_F(GemmServiceTest, ListKernelsDescribesEveryStepDeviceAndLimit) {
   for (int s = 1; s <= 10; ++s) {
     EXPECT_EQ(r.kernels(s).step(), static_cast<uint32_t>(s));
     EXPECT_FALSE(r.kernels(s).available());
-    EXPECT_THAT(r.kernels(s).unavailable_reason(), HasSubstr("NVIDIA sm_90 or sm_100"));
+    EXPECT_THAT(r.kernels(s).unavailable_reason(), HasSubstr("runs on NVIDIA sm_90a"));
     EXPECT_FALSE(r.kernels(s).description().empty());
   }
   EXPECT_EQ(r.kernels(1).limits().max_k(), 64);
@@ -294,7 +294,7 @@ TEST_F(GemmServiceTest, GpuStepsSayWhatTheyNeed) {
   MultiplyRequest req = RandomRequest(256, 256, 256, 1);
   req.set_step(7);
   ExpectError(Send(req), grpc::StatusCode::FAILED_PRECONDITION,
-              "step 7 runs on NVIDIA sm_90 or sm_100 GPUs; this server has none");
+              "step 7 runs on NVIDIA sm_90a GPUs; this server has none");
 }
 
 TEST_F(GemmServiceTest, RefusesUnknownEnumValuesAndTooManyRepeats) {

@@ -23,9 +23,13 @@ std::string CublasError(const char* what, cublasStatus_t s) {
   return std::string(what) + ": " + api->GetStatusName(s) + " (" + api->GetStatusString(s) + ")";
 }
 
+// The kernel of `step` for this device's family: sm_90a on compute
+// capability 9.x, sm_100a on 10.x.
 const detail::LadderKernel* FindLadderKernel(int step, const DeviceContext& ctx) {
-  for (const auto& k : detail::Sm90Kernels()) {
-    if (k.step == step && k.cc_major == ctx.cc_major) return &k;
+  for (auto family : {detail::Sm90Kernels(), detail::Sm100Kernels()}) {
+    for (const auto& k : family) {
+      if (k.step == step && k.cc_major == ctx.cc_major) return &k;
+    }
   }
   return nullptr;
 }
@@ -80,9 +84,11 @@ std::string CreateContext(int device, DeviceContext* ctx) {
       s != CUBLAS_STATUS_SUCCESS) {
     return CublasError("cublasSetMathMode", s);
   }
-  for (const auto& k : detail::Sm90Kernels()) {
-    if (k.cc_major != ctx->cc_major || k.prepare == nullptr) continue;
-    if (auto e = k.prepare(); e != cudaSuccess) return CudaError("kernel attribute", e);
+  for (auto family : {detail::Sm90Kernels(), detail::Sm100Kernels()}) {
+    for (const auto& k : family) {
+      if (k.cc_major != ctx->cc_major || k.prepare == nullptr) continue;
+      if (auto e = k.prepare(); e != cudaSuccess) return CudaError("kernel attribute", e);
+    }
   }
   return "";
 }
@@ -97,13 +103,12 @@ StepSupport Supports(int step, const DeviceContext& ctx) {
   if (step == kVendorStep) return {true, ""};
   if (FindStep(step) == nullptr) return {false, "is not a step of the ladder"};
   if (ctx.cc_major != 9 && ctx.cc_major != 10) {
-    return {false, "runs on NVIDIA sm_90 or sm_100 GPUs; this one is sm_" + std::to_string(ctx.cc_major) +
-                       std::to_string(ctx.cc_minor)};
+    return {false, "runs on NVIDIA " + std::string(GpuFamilies(step)) + " GPUs; this one is sm_" +
+                       std::to_string(ctx.cc_major) + std::to_string(ctx.cc_minor)};
   }
-  if (FindLadderKernel(step, ctx) == nullptr) {
-    return {false, "has no sm_" + std::to_string(ctx.cc_major) + "0a kernel in this build yet"};
-  }
-  return {true, ""};
+  const std::string family = "sm_" + std::to_string(ctx.cc_major) + "0a";
+  if (FindLadderKernel(step, ctx) == nullptr) return {false, "has no " + family + " kernel in this build yet", ""};
+  return {true, "", family};
 }
 
 std::string Launch(int step, const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {

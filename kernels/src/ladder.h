@@ -18,5 +18,6 @@ struct LadderKernel {
 };
 
 std::span<const LadderKernel> Sm90Kernels();
+std::span<const LadderKernel> Sm100Kernels();
 
 }  // namespace gemm::detail

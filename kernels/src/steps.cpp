@@ -22,9 +22,17 @@ constexpr std::array<StepInfo, kLastStep + 1> kSteps{{
     {10, "two-consumers", "two consumer warpgroups per CTA: the final kernel", 0, 0, 0},
 }};
 
+// Which families have each step: Hopper all ten, Blackwell 1-3 so far.
+constexpr int kLastSm100Step = 3;
+
 }  // namespace
 
 std::span<const StepInfo> AllSteps() { return kSteps; }
+
+std::string_view GpuFamilies(int step) {
+  if (step < kFirstLadderStep || step > kLastStep) return {};
+  return step <= kLastSm100Step ? "sm_90a or sm_100a" : "sm_90a";
+}
 
 const StepInfo* FindStep(int64_t step) {
   if (step < 0 || step > kLastStep) return nullptr;

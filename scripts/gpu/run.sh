@@ -128,7 +128,30 @@ if command -v cuobjdump >/dev/null; then
   cuobjdump -sass "$bin/gemm-bench" >"$OUT/sass.txt" 2>/dev/null
   cuobjdump -res-usage "$bin/gemm-bench" >"$OUT/res_usage.txt" 2>/dev/null
   note "SASS: $(grep -c HGMMA "$OUT/sass.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass.txt") LDL/STL lines"
-  # Which functions touch local memory (spills or stack arrays), by arch.
+  # The Blackwell family's SASS (no B200 here: cuobjdump reads sm_100a all
+  # the same): per kernel, its tcgen05 instructions (UTCHMMA: the f16 MMA,
+  # UTCBAR: commit to an mbarrier, UTCATOMSWS: TMEM allocation and release,
+  # LDTM: TMEM loads) and any local memory.
+  awk '/^[ \t]*arch = /{a=$NF} /Function : /{f=$NF}
+       a ~ /sm_100/ && f ~ /sm100/ { n = split($0, w, /[ ;]+/); for (i = 1; i <= n; ++i)
+         if (w[i] ~ /^(UTC[A-Z0-9]*|LDTM|STTM|LDL|STL)(\.|$)/) { split(w[i], op, "."); c[f " " op[1]]++ } }
+       END { for (k in c) print k, c[k] }' "$OUT/sass.txt" | sort >"$OUT/sass_sm100.txt"
+  python3 - "$OUT/sass_sm100.txt" <<'PY' | tee -a "$summary"
+import collections, re, sys
+kernels = collections.defaultdict(dict)
+for line in open(sys.argv[1]):
+    name, op, count = line.split()
+    m = re.search(r"(step\d\d_[a-z_]+?)_cu", name)
+    short = m.group(1) if m else name
+    kernels[short][op] = int(count)
+if not kernels:
+    print("sm_100a SASS: no sm100 kernel found")
+for k, ops in sorted(kernels.items()):
+    has_mma, has_ld = any(o.startswith("UTC") and "MMA" in o for o in ops), "LDTM" in ops
+    local = ops.get("LDL", 0) + ops.get("STL", 0)
+    verdict = "ok" if has_mma and has_ld and local == 0 else "CHECK"
+    print(f"sm_100a {k[:40]:<40} {verdict}: " + ", ".join(f"{o} {c}" for o, c in sorted(ops.items())))
+PY
   awk '/Function : /{f=$NF} /^[ \t]*arch = /{a=$NF} /[ \t](LDL|STL)(\.[A-Z0-9]+)* /{print "  local memory in " a " " f}' \
     "$OUT/sass.txt" | sort | uniq -c | tee -a "$summary"
 fi

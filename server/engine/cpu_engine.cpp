@@ -61,7 +61,8 @@ StepAvailability CpuEngine::availability(int step, int) const {
     if (Blas(&error) == nullptr) return {false, "cannot run: " + error};
     return {true, ""};
   }
-  return {false, "runs on NVIDIA sm_90 or sm_100 GPUs; this server has none (CPU engine)"};
+  if (gemm::FindStep(step) == nullptr) return {false, "is not a step of the ladder"};
+  return {false, "runs on NVIDIA " + std::string(gemm::GpuFamilies(step)) + " GPUs; this server has none (CPU engine)"};
 }
 
 absl::Status CpuEngine::Warmup(int device) {

@@ -25,7 +25,7 @@ struct DeviceDescription {
 struct StepAvailability {
   bool available = false;
   // Why not, for a person, as a predicate of "step N": "runs on NVIDIA
-  // sm_90 or sm_100 GPUs; this server has none". Empty when available.
+  // sm_90a GPUs; this server has none". Empty when available.
   std::string reason;
 };
 

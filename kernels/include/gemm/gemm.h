@@ -40,7 +40,8 @@ void DestroyContext(DeviceContext* ctx);
 
 struct StepSupport {
   bool supported = false;
-  std::string reason;  // predicate of "step N", e.g. "has no sm_90 kernel in this build"
+  std::string reason;  // predicate of "step N", e.g. "has no sm_100a kernel in this build yet"
+  std::string family;  // the kernel family that runs it: "sm_90a", "sm_100a"; "" for cuBLAS
 };
 
 // Whether this build has a kernel for `step` on this device's architecture.

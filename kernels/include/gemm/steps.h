@@ -29,6 +29,11 @@ std::span<const StepInfo> AllSteps();
 // nullptr when `step` is not a step of the ladder.
 const StepInfo* FindStep(int64_t step);
 
+// The GPU families that have a kernel for ladder step `step`, for messages
+// ("sm_90a" or "sm_90a or sm_100a"); empty for step 0 and unknown steps.
+// The kernel library's GPU test holds this to the kernels it really has.
+std::string_view GpuFamilies(int step);
+
 // Empty when the step takes an m×n×k problem; otherwise a sentence saying
 // which limit the shape breaks.
 std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k);

@@ -1,5 +1,4 @@
-// The host side of steps 3-5: one CTA per 128×128 output tile, x over the
-// tile columns of N, y over the tile rows of M (grid y stops at 65535).
+// The host side of Hopper's steps 4-5 on the tile grid (common/tile_grid.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,18 +6,11 @@
 #include <string>
 
 #include "gemm/gemm.h"
+#include "common/tile_grid.h"
 #include "step_common.h"
 #include "tma_problem.h"
 
 namespace gemm::sm90 {
-
-inline dim3 TileGrid(const Problem& p) { return dim3(CeilDiv(p.n, kTileRows), CeilDiv(p.m, kTileRows)); }
-
-// "" if `step`'s grid can cover M, else why not.
-inline std::string TileGridError(const Problem& p, int step) {
-  if (CeilDiv(p.m, kTileRows) <= 65535) return "";
-  return "step " + std::to_string(step) + " takes m <= 65535*128 (grid y limit)";
-}
 
 // Steps 4-5: kKernel(a_map, b_map, d_map, n, k) over the tile grid, with
 // 128 threads and kSmemBytes of dynamic shared memory; the tensor maps, and

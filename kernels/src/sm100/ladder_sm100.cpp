@@ -1,0 +1,18 @@
+// The Blackwell (sm_100a) family of the ladder: steps 1-3 so far. None of
+// it has run on a B200 (kernels/README.md, "Blackwell"): the start-up
+// self-test withdraws any step that fails there.
+#include "ladder.h"
+#include "sm100/steps_sm100.h"
+
+namespace gemm::detail {
+
+std::span<const LadderKernel> Sm100Kernels() {
+  static const LadderKernel kKernels[] = {
+      {1, 10, sm100::PrepareSingleTile, sm100::LaunchSingleTile},
+      {2, 10, sm100::PrepareKLoop, sm100::LaunchKLoop},
+      {3, 10, sm100::PrepareTiled, sm100::LaunchTiled},
+  };
+  return kKernels;
+}
+
+}  // namespace gemm::detail

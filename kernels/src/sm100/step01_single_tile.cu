@@ -1,0 +1,64 @@
+// Step 1: one 128×128×64 tile. Warp 0 allocates TMEM for the accumulator;
+// all 128 threads copy A and B into shared memory; one thread issues four
+// K=16 tcgen05 MMAs and commits them to an mbarrier; every thread waits,
+// then the warpgroup reads the accumulator out of TMEM, row per thread,
+// and writes D. Why it pays on Blackwell: the MMA no longer occupies the
+// warpgroup or its registers (Hopper's wgmma does both), so one thread
+// drives the tensor core while the others are free for loads and stores.
+#include "common/sync_load.h"
+#include "step_common.h"
+#include "steps_sm100.h"
+#include "tmem_epilogue.h"
+
+namespace gemm::sm100 {
+namespace {
+
+constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
+
+__global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
+  extern __shared__ char smem_raw[];
+  __shared__ uint64_t mma_done;
+  __shared__ uint32_t tmem_base;
+  char* a_tile = AlignTo1024(smem_raw);
+  char* b_tile = a_tile + kTileBytes;
+  const bool vectorized = p.k % 8 == 0;
+  const bool allocator = threadIdx.x / 32 == 0;
+
+  if (allocator) AllocateTmem<kTileTmemColumns>(&tmem_base);
+  if (threadIdx.x == 0) {
+    BarrierInit(&mma_done, 1);
+    FenceBarrierInit();
+  }
+  LoadTileSync(a_tile, p.a, p.m, p.k, 0, 0, vectorized);
+  LoadTileSync(b_tile, p.b, p.n, p.k, 0, 0, vectorized);
+  FenceSharedForAsyncProxy();
+  TmemFenceBeforeSync();
+  __syncthreads();
+  TmemFenceAfterSync();
+  const uint32_t tmem = tmem_base;
+
+  if (threadIdx.x == 0) {
+    IssueTileMma(tmem, a_tile, b_tile, /*accumulate=*/false);
+    CommitTo(&mma_done);
+  }
+  Wait(&mma_done, 0);
+  TmemFenceAfterSync();
+  StoreTmemTile(tmem, p.d, p.m, p.n, 0, 0);
+
+  TmemFenceBeforeSync();  // every TMEM read is done before the allocator frees it
+  __syncthreads();
+  if (allocator) FreeTmem<kTileTmemColumns>(tmem);
+}
+
+}  // namespace
+
+cudaError_t PrepareSingleTile() {
+  return cudaFuncSetAttribute(SingleTileKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+}
+
+std::string LaunchSingleTile(const Problem& p, const DeviceContext&, cudaStream_t stream) {
+  SingleTileKernel<<<1, 128, kSmemBytes, stream>>>(p);
+  return LaunchError();
+}
+
+}  // namespace gemm::sm100

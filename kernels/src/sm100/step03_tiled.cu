@@ -1,0 +1,70 @@
+// Step 3 = step 2 + a 2-D grid: one CTA per 128×128 output tile, so any
+// M and N (edge tiles zero-fill their loads and clip their stores). Each
+// CTA allocates its own 128 TMEM columns, so up to four CTAs share an SM's
+// 512 without waiting on each other's allocation.
+#include "common/sync_load.h"
+#include "common/tile_grid.h"
+#include "step_common.h"
+#include "steps_sm100.h"
+#include "tmem_epilogue.h"
+
+namespace gemm::sm100 {
+namespace {
+
+constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
+
+__global__ void __launch_bounds__(128) TiledKernel(Problem p) {
+  extern __shared__ char smem_raw[];
+  __shared__ uint64_t mma_done;
+  __shared__ uint32_t tmem_base;
+  char* a_tile = AlignTo1024(smem_raw);
+  char* b_tile = a_tile + kTileBytes;
+  const bool vectorized = p.k % 8 == 0;
+  const bool allocator = threadIdx.x / 32 == 0;
+  const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
+  const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+
+  if (allocator) AllocateTmem<kTileTmemColumns>(&tmem_base);
+  if (threadIdx.x == 0) {
+    BarrierInit(&mma_done, 1);
+    FenceBarrierInit();
+  }
+  TmemFenceBeforeSync();
+  __syncthreads();
+  TmemFenceAfterSync();
+  const uint32_t tmem = tmem_base;
+
+  uint32_t k_tile = 0;
+  for (int64_t k0 = 0; k0 < p.k; k0 += kTileK, ++k_tile) {
+    LoadTileSync(a_tile, p.a, p.m, p.k, m0, k0, vectorized);
+    LoadTileSync(b_tile, p.b, p.n, p.k, n0, k0, vectorized);
+    FenceSharedForAsyncProxy();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      TmemFenceAfterSync();
+      IssueTileMma(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
+      CommitTo(&mma_done);
+    }
+    Wait(&mma_done, k_tile % 2);
+  }
+  TmemFenceAfterSync();
+  StoreTmemTile(tmem, p.d, p.m, p.n, m0, n0);
+
+  TmemFenceBeforeSync();
+  __syncthreads();
+  if (allocator) FreeTmem<kTileTmemColumns>(tmem);
+}
+
+}  // namespace
+
+cudaError_t PrepareTiled() {
+  return cudaFuncSetAttribute(TiledKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+}
+
+std::string LaunchTiled(const Problem& p, const DeviceContext&, cudaStream_t stream) {
+  if (auto err = TileGridError(p, 3); !err.empty()) return err;
+  TiledKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(p);
+  return LaunchError();
+}
+
+}  // namespace gemm::sm100

@@ -1,0 +1,22 @@
+// What every Blackwell step file needs besides its one idea: the shared
+// primitives, TMEM and the tcgen05 MMA.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include "common/barrier.h"
+#include "common/kernel_basics.h"
+#include "common/tile_layout.h"
+#include "gemm/gemm.h"
+#include "tmem.h"
+#include "umma.h"
+
+namespace gemm::sm100 {
+
+// The primitives both families share (kernels/src/common/).
+using namespace gemm::common;
+
+// Steps 1-6 keep one 128×128 fp32 accumulator: 128 TMEM columns.
+inline constexpr uint32_t kTileTmemColumns = kTileRows;
+
+}  // namespace gemm::sm100

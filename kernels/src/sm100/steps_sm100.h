@@ -1,0 +1,19 @@
+// The Blackwell steps' entry points, one per file, listed in ladder_sm100.cpp.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "gemm/gemm.h"
+
+namespace gemm::sm100 {
+
+std::string LaunchSingleTile(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);  // step 1
+std::string LaunchKLoop(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);       // step 2
+std::string LaunchTiled(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);       // step 3
+cudaError_t PrepareSingleTile();
+cudaError_t PrepareKLoop();
+cudaError_t PrepareTiled();
+
+}  // namespace gemm::sm100

@@ -1,0 +1,35 @@
+// Tensor Memory through CCCL's tcgen05 wrappers (<cuda/ptx>). Blackwell
+// keeps the accumulators here instead of in registers: 128 lanes (one per
+// row of D) × 512 columns of 32 bits per SM, allocated in columns.
+#pragma once
+
+#include <cuda/ptx>
+
+#include <cstdint>
+
+#include "umma_descriptors.h"
+
+namespace gemm::sm100 {
+
+// One whole warp allocates `kColumns` columns and writes their base address
+// to `*smem_dst`; the same warp frees them (FreeTmem) before the CTA exits.
+// Giving up the permit at once lets a CTA resident beside this one allocate.
+template <uint32_t kColumns>
+__device__ inline void AllocateTmem(uint32_t* smem_dst) {
+  static_assert(ValidTmemColumns(kColumns), "tcgen05.alloc takes a power of two of 32..512 columns");
+  cuda::ptx::tcgen05_alloc(cuda::ptx::cta_group_1, smem_dst, kColumns);
+  cuda::ptx::tcgen05_relinquish_alloc_permit(cuda::ptx::cta_group_1);
+}
+
+template <uint32_t kColumns>
+__device__ inline void FreeTmem(uint32_t base) {
+  cuda::ptx::tcgen05_dealloc(cuda::ptx::cta_group_1, base, kColumns);
+}
+
+// tcgen05 operations are asynchronous to the threads that order them with
+// barriers: every thread fences before a barrier that publishes its tcgen05
+// work and after a barrier (or mbarrier wait) that it relies on.
+__device__ inline void TmemFenceBeforeSync() { cuda::ptx::tcgen05_fence_before_thread_sync(); }
+__device__ inline void TmemFenceAfterSync() { cuda::ptx::tcgen05_fence_after_thread_sync(); }
+
+}  // namespace gemm::sm100

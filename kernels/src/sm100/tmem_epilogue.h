@@ -1,0 +1,48 @@
+// Steps 1-3 bring the accumulator from TMEM to registers and write D
+// straight to global memory (steps 4+ go through shared memory and a TMA
+// store). Warp w of the warpgroup may read TMEM lanes 32w..32w+31 only, so
+// each thread owns one row of the tile and reads it 32 columns at a time.
+#pragma once
+
+#include <cuda/ptx>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "common/tile_layout.h"
+#include "umma_descriptors.h"
+
+namespace gemm::sm100 {
+
+// The 128×128 fp32 tile at TMEM `tmem_base` (lane = row, column = column)
+// to D at (m0, n0); elements outside m×n are not written. All 128 threads.
+__device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, int64_t n, int64_t m0, int64_t n0) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int64_t row = m0 + warp * 32 + lane;
+  const bool vectorized = n % 8 == 0;  // then 8 halves from an 8-aligned column are one aligned 16-byte store
+#pragma unroll 1
+  for (int c0 = 0; c0 < common::kTileRows; c0 += 32) {
+    uint32_t v[32];
+    cuda::ptx::tcgen05_ld_32x32b(v, TmemAddress(tmem_base, warp * 32, c0));  // the whole warp, aligned
+    cuda::ptx::tcgen05_wait_ld();
+    if (row >= m) continue;
+    __half* out = d + row * n + n0 + c0;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) {
+      const int64_t col = n0 + c0 + j;
+      if (vectorized && col + 8 <= n) {
+        __half2 h[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]));
+        *reinterpret_cast<uint4*>(out + j) = *reinterpret_cast<const uint4*>(h);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (col + e < n) out[j + e] = __float2half_rn(__uint_as_float(v[j + e]));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace gemm::sm100

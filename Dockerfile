@@ -10,7 +10,7 @@ COPY scripts/install-deps.sh scripts/
 RUN scripts/install-deps.sh build && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN scripts/build.sh -DCMAKE_BUILD_TYPE=Release -DGEMMD_CUDA=ON \
- && scripts/collect-runtime.sh /opt/gemmd build/server/gemmd build/client/gemm-client
+ && scripts/collect-runtime.sh /opt/gemmd build/server/gemmd build/server/gemmd-selftest build/client/gemm-client
 
 # ---- run: CUDA runtime (cudart, cuBLAS), the two binaries and their libraries
 FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu24.04

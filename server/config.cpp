@@ -2,7 +2,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <climits>
+#include <filesystem>
 #include <cstdlib>
 
 #include "api/bearer_auth.h"
@@ -45,6 +48,13 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
   app.add_option("--stream-idle-seconds", c.stream_idle_seconds,
                  "cancel an upload or download that moves no data for this long (its quota comes back)")
       ->envname("GEMMD_STREAM_IDLE_SECONDS")->check(CLI::Range(0.1, 86400.0))->capture_default_str();
+  app.add_option("--selftest-helper", c.selftest_helper,
+                 "start-up self-test of the ladder's steps in this helper process, so that a kernel that faults "
+                 "or hangs withdraws only its step: auto (gemmd-selftest beside gemmd), a path, or none (in process)")
+      ->envname("GEMMD_SELFTEST_HELPER")->capture_default_str();
+  app.add_option("--selftest-step-timeout-seconds", c.selftest_step_timeout_seconds,
+                 "a step whose self-test gives no verdict in this long is withdrawn as hung")
+      ->envname("GEMMD_SELFTEST_STEP_TIMEOUT_SECONDS")->check(CLI::Range(1.0, 3600.0))->capture_default_str();
   app.add_option("--engine", c.engine, "where GEMMs run: auto (GPUs if any, else CPU), cpu, cuda")
       ->envname("GEMMD_ENGINE")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
   app.add_option("--port-file", c.port_file, "write the bound gRPC port to this file once serving")
@@ -91,6 +101,16 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
     c.auth_token.clear();  // the file, when given, is the whole list
   }
   return {c, 0};
+}
+
+std::string SelfTestHelperPath(const std::string& flag) {
+  if (flag == "none") return "";
+  if (flag != "auto") return flag;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const auto helper = self.parent_path() / "gemmd-selftest";
+  return access(helper.c_str(), X_OK) == 0 ? helper.string() : "";
 }
 
 }  // namespace gemmd

@@ -24,6 +24,10 @@ struct ServerConfig {
   double shutdown_grace_seconds = 30;             // in-flight work gets this long
   double stream_idle_seconds = 60;                // a stalled upload/download is cancelled after this
   std::string engine = "auto";                    // auto | cpu | cuda
+  // The ladder's start-up self-test: in a helper process ("auto": the
+  // gemmd-selftest beside gemmd), or "none" for in this process.
+  std::string selftest_helper = "auto";
+  double selftest_step_timeout_seconds = 30;      // no verdict within this: the step hung
   std::string port_file;                          // write the bound gRPC port here
   std::string log_level = "info";
   // TLS for gRPC: PEM files. With tls_client_ca, clients must present a
@@ -46,5 +50,10 @@ struct ParsedConfig {
   int exit_code = 0;
 };
 ParsedConfig ParseServerConfig(int argc, char** argv);
+
+// --selftest-helper resolved: "auto" is gemmd-selftest beside this
+// executable when it is there, "none" (or a missing "auto") is "": the
+// self-test runs in process.
+std::string SelfTestHelperPath(const std::string& flag);
 
 }  // namespace gemmd

@@ -140,7 +140,9 @@ absl::Status GemmServer::Start() {
     }
     service_->PublishDeviceState(di);
     for (const gemm::StepInfo& info : gemm::AllSteps()) {
-      if (engine_->availability(info.step, di).available) metrics_.InitSeries(info.step, devices[d].id);
+      const StepAvailability a = engine_->availability(info.step, di);
+      if (a.available) metrics_.InitSeries(info.step, devices[d].id);
+      if (a.withdrawn) metrics_.SetStepWithdrawn(info.step, devices[d].id);
     }
   }
   // One line per distinct reason, not one per step.

@@ -32,7 +32,11 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // inherited by every thread below
 
-  auto choice = gemmd::CreateEngine(config.engine, {config.workers_per_device});
+  gemmd::EngineOptions engine_options;
+  engine_options.workers_per_device = config.workers_per_device;
+  engine_options.selftest.helper_path = gemmd::SelfTestHelperPath(config.selftest_helper);
+  engine_options.selftest.step_timeout_seconds = config.selftest_step_timeout_seconds;
+  auto choice = gemmd::CreateEngine(config.engine, engine_options);
   if (!choice.ok()) {
     spdlog::critical("{}", std::string(choice.status().message()));
     return 1;

@@ -20,7 +20,7 @@ nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.m
 gpus=$(nvidia-smi -L | wc -l)
 
 # 1. GPU tests.
-for t in kernels_gpu_test cuda_engine_gpu_test device_fault_gpu_test; do
+for t in kernels_gpu_test cuda_engine_gpu_test device_fault_gpu_test step_gate_gpu_test; do
   timeout 300 "$bin/$t" --gtest_brief=1 >"$OUT/$t.log" 2>&1
   rc=$?
   note "$t: rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/$t.log" | tr '\n' ' ')"

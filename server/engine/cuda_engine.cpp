@@ -328,43 +328,69 @@ DeviceMemory CudaEngine::memory(int device) const {
   return m;
 }
 
-absl::Status CudaEngine::Warmup(int device) {
-  Device& dev = *devices_[device];
-  // Self-test every offered step on small and ragged shapes against cuBLAS;
-  // a step that fails is withdrawn with the reason. A hang is bounded by the
-  // wait timeout (it takes the device out of service, not the server).
+std::string CudaEngine::SelfTestStep(int device, int step) {
+  // Small and ragged shapes against cuBLAS, D poisoned (Run verifies).
   struct Shape {
     int64_t m, n, k;
   };
   const Shape self_test[] = {{128, 128, 64}, {77, 100, 50}, {128, 128, 1000}, {256, 512, 320}, {1000, 129, 77},
                              {1, 300, 64},   {300, 1, 8},   {129, 257, 13}};
+  const gemm::StepInfo* info = gemm::FindStep(step);
+  if (info == nullptr) return "is not a step of the ladder";
+  for (const Shape& s : self_test) {
+    if (!gemm::ShapeError(*info, s.m, s.n, s.k).empty()) continue;
+    GemmJob job;
+    job.m = s.m;
+    job.n = s.n;
+    job.k = s.k;
+    job.step = step;
+    job.a.seed = 1000 + step;
+    job.b.seed = 2000 + step;
+    auto r = Run(device, job);
+    std::string failure;
+    if (!r.ok()) {
+      failure = std::string(r.status().message());
+    } else if (!r->verification.passed) {
+      failure = std::to_string(r->verification.mismatches) + " of " + std::to_string(r->verification.elements) +
+                " elements wrong";
+    }
+    if (!failure.empty()) {
+      return "failed its start-up self-test on " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+             std::to_string(s.k) + " (" + failure + ")";
+    }
+  }
+  return "";
+}
+
+void CudaEngine::Withdraw(int device, int step, const std::string& reason) {
+  Device& dev = *devices_[device];
+  spdlog::error("{}: step {} withdrawn: {}", dev.desc.id, step, reason);
+  std::lock_guard lock(dev.state_mu);
+  dev.steps[step] = {false, reason, /*withdrawn=*/true};
+}
+
+absl::Status CudaEngine::Warmup(int device) {
+  Device& dev = *devices_[device];
+  std::vector<int> offered;
   for (const gemm::StepInfo& info : gemm::AllSteps()) {
-    if (!availability(info.step, device).available) continue;
-    for (const Shape& s : self_test) {
-      if (!gemm::ShapeError(info, s.m, s.n, s.k).empty()) continue;
-      GemmJob job;
-      job.m = s.m;
-      job.n = s.n;
-      job.k = s.k;
-      job.step = info.step;
-      job.a.seed = 1000 + info.step;
-      job.b.seed = 2000 + info.step;
-      auto r = Run(device, job);
-      std::string failure;
-      if (!r.ok()) {
-        failure = std::string(r.status().message());
-      } else if (!r->verification.passed) {
-        failure = std::to_string(r->verification.mismatches) + " of " + std::to_string(r->verification.elements) +
-                  " elements wrong";
-      }
-      if (!failure.empty()) {
-        const std::string reason = "failed its start-up self-test on " + std::to_string(s.m) + "x" +
-                                   std::to_string(s.n) + "x" + std::to_string(s.k) + " (" + failure + ")";
-        spdlog::error("{}: step {} {}", dev.desc.id, info.step, reason);
-        std::lock_guard lock(dev.state_mu);
-        dev.steps[info.step] = {false, reason};
-        break;
-      }
+    if (info.step != gemm::kVendorStep && availability(info.step, device).available) offered.push_back(info.step);
+  }
+  if (!options_.selftest.helper_path.empty()) {
+    // Out of process: a kernel that faults there ends only the helper's
+    // CUDA context, and one that hangs is killed at the time limit.
+    const auto start = Clock::now();
+    size_t passed = 0;
+    for (const StepVerdict& v : RunStepGate(options_.selftest, dev.ordinal, offered)) {
+      if (v.passed) ++passed;
+      if (!v.passed) Withdraw(device, v.step, v.reason);
+    }
+    spdlog::info("{}: {} of {} ladder steps passed the start-up self-test in {} ({:.0f} ms)", dev.desc.id, passed,
+                 offered.size(), options_.selftest.helper_path, SecondsSince(start) * 1e3);
+  } else {
+    // In this process (tests, and builds without the helper): a hang is
+    // bounded by the wait timeout, a sticky fault takes the device with it.
+    for (int step : offered) {
+      if (auto failure = SelfTestStep(device, step); !failure.empty()) Withdraw(device, step, failure);
       if (!dev.healthy) return absl::InternalError(dev.desc.id + " was lost during its self-test");
     }
   }

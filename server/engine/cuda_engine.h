@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "engine/engine.h"
+#include "engine/step_gate.h"
 
 namespace gemmd {
 
@@ -15,6 +16,9 @@ struct CudaEngineOptions {
   uint32_t lanes_per_device = 1;        // one per dispatcher worker
   uint64_t staging_bytes = 64ull << 20; // pinned host buffer per lane
   double sync_timeout_seconds = 120;    // a kernel that runs longer is declared hung
+  // The start-up self-test of the ladder's steps: out of process when a
+  // helper is named (gemmd does), else in this process.
+  StepGateOptions selftest;
 };
 
 class CudaEngine final : public Engine {
@@ -31,10 +35,16 @@ class CudaEngine final : public Engine {
   absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) override;
   DeviceMemory memory(int device) const override;
 
+  // Runs `step` on `device` over the self-test's small and ragged shapes
+  // against cuBLAS; "" if every one passed, else a reason for ListKernels.
+  std::string SelfTestStep(int device, int step);
+
   struct Device;  // defined in cuda_engine.cpp
 
  private:
   explicit CudaEngine(CudaEngineOptions options);
+  // Takes `step` away from `device` for the process's life, with `reason`.
+  void Withdraw(int device, int step, const std::string& reason);
   CudaEngineOptions options_;
   std::vector<std::unique_ptr<Device>> devices_;
 };

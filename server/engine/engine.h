@@ -27,6 +27,8 @@ struct StepAvailability {
   // Why not, for a person, as a predicate of "step N": "runs on NVIDIA
   // sm_90a GPUs; this server has none". Empty when available.
   std::string reason;
+  // The device has a kernel for it, but the start-up self-test took it away.
+  bool withdrawn = false;
 };
 
 // One input matrix as the engine receives it.

@@ -15,6 +15,7 @@ absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineO
 #ifdef GEMMD_WITH_CUDA
   CudaEngineOptions copts;
   copts.lanes_per_device = options.workers_per_device;
+  copts.selftest = options.selftest;
   auto cuda = CudaEngine::Create(copts);
   if (cuda.ok()) {
     const size_t n = (*cuda)->devices().size();

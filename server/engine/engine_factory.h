@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "engine/step_gate.h"
 
 namespace gemmd {
 
@@ -18,6 +19,7 @@ struct EngineChoice {
 
 struct EngineOptions {
   uint32_t workers_per_device = 1;  // the CUDA engine gives each its own lane
+  StepGateOptions selftest;         // the CUDA engine's start-up self-test
 };
 
 absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineOptions& options);

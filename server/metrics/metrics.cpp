@@ -50,6 +50,11 @@ Metrics::Metrics()
                           .Name("gemm_step_available")
                           .Help("1 if this server offers the kernel step, 0 if not")
                           .Register(*registry_)),
+      step_withdrawn_(BuildGauge()
+                          .Name("gemm_step_withdrawn")
+                          .Help("1 for a step whose kernel failed, faulted or hung in the start-up self-test on "
+                                "the device (ListKernels says why)")
+                          .Register(*registry_)),
       device_healthy_(BuildGauge()
                           .Name("gemm_device_healthy")
                           .Help("1 while the device serves requests, 0 once it is marked unhealthy")
@@ -144,6 +149,10 @@ void Metrics::InitSeries(int step, const std::string& device) {
 
 void Metrics::SetStepAvailable(int step, bool available) {
   step_available_.Add({{"step", std::to_string(step)}}).Set(available ? 1 : 0);
+}
+
+void Metrics::SetStepWithdrawn(int step, const std::string& device) {
+  step_withdrawn_.Add({{"step", std::to_string(step)}, {"device", device}}).Set(1);
 }
 
 void Metrics::SetDeviceHealthy(const std::string& device, bool healthy) {

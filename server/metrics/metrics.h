@@ -40,6 +40,8 @@ class Metrics {
   // so dashboards and rate() see 0 instead of nothing before the first GEMM.
   void InitSeries(int step, const std::string& device);
   void SetStepAvailable(int step, bool available);
+  // 1 for a step the start-up self-test took away from a device.
+  void SetStepWithdrawn(int step, const std::string& device);
   void SetDeviceHealthy(const std::string& device, bool healthy);
   void SetQueueDepth(const std::string& device, size_t depth);
   void SetQueueCapacity(uint32_t requests);
@@ -62,6 +64,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& gemms_;
   prometheus::Family<prometheus::Counter>& verification_failures_;
   prometheus::Family<prometheus::Gauge>& step_available_;
+  prometheus::Family<prometheus::Gauge>& step_withdrawn_;
   prometheus::Family<prometheus::Gauge>& device_healthy_;
   prometheus::Family<prometheus::Gauge>& queue_depth_;
   prometheus::Family<prometheus::Gauge>& device_memory_total_;

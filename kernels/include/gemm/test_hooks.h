@@ -2,10 +2,17 @@
 // downstream catches them. Never set outside tests.
 #pragma once
 
+#include <cuda_runtime.h>
+
 namespace gemm::testing {
 
 // While on, step 0 (cuBLAS) multiplies over the first half of K only: a
 // wrong result that a comparison with cuBLAS itself could never catch.
 void PlantVendorFault(bool on);
+
+// A kernel that never finishes, and one that writes to an illegal address
+// (a sticky error: the process's CUDA context is lost).
+cudaError_t LaunchHangingKernel(cudaStream_t stream);
+cudaError_t LaunchFaultingKernel(cudaStream_t stream);
 
 }  // namespace gemm::testing

@@ -1,0 +1,92 @@
+// gemmd-selftest: the start-up self-test of the ladder's steps on one GPU,
+// run by gemmd in a process of its own (engine/step_gate.h says why). For
+// each step named: "start S", then "pass S" or "fail S <reason>" on stdout.
+// After a failure that ended this process's CUDA context it exits 3, and
+// gemmd starts a fresh one for the steps left.
+//   gemmd-selftest --device 0 --steps 1,2,3
+// GEMMD_SELFTEST_PLANT=hang:3,fault:5 (tests only) replaces those steps'
+// kernels with one that never ends and one that writes to an illegal
+// address, so a test can prove that the gate withdraws them.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/cuda_engine.h"
+#include "engine/step_gate.h"
+#include "gemm/test_hooks.h"
+
+namespace {
+
+void Say(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+std::vector<int> ParseSteps(const std::string& list) {
+  std::vector<int> steps;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) steps.push_back(std::stoi(item));
+  return steps;
+}
+
+// "hang:3,fault:5" -> {3: "hang", 5: "fault"}.
+std::map<int, std::string> ParsePlants(const char* text) {
+  std::map<int, std::string> plants;
+  if (text == nullptr) return plants;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto colon = item.find(':');
+    if (colon != std::string::npos) plants[std::stoi(item.substr(colon + 1))] = item.substr(0, colon);
+  }
+  return plants;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int device = 0;
+  std::vector<int> steps;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--device") device = std::atoi(argv[i + 1]);
+    if (flag == "--steps") steps = ParseSteps(argv[i + 1]);
+  }
+  if (steps.empty()) {
+    std::fprintf(stderr, "usage: gemmd-selftest --device N --steps S,S,...\n");
+    return 2;
+  }
+  gemmd::CudaEngineOptions options;
+  options.staging_bytes = 1 << 20;
+  options.sync_timeout_seconds = 3600;  // gemmd keeps the time: a hang is its to judge
+  auto engine = gemmd::CudaEngine::Create(options);
+  if (!engine.ok() || device < 0 || device >= static_cast<int>((*engine)->devices().size())) {
+    std::fprintf(stderr, "gemmd-selftest: no CUDA device %d: %s\n", device,
+                 engine.ok() ? "out of range" : std::string(engine.status().message()).c_str());
+    return 2;
+  }
+  const auto plants = ParsePlants(std::getenv("GEMMD_SELFTEST_PLANT"));
+  namespace protocol = gemmd::step_gate_protocol;
+  for (int step : steps) {
+    Say(protocol::Start(step));
+    std::string failure;
+    if (auto plant = plants.find(step); plant != plants.end()) {
+      cudaSetDevice(device);
+      const cudaError_t launched =
+          plant->second == "hang" ? gemm::testing::LaunchHangingKernel(nullptr) : gemm::testing::LaunchFaultingKernel(nullptr);
+      const cudaError_t e = launched != cudaSuccess ? launched : cudaDeviceSynchronize();  // a hang never returns
+      failure = std::string("faulted in its start-up self-test (") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) +
+                ")";
+      Say(protocol::Fail(step, failure));
+      return 3;  // this process's CUDA context is gone
+    }
+    failure = (*engine)->SelfTestStep(device, step);
+    Say(failure.empty() ? protocol::Pass(step) : protocol::Fail(step, failure));
+    if (!(*engine)->healthy(device)) return 3;
+  }
+  return 0;
+}

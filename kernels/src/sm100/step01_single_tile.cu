@@ -18,36 +18,26 @@ constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   extern __shared__ char smem_raw[];
   __shared__ uint64_t mma_done;
-  __shared__ uint32_t tmem_base;
+  __shared__ uint32_t tmem_slot;
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
-  const bool vectorized = p.k % 8 == 0;
-  const bool allocator = threadIdx.x / 32 == 0;
+  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot, &mma_done);
 
-  if (allocator) AllocateTmem<kTileTmemColumns>(&tmem_base);
-  if (threadIdx.x == 0) {
-    BarrierInit(&mma_done, 1);
-    FenceBarrierInit();
-  }
+  const bool vectorized = p.k % 8 == 0;
   LoadTileSync(a_tile, p.a, p.m, p.k, 0, 0, vectorized);
   LoadTileSync(b_tile, p.b, p.n, p.k, 0, 0, vectorized);
   FenceSharedForAsyncProxy();
-  TmemFenceBeforeSync();
   __syncthreads();
-  TmemFenceAfterSync();
-  const uint32_t tmem = tmem_base;
-
   if (threadIdx.x == 0) {
+    TmemFenceAfterSync();
     IssueTileMma(tmem, a_tile, b_tile, /*accumulate=*/false);
     CommitTo(&mma_done);
   }
   Wait(&mma_done, 0);
   TmemFenceAfterSync();
-  StoreTmemTile(tmem, p.d, p.m, p.n, 0, 0);
 
-  TmemFenceBeforeSync();  // every TMEM read is done before the allocator frees it
-  __syncthreads();
-  if (allocator) FreeTmem<kTileTmemColumns>(tmem);
+  StoreTmemTile(tmem, p.d, p.m, p.n, 0, 0);
+  ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
 }  // namespace

@@ -2,10 +2,10 @@
 // M and N (edge tiles zero-fill their loads and clip their stores). Each
 // CTA allocates its own 128 TMEM columns, so up to four CTAs share an SM's
 // 512 without waiting on each other's allocation.
-#include "common/sync_load.h"
 #include "common/tile_grid.h"
 #include "step_common.h"
 #include "steps_sm100.h"
+#include "sync_tile_mma.h"
 #include "tmem_epilogue.h"
 
 namespace gemm::sm100 {
@@ -16,43 +16,16 @@ constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   extern __shared__ char smem_raw[];
   __shared__ uint64_t mma_done;
-  __shared__ uint32_t tmem_base;
+  __shared__ uint32_t tmem_slot;
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
-  const bool vectorized = p.k % 8 == 0;
-  const bool allocator = threadIdx.x / 32 == 0;
   const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
   const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot, &mma_done);
 
-  if (allocator) AllocateTmem<kTileTmemColumns>(&tmem_base);
-  if (threadIdx.x == 0) {
-    BarrierInit(&mma_done, 1);
-    FenceBarrierInit();
-  }
-  TmemFenceBeforeSync();
-  __syncthreads();
-  TmemFenceAfterSync();
-  const uint32_t tmem = tmem_base;
-
-  uint32_t k_tile = 0;
-  for (int64_t k0 = 0; k0 < p.k; k0 += kTileK, ++k_tile) {
-    LoadTileSync(a_tile, p.a, p.m, p.k, m0, k0, vectorized);
-    LoadTileSync(b_tile, p.b, p.n, p.k, n0, k0, vectorized);
-    FenceSharedForAsyncProxy();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      TmemFenceAfterSync();
-      IssueTileMma(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
-      CommitTo(&mma_done);
-    }
-    Wait(&mma_done, k_tile % 2);
-  }
-  TmemFenceAfterSync();
+  MultiplyTileSync(p, m0, n0, a_tile, b_tile, tmem, &mma_done);
   StoreTmemTile(tmem, p.d, p.m, p.n, m0, n0);
-
-  TmemFenceBeforeSync();
-  __syncthreads();
-  if (allocator) FreeTmem<kTileTmemColumns>(tmem);
+  ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
 }  // namespace

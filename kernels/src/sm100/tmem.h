@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "common/barrier.h"
 #include "umma_descriptors.h"
 
 namespace gemm::sm100 {
@@ -31,5 +32,29 @@ __device__ inline void FreeTmem(uint32_t base) {
 // work and after a barrier (or mbarrier wait) that it relies on.
 __device__ inline void TmemFenceBeforeSync() { cuda::ptx::tcgen05_fence_before_thread_sync(); }
 __device__ inline void TmemFenceAfterSync() { cuda::ptx::tcgen05_fence_after_thread_sync(); }
+
+// Steps 1-3's accumulator: warp 0 allocates `kColumns` TMEM columns into
+// *tmem_slot and thread 0 initialises the MMA barrier; returns the TMEM base
+// once every thread may use both. All threads of the CTA.
+template <uint32_t kColumns>
+__device__ inline uint32_t SetUpAccumulator(uint32_t* tmem_slot, uint64_t* mma_done) {
+  if (threadIdx.x / 32 == 0) AllocateTmem<kColumns>(tmem_slot);
+  if (threadIdx.x == 0) {
+    common::BarrierInit(mma_done, 1);
+    common::FenceBarrierInit();
+  }
+  TmemFenceBeforeSync();
+  __syncthreads();
+  TmemFenceAfterSync();
+  return *tmem_slot;
+}
+
+// Once every thread's TMEM reads are done, warp 0 frees the columns.
+template <uint32_t kColumns>
+__device__ inline void ReleaseAccumulator(uint32_t tmem) {
+  TmemFenceBeforeSync();
+  __syncthreads();
+  if (threadIdx.x / 32 == 0) FreeTmem<kColumns>(tmem);
+}
 
 }  // namespace gemm::sm100

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "engine/cpu_engine.h"
 #include "gemm_client.h"
@@ -119,6 +120,17 @@ class ServerFixture : public ::testing::Test {
   }
 
   gemmc::GemmClient& client() { return *client_; }
+  // Polls ListMatrices until the quota in use is `bytes` (or 5 s pass);
+  // what it last saw.
+  uint64_t WaitForUsedBytes(uint64_t bytes) {
+    gemm::v1::ListMatricesResponse list;
+    for (int i = 0; i < 500; ++i) {
+      list.Clear();
+      if (client().ListMatrices(&list).ok() && list.used_bytes() == bytes) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return list.used_bytes();
+  }
   GemmServer& server() { return *server_; }
   const ServerConfig& config() const { return config_; }
 

@@ -6,6 +6,7 @@
 // UMMA::InstrDescriptor, make_instr_desc). No B200 has run them.
 #include <gtest/gtest.h>
 
+#include "common/tile_layout.h"
 #include "sm100/umma_descriptors.h"
 
 namespace gemm::sm100 {
@@ -82,6 +83,44 @@ TEST(UmmaSmemDesc, AdvancingMovesOnlyTheStartAddress) {
   EXPECT_EQ(Field(AdvanceSmemDesc(base, 96), 0, 14), (0x8000u + 96) >> 4);
   // The highest shared address of a 228 KB CTA still fits the 14-bit field.
   EXPECT_EQ(Field(SmemDescSw128KMajor(228 * 1024 - 1024), 0, 14), (228u * 1024 - 1024) >> 4);
+}
+
+// How the tensor core reads a K-major operand in the 128-byte swizzle
+// through an sm_100 shared-memory descriptor, as the PTX ISA lays it out
+// (9.7.16.3, the canonical K-major layouts; Table 40 for the fields):
+// element (i, j) of an M×16 fp16 slice, row i and k j, lies at
+// start + (i / 8)·SBO + (i % 8)·128 + 2j, and the swizzle XORs address
+// bits 4-6 with bits 7-9 (its pattern repeats every 1024 bytes, hence the
+// 1024-byte-aligned stage and base offset 0).
+uint32_t TensorCoreReadAddress(uint64_t desc, int i, int j) {
+  const uint32_t start = static_cast<uint32_t>(Field(desc, 0, 14) << 4);
+  const uint32_t sbo = static_cast<uint32_t>(Field(desc, 32, 14) << 4);
+  const uint32_t logical = start + (i / 8) * sbo + (i % 8) * 128 + 2 * j;
+  return logical ^ (((logical >> 7) & 7) << 4);
+}
+
+// The descriptors of a stage's four K=16 slices address every element of
+// the 128×64 tile exactly where LoadTileSync (and TMA's SWIZZLE_128B) put it:
+// chunk c of row r at chunk c ^ (r % 8) (common/tile_layout.h). A wrong
+// stride byte offset or K step would read other elements.
+TEST(UmmaSmemDesc, EachKSliceReadsTheTileWhereTheLoaderWroteIt) {
+  constexpr uint32_t kStage = 0x2000;  // a stage on a 1024-byte boundary
+  auto written = [](int r, int k) { return kStage + common::SwizzledChunkOffset(r, k / 8) + (k % 8) * 2; };
+  for (int s = 0; s < common::kTileK / common::kMmaK; ++s) {
+    const uint64_t desc = AdvanceSmemDesc(SmemDescSw128KMajor(kStage), s * common::kMmaK * 2);
+    ASSERT_EQ(Field(desc, 61, 3), kSwizzle128B);  // the model above is that swizzle's
+    ASSERT_EQ(Field(desc, 49, 3), 0u);
+    for (int i = 0; i < common::kTileRows; ++i) {
+      for (int j = 0; j < common::kMmaK; ++j) {
+        ASSERT_EQ(TensorCoreReadAddress(desc, i, j), written(i, s * common::kMmaK + j))
+            << "k-slice " << s << ", row " << i << ", k " << j;
+      }
+    }
+  }
+  // The check can fail: a stride of 512 bytes, or a K step of 16 bytes, reads elsewhere.
+  const uint64_t bad_stride = (SmemDescSw128KMajor(kStage) & ~(uint64_t{0x3FFF} << 32)) | (EncodeOffset(512) << 32);
+  EXPECT_NE(TensorCoreReadAddress(bad_stride, 8, 0), written(8, 0));
+  EXPECT_NE(TensorCoreReadAddress(AdvanceSmemDesc(SmemDescSw128KMajor(kStage), 16), 0, 0), written(0, 16));
 }
 
 // PTX ISA, Tensor Memory addressing: lane in the upper 16 bits, column in

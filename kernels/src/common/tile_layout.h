@@ -5,9 +5,13 @@
 // hit different banks.
 #pragma once
 
-#include <cuda_fp16.h>
-
 #include <cstdint>
+
+#if defined(__CUDACC__)
+#define GEMM_TILE_HD __host__ __device__
+#else
+#define GEMM_TILE_HD
+#endif
 
 namespace gemm::common {
 
@@ -16,7 +20,8 @@ inline constexpr int kTileK = 64;      // BLK_K: one 128-byte swizzled row
 inline constexpr int kTileBytes = kTileRows * kTileK * 2;
 inline constexpr int kMmaK = 16;       // K of one wgmma or tcgen05.mma (fp16)
 
-__device__ inline uint32_t SwizzledChunkOffset(int row, int chunk) {
+// Host too: the CPU test of the sm_100 descriptors reads the tile through it.
+GEMM_TILE_HD constexpr uint32_t SwizzledChunkOffset(int row, int chunk) {
   return row * 128 + ((chunk ^ (row & 7)) << 4);
 }
 

@@ -131,10 +131,11 @@ if command -v cuobjdump >/dev/null; then
   # The Blackwell family's SASS (no B200 here: cuobjdump reads sm_100a all
   # the same): per kernel, its tcgen05 instructions (UTCHMMA: the f16 MMA,
   # UTCBAR: commit to an mbarrier, UTCATOMSWS: TMEM allocation and release,
-  # LDTM: TMEM loads) and any local memory.
+  # LDTM: TMEM loads), its TMA (UTMALDG / UTMASTG, from step 4) and any
+  # local memory.
   awk '/^[ \t]*arch = /{a=$NF} /Function : /{f=$NF}
        a ~ /sm_100/ && f ~ /sm100/ { n = split($0, w, /[ ;]+/); for (i = 1; i <= n; ++i)
-         if (w[i] ~ /^(UTC[A-Z0-9]*|LDTM|STTM|LDL|STL)(\.|$)/) { split(w[i], op, "."); c[f " " op[1]]++ } }
+         if (w[i] ~ /^(UTC[A-Z0-9]*|UTMA[A-Z0-9]*|LDTM|STTM|LDL|STL)(\.|$)/) { split(w[i], op, "."); c[f " " op[1]]++ } }
        END { for (k in c) print k, c[k] }' "$OUT/sass.txt" | sort >"$OUT/sass_sm100.txt"
   python3 - "$OUT/sass_sm100.txt" <<'PY' | tee -a "$summary"
 import collections, re, sys
@@ -148,8 +149,9 @@ if not kernels:
     print("sm_100a SASS: no sm100 kernel found")
 for k, ops in sorted(kernels.items()):
     has_mma, has_ld = any(o.startswith("UTC") and "MMA" in o for o in ops), "LDTM" in ops
+    tma_ok = int(k[4:6]) < 4 or ("UTMALDG" in ops and "UTMASTG" in ops) if k.startswith("step") else True
     local = ops.get("LDL", 0) + ops.get("STL", 0)
-    verdict = "ok" if has_mma and has_ld and local == 0 else "CHECK"
+    verdict = "ok" if has_mma and has_ld and tma_ok and local == 0 else "CHECK"
     print(f"sm_100a {k[:40]:<40} {verdict}: " + ", ".join(f"{o} {c}" for o, c in sorted(ops.items())))
 PY
   awk '/Function : /{f=$NF} /^[ \t]*arch = /{a=$NF} /[ \t](LDL|STL)(\.[A-Z0-9]+)* /{print "  local memory in " a " " f}' \

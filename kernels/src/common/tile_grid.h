@@ -1,6 +1,6 @@
 // The host side of a grid of one CTA per 128×128 output tile (steps 3-5 of
 // both families): x over the tile columns of N, y over the tile rows of M
-// (grid y stops at 65535).
+// (grid y stops at 65535); for the TMA steps, the tensor maps too.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,6 +9,7 @@
 
 #include "common/kernel_basics.h"
 #include "common/tile_layout.h"
+#include "common/tma_problem.h"
 #include "gemm/gemm.h"
 
 namespace gemm::common {
@@ -19,6 +20,19 @@ inline dim3 TileGrid(const Problem& p) { return dim3(CeilDiv(p.n, kTileRows), Ce
 inline std::string TileGridError(const Problem& p, int step) {
   if (CeilDiv(p.m, kTileRows) <= 65535) return "";
   return "step " + std::to_string(step) + " takes m <= 65535*128 (grid y limit)";
+}
+
+// Steps 4-5: kKernel(a_map, b_map, d_map, n, k) over the tile grid, with
+// 128 threads and kSmemBytes of dynamic shared memory; the tensor maps, and
+// any padded staging, from TmaProblem.
+template <auto kKernel, int kSmemBytes>
+std::string LaunchTmaOnTileGrid(const Problem& p, cudaStream_t stream, int step) {
+  if (auto err = TileGridError(p, step); !err.empty()) return err;
+  TmaProblem tma;
+  if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
+  kKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.n, p.k);
+  if (auto err = LaunchError(); !err.empty()) return err;
+  return tma.Finish(stream);
 }
 
 }  // namespace gemm::common

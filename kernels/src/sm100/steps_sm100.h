@@ -12,8 +12,10 @@ namespace gemm::sm100 {
 std::string LaunchSingleTile(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);  // step 1
 std::string LaunchKLoop(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);       // step 2
 std::string LaunchTiled(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);       // step 3
+std::string LaunchTma(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);         // step 4
 cudaError_t PrepareSingleTile();
 cudaError_t PrepareKLoop();
 cudaError_t PrepareTiled();
+cudaError_t PrepareTma();
 
 }  // namespace gemm::sm100

@@ -1,6 +1,5 @@
-// Steps 1-3 bring the accumulator from TMEM to registers and write D
-// straight to global memory (steps 4+ go through shared memory and a TMA
-// store). Warp w of the warpgroup may read TMEM lanes 32w..32w+31 only, so
+// The accumulator from TMEM to registers, and on: steps 1-3 write D
+// straight to global memory, steps 4+ through shared memory and TMA stores. Warp w of the warpgroup may read TMEM lanes 32w..32w+31 only, so
 // each thread owns one row of the tile and reads it 32 columns at a time.
 #pragma once
 
@@ -41,6 +40,30 @@ __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, i
           if (col + e < n) out[j + e] = __float2half_rn(__uint_as_float(v[j + e]));
         }
       }
+    }
+  }
+}
+
+// Steps 4+: the 128×128 fp32 tile at TMEM `tmem_base` to `d_tile` in
+// shared memory as fp16, in two swizzled 128×64 halves (the operand
+// layout: a thread's row lands on the atom's eight banks, not one), for
+// the TMA stores (common/tma.h, StoreDTile). All 128 threads.
+__device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int row = warp * 32 + lane;
+#pragma unroll 1
+  for (int c0 = 0; c0 < common::kTileRows; c0 += 32) {
+    uint32_t v[32];
+    cuda::ptx::tcgen05_ld_32x32b(v, TmemAddress(tmem_base, warp * 32, c0));
+    cuda::ptx::tcgen05_wait_ld();
+    char* half_tile = d_tile + (c0 / common::kTileK) * common::kTileBytes;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8) {
+      const int chunk = (c0 % common::kTileK + j) / 8;
+      __half2 h[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]));
+      *reinterpret_cast<uint4*>(half_tile + common::SwizzledChunkOffset(row, chunk)) = *reinterpret_cast<const uint4*>(h);
     }
   }
 }

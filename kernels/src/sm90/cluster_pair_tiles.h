@@ -14,7 +14,7 @@
 #include "cluster.h"
 #include "common/tile_layout.h"
 #include "tile_scheduler.h"
-#include "tma.h"
+#include "common/tma.h"
 
 namespace gemm::sm90 {
 

@@ -9,7 +9,7 @@
 #include "gemm/gemm.h"
 #include "resident_grid.h"
 #include "step_common.h"
-#include "tma_problem.h"
+#include "common/tma_problem.h"
 
 namespace gemm::sm90 {
 

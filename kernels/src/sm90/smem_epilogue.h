@@ -9,7 +9,7 @@
 #include "common/barrier.h"
 #include "step_common.h"
 #include "common/tile_layout.h"
-#include "tma.h"
+#include "common/tma.h"
 
 namespace gemm::sm90 {
 
@@ -145,14 +145,6 @@ __device__ inline void StoreTileInChunks(const float (&acc)[2][64], char* chunk,
     if (m0 + 64 * mb >= m) continue;
     StoreRowsInChunks<kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, n);
   }
-}
-
-// One thread: both halves of the tile at (m0, n0) to global memory.
-__device__ inline void StoreDTile(const CUtensorMap* d_map, const char* d_tile, int64_t m0, int64_t n0, int64_t n) {
-  for (int h = 0; h < 2; ++h) {
-    if (n0 + 64 * h < n) TmaStore(d_map, static_cast<int32_t>(n0 + 64 * h), static_cast<int32_t>(m0), d_tile + h * kTileBytes);
-  }
-  TmaStoreCommitAndWait();
 }
 
 }  // namespace gemm::sm90

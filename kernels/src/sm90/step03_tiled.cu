@@ -4,7 +4,7 @@
 #include "step_common.h"
 #include "steps_sm90.h"
 #include "common/sync_load.h"
-#include "tile_grid_launch.h"
+#include "common/tile_grid.h"
 
 namespace gemm::sm90 {
 namespace {

@@ -5,8 +5,8 @@
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"
-#include "tile_grid_launch.h"
-#include "tma.h"
+#include "common/tile_grid.h"
+#include "common/tma.h"
 
 namespace gemm::sm90 {
 namespace {

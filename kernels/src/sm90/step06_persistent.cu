@@ -14,8 +14,8 @@
 #include "step_common.h"
 #include "steps_sm90.h"
 #include "tile_scheduler.h"
-#include "tma.h"
-#include "tma_problem.h"
+#include "common/tma.h"
+#include "common/tma_problem.h"
 
 namespace gemm::sm90 {
 namespace {

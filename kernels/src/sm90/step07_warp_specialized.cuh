@@ -21,8 +21,8 @@
 #include "step_common.h"
 #include "tile_consumer.h"
 #include "tile_scheduler.h"
-#include "tma.h"
-#include "tma_problem.h"
+#include "common/tma.h"
+#include "common/tma_problem.h"
 
 namespace gemm::sm90 {
 

@@ -13,9 +13,7 @@
 #include "gemm/gemm.h"
 #include "common/tile_layout.h"
 
-namespace gemm::sm90 {
-
-using namespace gemm::common;  // the primitives both families share
+namespace gemm::common {
 
 // Rows of the box each map moves per TMA (columns: always one 64-wide
 // k-tile, or 64 columns of D). Steps that split a tile between CTAs of a
@@ -42,4 +40,4 @@ class TmaProblem {
   CUtensorMap a_{}, b_{}, d_{};
 };
 
-}  // namespace gemm::sm90
+}  // namespace gemm::common

@@ -1,4 +1,4 @@
-#include "tma_problem.h"
+#include "common/tma_problem.h"
 
 #include <cudaTypedefs.h>
 
@@ -6,7 +6,7 @@
 #include <mutex>
 
 
-namespace gemm::sm90 {
+namespace gemm::common {
 namespace {
 
 // cuTensorMapEncodeTiled is a driver API call: fetched through the runtime,
@@ -91,4 +91,4 @@ std::string TmaProblem::Finish(cudaStream_t stream) {
   return e == cudaSuccess ? "" : std::string("copying D back from its padded copy: ") + cudaGetErrorString(e);
 }
 
-}  // namespace gemm::sm90
+}  // namespace gemm::common

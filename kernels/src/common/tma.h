@@ -1,5 +1,6 @@
-// TMA (cp.async.bulk.tensor) through CCCL's <cuda/ptx>. One thread issues;
-// loads complete on an mbarrier, stores in a bulk group.
+// TMA (cp.async.bulk.tensor) through CCCL's <cuda/ptx>, the same on sm_90a
+// and sm_100a. One thread issues; loads complete on an mbarrier, stores in
+// a bulk group.
 #pragma once
 
 #include <cuda.h>
@@ -7,7 +8,9 @@
 
 #include <cstdint>
 
-namespace gemm::sm90 {
+#include "common/tile_layout.h"
+
+namespace gemm::common {
 
 // Box at (col, row) of `map` into shared memory; arrives on `bar` with its bytes.
 __device__ inline void TmaLoad(void* smem, const CUtensorMap* map, int32_t col, int32_t row, uint64_t* bar) {
@@ -45,4 +48,13 @@ __device__ inline void TmaStoreCommitAndWait() {
   TmaStoreWaitRead();
 }
 
-}  // namespace gemm::sm90
+// Steps 4-5 of both families stage a 128×128 D tile as two swizzled 128×64
+// halves. One thread: both halves of the tile at (m0, n0) to global memory.
+__device__ inline void StoreDTile(const CUtensorMap* d_map, const char* d_tile, int64_t m0, int64_t n0, int64_t n) {
+  for (int h = 0; h < 2; ++h) {
+    if (n0 + 64 * h < n) TmaStore(d_map, static_cast<int32_t>(n0 + 64 * h), static_cast<int32_t>(m0), d_tile + h * kTileBytes);
+  }
+  TmaStoreCommitAndWait();
+}
+
+}  // namespace gemm::common

@@ -1,0 +1,73 @@
+// Step 4 = step 3 with its data movement handed to the TMA: one thread asks
+// for the A and B tiles, which land on an mbarrier told the byte count
+// (expect_tx), issues the tile's MMAs once they have, and waits for their
+// commit before the next k-tile's loads overwrite the tiles. D leaves TMEM
+// through registers into the two swizzled halves where A and B were, and
+// the TMA stores them. Edges need no predication: TMA zero-fills loads and
+// clips stores. Why it pays on Blackwell as on Hopper: the copies no
+// longer take the threads' instructions or registers, and with tcgen05
+// the loads, the MMA issue and the waits are all one thread's.
+#include "common/tile_grid.h"
+#include "common/tma.h"
+#include "step_common.h"
+#include "steps_sm100.h"
+#include "tmem_epilogue.h"
+
+namespace gemm::sm100 {
+namespace {
+
+// A and B tiles; D reuses their space once the last MMAs have read them.
+constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
+
+__global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
+                                                 const __grid_constant__ CUtensorMap b_map,
+                                                 const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k) {
+  extern __shared__ char smem_raw[];
+  __shared__ uint64_t full;      // "the A and B tiles have landed"
+  __shared__ uint64_t mma_done;  // "the k-tile's MMAs are complete" (tcgen05.commit)
+  __shared__ uint32_t tmem_slot;
+  char* a_tile = AlignTo1024(smem_raw);
+  char* b_tile = a_tile + kTileBytes;
+  char* d_tile = a_tile;
+  const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
+  const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+  const bool leader = threadIdx.x == 0;
+
+  if (leader) BarrierInit(&full, 1);  // fenced with mma_done's initialisation below
+  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot, &mma_done);
+
+  if (leader) {
+    uint32_t k_tile = 0;
+    for (int64_t k0 = 0; k0 < k; k0 += kTileK, ++k_tile) {
+      ArriveExpectTx(&full, 2 * kTileBytes);
+      TmaLoad(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), &full);
+      TmaLoad(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), &full);
+      Wait(&full, k_tile % 2);
+      TmemFenceAfterSync();
+      IssueTileMma(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
+      CommitTo(&mma_done);
+      Wait(&mma_done, k_tile % 2);  // the tiles are read: the next loads may land
+    }
+    TmemFenceBeforeSync();
+  }
+  __syncthreads();  // the leader saw the last MMAs complete
+  TmemFenceAfterSync();
+
+  TmemTileToSmem(tmem, d_tile);
+  FenceSharedForAsyncProxy();
+  __syncthreads();
+  if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
+  ReleaseAccumulator<kTileTmemColumns>(tmem);
+}
+
+}  // namespace
+
+cudaError_t PrepareTma() {
+  return cudaFuncSetAttribute(TmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+}
+
+std::string LaunchTma(const Problem& p, const DeviceContext&, cudaStream_t stream) {
+  return LaunchTmaOnTileGrid<TmaKernel, kSmemBytes>(p, stream, 4);
+}
+
+}  // namespace gemm::sm100

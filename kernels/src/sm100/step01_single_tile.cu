@@ -21,7 +21,8 @@ __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   __shared__ uint32_t tmem_slot;
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
-  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot, &mma_done);
+  if (threadIdx.x == 0) BarrierInit(&mma_done, 1);
+  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   const bool vectorized = p.k % 8 == 0;
   LoadTileSync(a_tile, p.a, p.m, p.k, 0, 0, vectorized);

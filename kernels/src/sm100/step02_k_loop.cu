@@ -19,7 +19,8 @@ __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
   __shared__ uint32_t tmem_slot;
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
-  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot, &mma_done);
+  if (threadIdx.x == 0) BarrierInit(&mma_done, 1);
+  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   MultiplyTileSync(p, 0, 0, a_tile, b_tile, tmem, &mma_done);
   StoreTmemTile(tmem, p.d, p.m, p.n, 0, 0);

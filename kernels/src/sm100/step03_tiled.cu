@@ -21,7 +21,8 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   char* b_tile = a_tile + kTileBytes;
   const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
   const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
-  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot, &mma_done);
+  if (threadIdx.x == 0) BarrierInit(&mma_done, 1);
+  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   MultiplyTileSync(p, m0, n0, a_tile, b_tile, tmem, &mma_done);
   StoreTmemTile(tmem, p.d, p.m, p.n, m0, n0);

@@ -33,8 +33,11 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
   const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
   const bool leader = threadIdx.x == 0;
 
-  if (leader) BarrierInit(&full, 1);  // fenced with mma_done's initialisation below
-  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot, &mma_done);
+  if (leader) {
+    BarrierInit(&full, 1);
+    BarrierInit(&mma_done, 1);
+  }
+  const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   if (leader) {
     uint32_t k_tile = 0;

@@ -13,9 +13,11 @@ std::string LaunchSingleTile(const Problem& p, const DeviceContext& ctx, cudaStr
 std::string LaunchKLoop(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);       // step 2
 std::string LaunchTiled(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);       // step 3
 std::string LaunchTma(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);         // step 4
+std::string LaunchPipelined(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);   // step 5
 cudaError_t PrepareSingleTile();
 cudaError_t PrepareKLoop();
 cudaError_t PrepareTiled();
 cudaError_t PrepareTma();
+cudaError_t PreparePipelined();
 
 }  // namespace gemm::sm100

@@ -33,16 +33,13 @@ __device__ inline void FreeTmem(uint32_t base) {
 __device__ inline void TmemFenceBeforeSync() { cuda::ptx::tcgen05_fence_before_thread_sync(); }
 __device__ inline void TmemFenceAfterSync() { cuda::ptx::tcgen05_fence_after_thread_sync(); }
 
-// Steps 1-3's accumulator: warp 0 allocates `kColumns` TMEM columns into
-// *tmem_slot and thread 0 initialises the MMA barrier; returns the TMEM base
-// once every thread may use both. All threads of the CTA.
+// The tile's accumulator: warp 0 allocates `kColumns` TMEM columns into
+// *tmem_slot; returns the TMEM base once every thread may use it, and the
+// mbarriers thread 0 initialised before the call. All threads of the CTA.
 template <uint32_t kColumns>
-__device__ inline uint32_t SetUpAccumulator(uint32_t* tmem_slot, uint64_t* mma_done) {
+__device__ inline uint32_t SetUpAccumulator(uint32_t* tmem_slot) {
   if (threadIdx.x / 32 == 0) AllocateTmem<kColumns>(tmem_slot);
-  if (threadIdx.x == 0) {
-    common::BarrierInit(mma_done, 1);
-    common::FenceBarrierInit();
-  }
+  if (threadIdx.x == 0) common::FenceBarrierInit();
   TmemFenceBeforeSync();
   __syncthreads();
   TmemFenceAfterSync();

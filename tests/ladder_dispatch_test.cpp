@@ -24,12 +24,12 @@ DeviceContext Pretend(int major, int minor) {
 
 TEST(LadderDispatch, ABlackwellDeviceGetsTheSm100FamilyForTheStepsItHas) {
   const DeviceContext b200 = Pretend(10, 0);
-  for (int step = 1; step <= 5; ++step) {
+  for (int step = 1; step <= 6; ++step) {
     const StepSupport s = Supports(step, b200);
     EXPECT_TRUE(s.supported) << step << ": " << s.reason;
     EXPECT_EQ(s.family, "sm_100a") << step;
   }
-  for (int step = 6; step <= kLastStep; ++step) {
+  for (int step = 7; step <= kLastStep; ++step) {
     const StepSupport s = Supports(step, b200);
     EXPECT_FALSE(s.supported) << step;
     EXPECT_EQ(s.reason, "has no sm_100a kernel in this build yet") << step;

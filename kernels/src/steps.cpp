@@ -22,8 +22,8 @@ constexpr std::array<StepInfo, kLastStep + 1> kSteps{{
     {10, "two-consumers", "two consumer warpgroups per CTA: the final kernel", 0, 0, 0},
 }};
 
-// Which families have each step: Hopper all ten, Blackwell 1-5 so far.
-constexpr int kLastSm100Step = 5;
+// Which families have each step: Hopper all ten, Blackwell 1-6 so far.
+constexpr int kLastSm100Step = 6;
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// The Blackwell (sm_100a) family of the ladder: steps 1-5 so far. None of
+// The Blackwell (sm_100a) family of the ladder: steps 1-6 so far. None of
 // it has run on a B200 (kernels/README.md, "Blackwell"): the start-up
 // self-test withdraws any step that fails there.
 #include "ladder.h"
@@ -13,6 +13,7 @@ std::span<const LadderKernel> Sm100Kernels() {
       {3, 10, sm100::PrepareTiled, sm100::LaunchTiled},
       {4, 10, sm100::PrepareTma, sm100::LaunchTma},
       {5, 10, sm100::PreparePipelined, sm100::LaunchPipelined},
+      {6, 10, sm100::PreparePersistent, sm100::LaunchPersistent},
   };
   return kKernels;
 }

@@ -13,7 +13,7 @@
 #include "common/barrier.h"
 #include "cluster.h"
 #include "common/tile_layout.h"
-#include "tile_scheduler.h"
+#include "common/tile_scheduler.h"
 #include "common/tma.h"
 
 namespace gemm::sm90 {

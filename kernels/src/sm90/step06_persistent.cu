@@ -9,11 +9,11 @@
 // writes D, the others keep the tensor cores busy. (A whole 32 KB D tile
 // allowed two CTAs per SM, and this step then ran 5-20% slower than step 5.)
 #include "common/barrier.h"
-#include "persistent_launch.h"
+#include "common/persistent_launch.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"
-#include "tile_scheduler.h"
+#include "common/tile_scheduler.h"
 #include "common/tma.h"
 #include "common/tma_problem.h"
 

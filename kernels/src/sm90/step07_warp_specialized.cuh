@@ -16,11 +16,11 @@
 #pragma once
 
 #include "common/barrier.h"
-#include "persistent_launch.h"
+#include "common/persistent_launch.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "tile_consumer.h"
-#include "tile_scheduler.h"
+#include "common/tile_scheduler.h"
 #include "common/tma.h"
 #include "common/tma_problem.h"
 

@@ -17,7 +17,7 @@
 #include "common/barrier.h"
 #include "cluster.h"
 #include "cluster_pair_tiles.h"
-#include "persistent_launch.h"
+#include "common/persistent_launch.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"

@@ -9,7 +9,7 @@
 #include <array>
 #include <atomic>
 
-namespace gemm::sm90 {
+namespace gemm::common {
 
 class ResidentGrid {
  public:
@@ -54,4 +54,4 @@ class ResidentGrid {
   std::array<std::atomic<int>, 64> cache_{};
 };
 
-}  // namespace gemm::sm90
+}  // namespace gemm::common

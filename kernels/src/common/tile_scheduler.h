@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace gemm::sm90 {
+namespace gemm::common {
 
 class TileScheduler {
  public:
@@ -34,4 +34,4 @@ class TileScheduler {
   int tiles_m_, tiles_n_;
 };
 
-}  // namespace gemm::sm90
+}  // namespace gemm::common

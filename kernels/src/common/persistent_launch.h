@@ -7,11 +7,11 @@
 #include <string>
 
 #include "gemm/gemm.h"
-#include "resident_grid.h"
-#include "step_common.h"
+#include "common/kernel_basics.h"
+#include "common/resident_grid.h"
 #include "common/tma_problem.h"
 
-namespace gemm::sm90 {
+namespace gemm::common {
 
 // kKernel(a_map, b_map, d_map, m, n, k) with kThreads threads, kSmemBytes of
 // dynamic shared memory and compile-time clusters of kClusterSize CTAs.
@@ -28,4 +28,4 @@ std::string LaunchOnResidentGrid(const Problem& p, const DeviceContext& ctx, cud
   return tma.Finish(stream);
 }
 
-}  // namespace gemm::sm90
+}  // namespace gemm::common

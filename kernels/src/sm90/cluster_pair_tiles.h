@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "common/barrier.h"
-#include "cluster.h"
+#include "common/cluster.h"
 #include "common/tile_layout.h"
 #include "common/tile_scheduler.h"
 #include "common/tma.h"

@@ -8,7 +8,7 @@
 // pair's tiles, loads and releases are in cluster_pair_tiles.h (step 10
 // shares them).
 #include "common/barrier.h"
-#include "cluster.h"
+#include "common/cluster.h"
 #include "cluster_pair_tiles.h"
 #include "common/persistent_launch.h"
 #include "smem_epilogue.h"

@@ -15,7 +15,7 @@
 // between, so the two never pause at once. Two 8 KB staging chunks per
 // consumer leave shared memory for four 48 KB stages.
 #include "common/barrier.h"
-#include "cluster.h"
+#include "common/cluster.h"
 #include "cluster_pair_tiles.h"
 #include "common/persistent_launch.h"
 #include "smem_epilogue.h"

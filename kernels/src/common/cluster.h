@@ -1,4 +1,4 @@
-// Thread-block clusters (sm_90): CTAs of one cluster run at the same time on
+// Thread-block clusters (sm_90 and sm_100 alike): CTAs of one cluster run at the same time on
 // one GPC and can reach each other's shared memory, so a pair can share an
 // operand tile that the TMA fetches once and multicasts to both.
 #pragma once
@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace gemm::sm90 {
+namespace gemm::common {
 
 __device__ inline uint32_t ClusterRank() { return cuda::ptx::get_sreg_cluster_ctarank(); }
 
@@ -29,4 +29,4 @@ __device__ inline void ArriveInCta(uint64_t* bar, uint32_t rank) {
   cuda::ptx::mbarrier_arrive(cuda::ptx::sem_relaxed, cuda::ptx::scope_cluster, cuda::ptx::space_cluster, remote);
 }
 
-}  // namespace gemm::sm90
+}  // namespace gemm::common

@@ -53,13 +53,7 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     }
     TmemFenceBeforeSync();
   }
-  __syncthreads();  // the leader saw the last MMAs complete
-  TmemFenceAfterSync();
-
-  TmemTileToSmem(tmem, d_tile);
-  FenceSharedForAsyncProxy();
-  __syncthreads();
-  if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
+  StoreAccumulatorTile(tmem, d_tile, &d_map, m0, n0, n, leader);  // after the leader saw the last MMAs complete
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

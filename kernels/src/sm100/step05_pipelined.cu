@@ -33,12 +33,7 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   const bool leader = threadIdx.x == 0;
 
-  if (leader) {
-    for (int s = 0; s < kStages; ++s) {
-      BarrierInit(&full[s], 1);
-      BarrierInit(&empty[s], 1);
-    }
-  }
+  if (leader) InitStageBarriers(full, empty);
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   if (leader) {
@@ -65,13 +60,7 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     Wait(&empty[(k_tiles - 1) % kStages], ((k_tiles - 1) / kStages) % 2);  // the accumulator is complete
     TmemFenceBeforeSync();
   }
-  __syncthreads();
-  TmemFenceAfterSync();
-
-  TmemTileToSmem(tmem, d_tile);
-  FenceSharedForAsyncProxy();
-  __syncthreads();
-  if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
+  StoreAccumulatorTile(tmem, d_tile, &d_map, m0, n0, n, leader);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

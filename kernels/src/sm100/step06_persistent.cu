@@ -38,12 +38,7 @@ __global__ void __launch_bounds__(128)
   const int iterations = my_tiles * k_tiles;
   const bool leader = threadIdx.x == 0;
 
-  if (leader) {
-    for (int s = 0; s < kStages; ++s) {
-      BarrierInit(&full[s], 1);
-      BarrierInit(&empty[s], 1);
-    }
-  }
+  if (leader) InitStageBarriers(full, empty);
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   // Leader only: the next iteration to load, counted rather than divided

@@ -8,7 +8,10 @@
 
 #include <cstdint>
 
+#include "common/kernel_basics.h"
 #include "common/tile_layout.h"
+#include "common/tma.h"
+#include "tmem.h"
 #include "umma_descriptors.h"
 
 namespace gemm::sm100 {
@@ -66,6 +69,19 @@ __device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile) {
       *reinterpret_cast<uint4*>(half_tile + common::SwizzledChunkOffset(row, chunk)) = *reinterpret_cast<const uint4*>(h);
     }
   }
+}
+
+// Steps 4-5, once the leader has seen the tile's last MMAs complete: the
+// accumulator out of TMEM into `d_tile` (all threads), then the leader's TMA
+// stores of its two halves to D at (m0, n0), waited for before it returns.
+__device__ inline void StoreAccumulatorTile(uint32_t tmem, char* d_tile, const CUtensorMap* d_map, int64_t m0,
+                                            int64_t n0, int64_t n, bool leader) {
+  __syncthreads();
+  TmemFenceAfterSync();
+  TmemTileToSmem(tmem, d_tile);
+  common::FenceSharedForAsyncProxy();
+  __syncthreads();
+  if (leader) common::StoreDTile(d_map, d_tile, m0, n0, n);
 }
 
 }  // namespace gemm::sm100

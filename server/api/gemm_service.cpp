@@ -1,13 +1,12 @@
 #include "api/gemm_service.h"
 
-#include "api/matrix_streams.h"
-
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstring>
 #include <string>
 
+#include "api/matrix_streams.h"
 #include "gemm/steps.h"
 #include "version.h"
 

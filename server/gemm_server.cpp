@@ -33,7 +33,9 @@ absl::Status ReadPem(const std::string& path, const char* what, std::string* pem
 // Plaintext, TLS, or mutual TLS, as configured.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const ServerConfig& c) {
   if (c.tls_cert.empty()) {
-    if (!c.auth_token.empty() || !c.auth_tokens.empty()) spdlog::warn("bearer tokens travel in plaintext: serve with --tls-cert/--tls-key");
+    if (!c.auth_token.empty() || !c.auth_tokens.empty()) {
+      spdlog::warn("bearer tokens travel in plaintext: serve with --tls-cert/--tls-key");
+    }
     return grpc::InsecureServerCredentials();
   }
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;

@@ -1,12 +1,12 @@
 #include "api/matrix_streams.h"
 
-#include "api/gemm_service.h"  // ToGrpc
-
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <chrono>
 #include <string>
+
+#include "api/gemm_service.h"  // ToGrpc
 
 namespace gemmd {
 

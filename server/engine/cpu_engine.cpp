@@ -82,7 +82,6 @@ absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
     return absl::FailedPreconditionError("step " + std::to_string(job.step) + " " + availability(job.step, 0).reason);
   }
   if (auto st = CheckDimensionsFitInt32(job, name()); !st.ok()) return st;
-  if (auto st = CheckDimensionsFitInt32(job, name()); !st.ok()) return st;
   std::string error;
   const BlasApi* blas = Blas(&error);
   if (blas == nullptr) return absl::FailedPreconditionError(error);

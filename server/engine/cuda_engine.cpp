@@ -381,8 +381,11 @@ absl::Status CudaEngine::Warmup(int device) {
     const auto start = Clock::now();
     size_t passed = 0;
     for (const StepVerdict& v : RunStepGate(options_.selftest, dev.ordinal, offered)) {
-      if (v.passed) ++passed;
-      if (!v.passed) Withdraw(device, v.step, v.reason);
+      if (v.passed) {
+        ++passed;
+      } else {
+        Withdraw(device, v.step, v.reason);
+      }
     }
     spdlog::info("{}: {} of {} ladder steps passed the start-up self-test in {} ({:.0f} ms)", dev.desc.id, passed,
                  offered.size(), options_.selftest.helper_path, SecondsSince(start) * 1e3);

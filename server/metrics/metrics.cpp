@@ -19,6 +19,9 @@ prometheus::Histogram::BucketBoundaries LatencyBuckets() {
   return b;
 }
 
+// The label of a requested step: its number, or "invalid" (bounded).
+std::string StepLabel(int64_t step) { return gemm::FindStep(step) != nullptr ? std::to_string(step) : "invalid"; }
+
 }  // namespace
 
 Metrics::Metrics()
@@ -114,10 +117,6 @@ int Metrics::port() const {
   if (!exposer_) return 0;
   auto ports = exposer_->GetListeningPorts();
   return ports.empty() ? 0 : ports.front();
-}
-
-std::string Metrics::StepLabel(int64_t step) {
-  return gemm::FindStep(step) != nullptr ? std::to_string(step) : "invalid";
 }
 
 void Metrics::RecordRequest(const std::string& method, std::optional<int64_t> step, const std::string& code,

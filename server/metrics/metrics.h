@@ -31,8 +31,6 @@ class Metrics {
   // as step="invalid": a client must not be able to mint label values.
   void RecordRequest(const std::string& method, std::optional<int64_t> step, const std::string& code,
                      double seconds);
-  // The label of a requested step: its number, or "invalid" (bounded).
-  static std::string StepLabel(int64_t step);
   // One GEMM that ran on a device.
   void RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,
                   bool verification_failed);

@@ -1,6 +1,7 @@
 // The accumulator from TMEM to registers, and on: steps 1-3 write D
-// straight to global memory, steps 4+ through shared memory and TMA stores. Warp w of the warpgroup may read TMEM lanes 32w..32w+31 only, so
-// each thread owns one row of the tile and reads it 32 columns at a time.
+// straight to global memory, steps 4+ through shared memory and TMA stores.
+// Warp w of the warpgroup may read TMEM lanes 32w..32w+31 only, so each
+// thread owns one row of the tile and reads it 32 columns at a time.
 #pragma once
 
 #include <cuda/ptx>
@@ -16,6 +17,22 @@
 
 namespace gemm::sm100 {
 
+// Columns [c0, c0 + 32) of this thread's row of the fp32 tile at TMEM
+// `tmem_base` (lane = row). The whole warp, aligned.
+__device__ inline void LoadRowColumns(uint32_t tmem_base, int c0, uint32_t (&v)[32]) {
+  const int warp = (threadIdx.x % 128) / 32;
+  cuda::ptx::tcgen05_ld_32x32b(v, TmemAddress(tmem_base, warp * 32, c0));
+  cuda::ptx::tcgen05_wait_ld();
+}
+
+// v[j..j+7] as eight fp16, one 16-byte value.
+__device__ inline uint4 PackEight(const uint32_t (&v)[32], int j) {
+  __half2 h[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]));
+  return *reinterpret_cast<const uint4*>(h);
+}
+
 // The 128×128 fp32 tile at TMEM `tmem_base` (lane = row, column = column)
 // to D at (m0, n0); elements outside m×n are not written. All 128 threads.
 __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, int64_t n, int64_t m0, int64_t n0) {
@@ -25,18 +42,14 @@ __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, i
 #pragma unroll 1
   for (int c0 = 0; c0 < common::kTileRows; c0 += 32) {
     uint32_t v[32];
-    cuda::ptx::tcgen05_ld_32x32b(v, TmemAddress(tmem_base, warp * 32, c0));  // the whole warp, aligned
-    cuda::ptx::tcgen05_wait_ld();
+    LoadRowColumns(tmem_base, c0, v);
     if (row >= m) continue;
     __half* out = d + row * n + n0 + c0;
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
       const int64_t col = n0 + c0 + j;
       if (vectorized && col + 8 <= n) {
-        __half2 h[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]));
-        *reinterpret_cast<uint4*>(out + j) = *reinterpret_cast<const uint4*>(h);
+        *reinterpret_cast<uint4*>(out + j) = PackEight(v, j);
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
@@ -52,21 +65,16 @@ __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, i
 // layout: a thread's row lands on the atom's eight banks, not one), for
 // the TMA stores (common/tma.h, StoreDTile). All 128 threads.
 __device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile) {
-  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  const int row = warp * 32 + lane;
+  const int row = threadIdx.x % 128;  // warp w's lanes are rows 32w..32w+31
 #pragma unroll 1
   for (int c0 = 0; c0 < common::kTileRows; c0 += 32) {
     uint32_t v[32];
-    cuda::ptx::tcgen05_ld_32x32b(v, TmemAddress(tmem_base, warp * 32, c0));
-    cuda::ptx::tcgen05_wait_ld();
+    LoadRowColumns(tmem_base, c0, v);
     char* half_tile = d_tile + (c0 / common::kTileK) * common::kTileBytes;
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
       const int chunk = (c0 % common::kTileK + j) / 8;
-      __half2 h[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]));
-      *reinterpret_cast<uint4*>(half_tile + common::SwizzledChunkOffset(row, chunk)) = *reinterpret_cast<const uint4*>(h);
+      *reinterpret_cast<uint4*>(half_tile + common::SwizzledChunkOffset(row, chunk)) = PackEight(v, j);
     }
   }
 }

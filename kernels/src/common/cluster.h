@@ -29,4 +29,12 @@ __device__ inline void ArriveInCta(uint64_t* bar, uint32_t rank) {
   cuda::ptx::mbarrier_arrive(cuda::ptx::sem_relaxed, cuda::ptx::scope_cluster, cuda::ptx::space_cluster, remote);
 }
 
+// The same arrival with release semantics at cluster scope: for a thread
+// whose earlier work (a TMEM read, on sm_100a) the waiter in the other CTA
+// must see finished. Used once per tile, where the fence costs nothing.
+__device__ inline void ArriveInCtaReleased(uint64_t* bar, uint32_t rank) {
+  auto* remote = static_cast<uint64_t*>(__cluster_map_shared_rank(bar, rank));
+  cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster, remote);
+}
+
 }  // namespace gemm::common

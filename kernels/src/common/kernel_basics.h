@@ -21,6 +21,13 @@ __device__ inline char* AlignTo1024(char* p) {
 // before the barrier.
 __device__ inline void FenceSharedForAsyncProxy() { cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); }
 
+// A barrier for `threads` threads (a multiple of 32) on hardware barrier
+// `id` (1..15; __syncthreads uses 0): syncs one warpgroup, not the CTA.
+// Inline PTX: CCCL's <cuda/ptx> has no bar.sync wrapper.
+__device__ inline void NamedBarrierSync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 inline std::string LaunchError() {
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? "" : std::string("kernel launch: ") + cudaGetErrorString(e);

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "common/tile_layout.h"  // GEMM_TILE_HD
+
 namespace gemm::common {
 
 class TileScheduler {
@@ -13,18 +15,19 @@ class TileScheduler {
   static constexpr int kGroupRows = 8;
 
   // Tiles of tile_rows × tile_cols; for a cluster, the cluster's tile.
-  __host__ __device__ TileScheduler(int64_t m, int64_t n, int tile_rows, int tile_cols)
+  GEMM_TILE_HD TileScheduler(int64_t m, int64_t n, int tile_rows, int tile_cols)
       : tiles_m_(static_cast<int>((m + tile_rows - 1) / tile_rows)),
         tiles_n_(static_cast<int>((n + tile_cols - 1) / tile_cols)) {}
 
-  __host__ __device__ int tiles() const { return tiles_m_ * tiles_n_; }
+  GEMM_TILE_HD int tiles() const { return tiles_m_ * tiles_n_; }
 
-  // Tile `t` (0 <= t < tiles()) as (tile row, tile column).
-  __device__ void Coordinates(int t, int* tile_m, int* tile_n) const {
+  // Tile `t` (0 <= t < tiles()) as (tile row, tile column). Host too: the
+  // CPU model of the sm_100a barrier protocol walks the same tiles.
+  GEMM_TILE_HD void Coordinates(int t, int* tile_m, int* tile_n) const {
     const int per_group = kGroupRows * tiles_n_;
     const int group = t / per_group;
     const int first_m = group * kGroupRows;
-    const int rows_in_group = min(tiles_m_ - first_m, kGroupRows);
+    const int rows_in_group = tiles_m_ - first_m < kGroupRows ? tiles_m_ - first_m : kGroupRows;
     const int in_group = t % per_group;
     *tile_m = first_m + in_group % rows_in_group;
     *tile_n = in_group / rows_in_group;

@@ -14,12 +14,6 @@ namespace gemm::sm90 {
 // The primitives both families share (kernels/src/common/).
 using namespace gemm::common;
 
-// A barrier for `threads` threads (a multiple of 32) on hardware barrier
-// `id` (1..15; __syncthreads uses 0): syncs one warpgroup, not the CTA.
-__device__ inline void NamedBarrierSync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 // Moves registers between warpgroups: the TMA producer needs few, the MMA
 // consumers many. Needs __launch_bounds__(threads, 1) on the kernel.
 template <int kRegisters>

@@ -294,7 +294,7 @@ TEST_F(GemmServiceTest, GpuStepsSayWhatTheyNeed) {
   MultiplyRequest req = RandomRequest(256, 256, 256, 1);
   req.set_step(7);
   ExpectError(Send(req), grpc::StatusCode::FAILED_PRECONDITION,
-              "step 7 runs on NVIDIA sm_90a GPUs; this server has none");
+              "step 7 runs on NVIDIA sm_90a or sm_100a GPUs; this server has none");
 }
 
 TEST_F(GemmServiceTest, RefusesUnknownEnumValuesAndTooManyRepeats) {

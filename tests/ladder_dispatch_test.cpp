@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "gemm/gemm.h"
 #include "gemm/steps.h"
@@ -22,19 +23,31 @@ DeviceContext Pretend(int major, int minor) {
   return ctx;
 }
 
-TEST(LadderDispatch, ABlackwellDeviceGetsTheSm100FamilyForTheStepsItHas) {
+TEST(LadderDispatch, ABlackwellDeviceGetsTheSm100FamilyForEveryStep) {
   const DeviceContext b200 = Pretend(10, 0);
-  for (int step = 1; step <= 6; ++step) {
+  for (int step = 1; step <= kLastStep; ++step) {
     const StepSupport s = Supports(step, b200);
     EXPECT_TRUE(s.supported) << step << ": " << s.reason;
     EXPECT_EQ(s.family, "sm_100a") << step;
   }
-  for (int step = 7; step <= kLastStep; ++step) {
-    const StepSupport s = Supports(step, b200);
-    EXPECT_FALSE(s.supported) << step;
-    EXPECT_EQ(s.reason, "has no sm_100a kernel in this build yet") << step;
-  }
   EXPECT_TRUE(Supports(kVendorStep, b200).supported);
+}
+
+// Each family's table holds each step once, so a device never has two
+// kernels to choose from, and the Blackwell table is the one a B200 gets.
+TEST(LadderDispatch, EachFamilyHasExactlyOneKernelPerStep) {
+  for (auto [family, cc_major] : {std::pair{detail::Sm90Kernels(), 9}, std::pair{detail::Sm100Kernels(), 10}}) {
+    for (int step = 1; step <= kLastStep; ++step) {
+      int kernels = 0;
+      for (const auto& k : family) kernels += k.step == step;
+      EXPECT_EQ(kernels, 1) << "step " << step << " of the cc " << cc_major << " family";
+    }
+    for (const auto& k : family) {
+      EXPECT_EQ(k.cc_major, cc_major);
+      EXPECT_NE(k.launch, nullptr) << k.step;
+      EXPECT_NE(k.prepare, nullptr) << k.step;
+    }
+  }
 }
 
 TEST(LadderDispatch, AHopperDeviceGetsTheSm90FamilyForEveryStep) {
@@ -50,7 +63,7 @@ TEST(LadderDispatch, AHopperDeviceGetsTheSm90FamilyForEveryStep) {
 TEST(LadderDispatch, OtherGpusAreToldWhichFamiliesHaveTheStep) {
   const DeviceContext ampere = Pretend(8, 0);
   EXPECT_EQ(Supports(1, ampere).reason, "runs on NVIDIA sm_90a or sm_100a GPUs; this one is sm_80");
-  EXPECT_EQ(Supports(7, ampere).reason, "runs on NVIDIA sm_90a GPUs; this one is sm_80");
+  EXPECT_EQ(Supports(10, ampere).reason, "runs on NVIDIA sm_90a or sm_100a GPUs; this one is sm_80");
   EXPECT_THAT(Supports(11, ampere).reason, HasSubstr("is not a step of the ladder"));
 }
 

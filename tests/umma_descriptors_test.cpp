@@ -138,5 +138,15 @@ TEST(TmemAddress, AllocationSizes) {
   for (uint32_t c : {0u, 16u, 48u, 96u, 1024u}) EXPECT_FALSE(ValidTmemColumns(c)) << c;
 }
 
+// A pair's TMA loads count their bytes on the leader's barrier: clearing
+// bit 24 (CUTLASS's Sm100MmaPeerBitMask, 0xFEFFFFFF) turns the odd CTA's
+// shared address into the even CTA's and leaves the leader's own unchanged.
+TEST(PairLeaderAddress, ClearsOnlyThePeerBit) {
+  static_assert(kPairLeaderAddressMask == 0xFEFFFFFFu);
+  EXPECT_EQ(PairLeaderAddress(0x01000408u), 0x00000408u);  // rank 1's barrier at offset 0x408
+  EXPECT_EQ(PairLeaderAddress(0x00000408u), 0x00000408u);  // the leader's own
+  EXPECT_EQ(PairLeaderAddress(0x03000010u), 0x02000010u);  // a second pair: rank 3 -> rank 2
+}
+
 }  // namespace
 }  // namespace gemm::sm100

@@ -16,14 +16,11 @@ constexpr std::array<StepInfo, kLastStep + 1> kSteps{{
     {4, "tma", "TMA loads completing on an mbarrier (expect_tx), TMA store of D", 0, 0, 0},
     {5, "pipelined", "2-stage software pipeline: load tile k+1 while multiplying tile k", 0, 0, 0},
     {6, "persistent", "persistent grid (only as many CTAs as fit at once), L2-friendly grouped tile order", 0, 0, 0},
-    {7, "warp-specialized", "TMA producer warpgroup, MMA consumer warpgroup, full/empty barriers", 0, 0, 0},
-    {8, "deep-pipeline", "warp specialization with a deeper pipeline: 3 stages per CTA, 2 CTAs per SM", 0, 0, 0},
-    {9, "cluster", "2-CTA cluster: the shared operand tile is fetched once for both CTAs", 0, 0, 0},
-    {10, "two-consumers", "two consumer warpgroups per CTA: the final kernel", 0, 0, 0},
+    {7, "warp-specialized", "TMA producer and MMA consumer on full/empty barriers (sm_100a: a writeback warpgroup reads TMEM)", 0, 0, 0},
+    {8, "deep-pipeline", "warp specialization with a deeper pipeline (sm_90a: 3 stages, 2 CTAs per SM; sm_100a: 4 stages)", 0, 0, 0},
+    {9, "cluster", "2-CTA cluster sharing the B tile (sm_90a: TMA multicast; sm_100a: the pair MMA, cta_group::2)", 0, 0, 0},
+    {10, "two-consumers", "two MMA consumers per CTA: the final kernel", 0, 0, 0},
 }};
-
-// Which families have each step: Hopper all ten, Blackwell 1-6 so far.
-constexpr int kLastSm100Step = 6;
 
 }  // namespace
 
@@ -31,7 +28,7 @@ std::span<const StepInfo> AllSteps() { return kSteps; }
 
 std::string_view GpuFamilies(int step) {
   if (step < kFirstLadderStep || step > kLastStep) return {};
-  return step <= kLastSm100Step ? "sm_90a or sm_100a" : "sm_90a";
+  return "sm_90a or sm_100a";  // both families have every step
 }
 
 const StepInfo* FindStep(int64_t step) {

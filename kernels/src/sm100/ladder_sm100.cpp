@@ -1,4 +1,4 @@
-// The Blackwell (sm_100a) family of the ladder: steps 1-6 so far. None of
+// The Blackwell (sm_100a) family of the ladder: steps 1-10. None of
 // it has run on a B200 (kernels/README.md, "Blackwell"): the start-up
 // self-test withdraws any step that fails there.
 #include "ladder.h"
@@ -14,6 +14,10 @@ std::span<const LadderKernel> Sm100Kernels() {
       {4, 10, sm100::PrepareTma, sm100::LaunchTma},
       {5, 10, sm100::PreparePipelined, sm100::LaunchPipelined},
       {6, 10, sm100::PreparePersistent, sm100::LaunchPersistent},
+      {7, 10, sm100::PrepareWarpSpecialized, sm100::LaunchWarpSpecialized},
+      {8, 10, sm100::PrepareDeepPipeline, sm100::LaunchDeepPipeline},
+      {9, 10, sm100::PrepareCtaPair, sm100::LaunchCtaPair},
+      {10, 10, sm100::PrepareTwoConsumers, sm100::LaunchTwoConsumers},
   };
   return kKernels;
 }

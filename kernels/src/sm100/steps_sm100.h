@@ -15,11 +15,19 @@ std::string LaunchTiled(const Problem& p, const DeviceContext& ctx, cudaStream_t
 std::string LaunchTma(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);         // step 4
 std::string LaunchPipelined(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);   // step 5
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);  // step 6
+std::string LaunchWarpSpecialized(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);  // step 7
+std::string LaunchDeepPipeline(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);     // step 8
+std::string LaunchCtaPair(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);          // step 9
+std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaStream_t stream);     // step 10
 cudaError_t PrepareSingleTile();
 cudaError_t PrepareKLoop();
 cudaError_t PrepareTiled();
 cudaError_t PrepareTma();
 cudaError_t PreparePipelined();
 cudaError_t PreparePersistent();
+cudaError_t PrepareWarpSpecialized();
+cudaError_t PrepareDeepPipeline();
+cudaError_t PrepareCtaPair();
+cudaError_t PrepareTwoConsumers();
 
 }  // namespace gemm::sm100

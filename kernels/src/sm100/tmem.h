@@ -12,19 +12,27 @@
 
 namespace gemm::sm100 {
 
+// The tcgen05 CTA-group qualifier: 1, or 2 for a pair of CTAs that share
+// one MMA (steps 9-10).
+template <int kCtaGroup>
+using CtaGroup = cuda::ptx::cta_group_t<kCtaGroup == 2 ? cuda::ptx::dot_cta_group::cta_group_2
+                                                       : cuda::ptx::dot_cta_group::cta_group_1>;
+
 // One whole warp allocates `kColumns` columns and writes their base address
 // to `*smem_dst`; the same warp frees them (FreeTmem) before the CTA exits.
 // Giving up the permit at once lets a CTA resident beside this one allocate.
-template <uint32_t kColumns>
+// With kCtaGroup 2, the warp of the same index in each CTA of the pair
+// calls it, with the same `smem_dst` offset (the PTX ISA's tcgen05.alloc).
+template <uint32_t kColumns, int kCtaGroup = 1>
 __device__ inline void AllocateTmem(uint32_t* smem_dst) {
   static_assert(ValidTmemColumns(kColumns), "tcgen05.alloc takes a power of two of 32..512 columns");
-  cuda::ptx::tcgen05_alloc(cuda::ptx::cta_group_1, smem_dst, kColumns);
-  cuda::ptx::tcgen05_relinquish_alloc_permit(cuda::ptx::cta_group_1);
+  cuda::ptx::tcgen05_alloc(CtaGroup<kCtaGroup>{}, smem_dst, kColumns);
+  cuda::ptx::tcgen05_relinquish_alloc_permit(CtaGroup<kCtaGroup>{});
 }
 
-template <uint32_t kColumns>
+template <uint32_t kColumns, int kCtaGroup = 1>
 __device__ inline void FreeTmem(uint32_t base) {
-  cuda::ptx::tcgen05_dealloc(cuda::ptx::cta_group_1, base, kColumns);
+  cuda::ptx::tcgen05_dealloc(CtaGroup<kCtaGroup>{}, base, kColumns);
 }
 
 // tcgen05 operations are asynchronous to the threads that order them with

@@ -68,4 +68,16 @@ GEMM_SM100_HD constexpr bool ValidTmemColumns(uint32_t columns) {
   return columns >= 32 && columns <= 512 && (columns & (columns - 1)) == 0;
 }
 
+// --- the leader of a CTA pair (cta_group::2) ---------------------------------
+// Bit 24 of a shared-memory address in a cluster names the CTA of an
+// even/odd pair; cleared, the address is the leader's (even rank's) copy of
+// the same object. The mask is CUTLASS's Sm100MmaPeerBitMask
+// (cute/arch/copy_sm100_tma.hpp), which its 2-SM TMA loads apply the same
+// way to count both CTAs' bytes on the leader's barrier.
+inline constexpr uint32_t kPairLeaderAddressMask = 0xFEFFFFFFu;
+
+GEMM_SM100_HD constexpr uint32_t PairLeaderAddress(uint32_t shared_address) {
+  return shared_address & kPairLeaderAddressMask;
+}
+
 }  // namespace gemm::sm100

@@ -143,7 +143,8 @@ kernels = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
     name, op, count = line.split()
     m = re.search(r"(step\d\d_[a-z_]+?)_cu", name)
-    short = m.group(1) if m else name
+    t = re.search(r"WarpSpecializedKernelILi(\d+)E", name)  # steps 7-10: one template
+    short = m.group(1) if m else f"step{int(t.group(1)):02d}_warp_specialized" if t else name
     kernels[short][op] = int(count)
 if not kernels:
     print("sm_100a SASS: no sm100 kernel found")
@@ -154,6 +155,12 @@ for k, ops in sorted(kernels.items()):
     verdict = "ok" if has_mma and has_ld and tma_ok and local == 0 else "CHECK"
     print(f"sm_100a {k[:40]:<40} {verdict}: " + ", ".join(f"{o} {c}" for o, c in sorted(ops.items())))
 PY
+  # Steps 9-10's pair: the full tcgen05 opcodes (with their CTA-group and
+  # multicast suffixes) next to step 8's, where the pair must show.
+  awk '/^[ \t]*arch = /{a=$NF} /Function : /{f=$NF}
+       a ~ /sm_100/ && f ~ /WarpSpecializedKernelILi(8|9|10)E/ { n = split($0, w, /[ ;]+/); for (i = 1; i <= n; ++i)
+         if (w[i] ~ /^(UTC|UTMALDG)/) { match(f, /ILi[0-9]+E/); c["step " substr(f, RSTART + 3, RLENGTH - 4) " " w[i]]++ } }
+       END { for (k in c) print "sm_100a " k, c[k] }' "$OUT/sass.txt" | sort -V | tee -a "$summary"
   awk '/Function : /{f=$NF} /^[ \t]*arch = /{a=$NF} /[ \t](LDL|STL)(\.[A-Z0-9]+)* /{print "  local memory in " a " " f}' \
     "$OUT/sass.txt" | sort | uniq -c | tee -a "$summary"
 fi

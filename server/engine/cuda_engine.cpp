@@ -329,12 +329,15 @@ DeviceMemory CudaEngine::memory(int device) const {
 }
 
 std::string CudaEngine::SelfTestStep(int device, int step) {
-  // Small and ragged shapes against cuBLAS, D poisoned (Run verifies).
+  // Small and ragged shapes against cuBLAS, D poisoned (Run verifies). The
+  // last one gives every persistent CTA, and every pair of step 10 on a
+  // B200, several tiles and every stage ring several rounds, so phases wrap
+  // and TMEM accumulators are reused as they are under real load.
   struct Shape {
     int64_t m, n, k;
   };
   const Shape self_test[] = {{128, 128, 64}, {77, 100, 50}, {128, 128, 1000}, {256, 512, 320}, {1000, 129, 77},
-                             {1, 300, 64},   {300, 1, 8},   {129, 257, 13}};
+                             {1, 300, 64},   {300, 1, 8},   {129, 257, 13},   {4100, 8000, 300}};
   const gemm::StepInfo* info = gemm::FindStep(step);
   if (info == nullptr) return "is not a step of the ladder";
   for (const Shape& s : self_test) {

@@ -1,8 +1,8 @@
 // The kernel of steps 7-10 on Blackwell: the roles of
 // warp_specialized_protocol.h run by their warps, with these device
 // operations. Step 7 introduces the warp specialization; steps 8-10 change
-// only the protocol's numbers (stages, the pair, the consumers), and the
-// two places where the pair is its own hardware say so below.
+// only the protocol's numbers (stages, the pair, the consumers), and where
+// the pair is its own hardware, `if constexpr (kCtaGroup == 2)` says so.
 //
 // Warpgroups 0 .. consumers-1 write back, one per consumer; in the last
 // warpgroup, warp c issues consumer c's MMAs (in the leader CTA only) and

@@ -80,6 +80,7 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
         req.mutable_shape()->set_k(c.k);
         req.set_step(c.step);
         req.set_repeats(args.repeats);
+        req.set_benchmark(args.benchmark);
         req.set_verification(args.verify ? gemm::v1::VERIFICATION_FULL : gemm::v1::VERIFICATION_NONE);
         req.mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
         req.mutable_b()->mutable_random()->set_seed(i + 1);

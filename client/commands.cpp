@@ -40,7 +40,7 @@ bool WriteFile(const std::string& path, const std::string& bytes) {
   return static_cast<bool>(f);
 }
 
-void PrintReport(const gemm::v1::MultiplyResponse& r, double round_trip) {
+void PrintReport(const gemm::v1::MultiplyResponse& r, const gemmc::ClientTiming& c, double round_trip) {
   const auto& s = r.shape();
   const auto& v = r.verification();
   const auto& t = r.timing();
@@ -54,11 +54,21 @@ void PrintReport(const gemm::v1::MultiplyResponse& r, double round_trip) {
   } else {
     std::printf("  verification  skipped\n");
   }
-  std::printf("  kernel        %.4f ms (median of %u), %.3f TFLOPS\n", t.kernel_seconds() * 1e3, t.repeats(),
+  std::printf("  kernel        %.4f ms (median of %u), %.3f TFLOPS", t.kernel_seconds() * 1e3, t.repeats(),
               r.tflops());
-  std::printf("  server time   queue %.3f, upload %.3f, kernel %.3f, download %.3f, verify %.3f, total %.3f ms\n",
-              t.queue_seconds() * 1e3, t.upload_seconds() * 1e3, t.kernel_seconds() * 1e3,
-              t.download_seconds() * 1e3, t.verify_seconds() * 1e3, t.total_seconds() * 1e3);
+  if (r.sm_clock_mhz() > 0) std::printf(", SM clock %u MHz", r.sm_clock_mhz());
+  std::printf("\n");
+  const double server_phases = t.prepare_seconds() + t.queue_seconds() + t.upload_seconds() + t.compute_seconds() +
+                               t.download_seconds() + t.reply_seconds();
+  std::printf("  server        prepare %.3f, queue %.3f, upload %.3f, compute %.3f (kernel %.3f x %u, verify %.3f), "
+              "download %.3f, reply %.3f: %.3f of its total %.3f ms\n",
+              t.prepare_seconds() * 1e3, t.queue_seconds() * 1e3, t.upload_seconds() * 1e3,
+              t.compute_seconds() * 1e3, t.kernel_seconds() * 1e3, t.repeats(), t.verify_seconds() * 1e3,
+              t.download_seconds() * 1e3, t.reply_seconds() * 1e3, server_phases * 1e3, t.total_seconds() * 1e3);
+  std::printf("  client        serialize %.3f, call %.3f (gRPC and network: the call less the server's total, "
+              "%.3f), deserialize %.3f ms\n",
+              c.serialize_seconds * 1e3, c.call_seconds * 1e3, (c.call_seconds - t.total_seconds()) * 1e3,
+              c.deserialize_seconds * 1e3);
   std::printf("  round trip    %.3f ms\n", round_trip * 1e3);
   if (!r.d_handle().empty()) std::printf("  D handle      %s\n", r.d_handle().c_str());
 }
@@ -168,6 +178,7 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
   req.mutable_shape()->set_k(a.k);
   req.set_step(a.step);
   req.set_repeats(a.repeats);
+  req.set_benchmark(a.benchmark);
   req.set_verification(a.no_verify ? gemm::v1::VERIFICATION_NONE : gemm::v1::VERIFICATION_FULL);
 
   std::vector<std::string> uploaded;  // handles to delete afterwards
@@ -204,8 +215,9 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
   }
 
   gemm::v1::MultiplyResponse resp;
+  gemmc::ClientTiming client_timing;
   const auto t0 = Clock::now();
-  grpc::Status st = client.Multiply(req, &resp);
+  grpc::Status st = client.MultiplyTimed(req, &resp, &client_timing);
   const double round_trip = std::chrono::duration<double>(Clock::now() - t0).count();
   for (const auto& h : uploaded) client.Delete(h);
   if (!st.ok()) return Fail("Multiply", st);
@@ -228,9 +240,18 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
     o.add_whitespace = true;
     o.always_print_primitive_fields = true;
     (void)google::protobuf::util::MessageToJsonString(resp, &json, o);
+    // The client's own phases join the reply's fields, as one object.
+    const size_t end = json.rfind('}');
+    char client_json[256];
+    std::snprintf(client_json, sizeof(client_json),
+                  ",\n \"client\": {\"serializeSeconds\": %.9f, \"callSeconds\": %.9f, "
+                  "\"deserializeSeconds\": %.9f, \"roundTripSeconds\": %.9f}\n",
+                  client_timing.serialize_seconds, client_timing.call_seconds, client_timing.deserialize_seconds,
+                  round_trip);
+    if (end != std::string::npos) json.insert(end, client_json);
     std::printf("%s", json.c_str());
   } else {
-    PrintReport(resp, round_trip);
+    PrintReport(resp, client_timing, round_trip);
   }
   return resp.verification().performed() && !resp.verification().passed() ? 3 : 0;
 }

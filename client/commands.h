@@ -23,6 +23,7 @@ struct RunArgs {
   uint32_t repeats = 1;
   std::string transport = "auto";  // auto | inline | handle
   bool json = false;
+  bool benchmark = false;  // gemm-bench's hygiene on the server: L2 flushed, D poisoned per repeat
 };
 
 struct BenchArgs {
@@ -33,6 +34,7 @@ struct BenchArgs {
   uint64_t count = 0;
   uint32_t repeats = 1;
   bool verify = false;
+  bool benchmark = false;
   std::string csv_file, json_file;
 };
 

@@ -2,6 +2,7 @@
 // with chunked upload/download for matrices larger than one message.
 #pragma once
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
@@ -28,6 +29,12 @@ struct ClientOptions {
   std::string token;  // sent as 'authorization: Bearer <token>' when set
 };
 
+// A Multiply's time on the client's side, contiguous: serialize, then the
+// call (sending, the server's work, receiving), then deserialize.
+struct ClientTiming {
+  double serialize_seconds = 0, call_seconds = 0, deserialize_seconds = 0;
+};
+
 // Called with (bytes done, bytes total) as an upload or download moves.
 using Progress = std::function<void(uint64_t, uint64_t)>;
 
@@ -36,6 +43,10 @@ class GemmClient {
   explicit GemmClient(const ClientOptions& options);
 
   grpc::Status Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp);
+  // The same call with the messages serialized and parsed here, through the
+  // generic stub, so that each of the client's phases can be timed.
+  grpc::Status MultiplyTimed(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
+                             ClientTiming* timing);
   grpc::Status ListKernels(gemm::v1::ListKernelsResponse* resp);
   // Every page, merged into `resp` (its next_page_token empty).
   grpc::Status ListMatrices(gemm::v1::ListMatricesResponse* resp);
@@ -54,6 +65,10 @@ class GemmClient {
                       grpc::health::v1::HealthCheckResponse::ServingStatus* status);
 
   const ClientOptions& options() const { return options_; }
+
+  // `req` in the protobuf wire format with its inline operand bytes not
+  // copied but referenced (the buffer must outlive `out`'s use).
+  static void SerializeWithoutCopyingData(const gemm::v1::MultiplyRequest& req, grpc::ByteBuffer* out);
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
 
  private:
@@ -63,6 +78,7 @@ class GemmClient {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gemm::v1::GemmService::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+  std::unique_ptr<grpc::GenericStub> generic_;
 };
 
 // "OK", "INVALID_ARGUMENT", ...

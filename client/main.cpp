@@ -1,4 +1,6 @@
 // gemm-client: talks to a gemmd server. `gemm-client --help` lists commands.
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
@@ -7,6 +9,13 @@
 #include "commands.h"
 
 int main(int argc, char** argv) {
+  // Big buffers (inline operands, D, gRPC's message buffers) come and go
+  // with every large request. glibc maps each one afresh and unmaps it on
+  // free, so every request paid its page faults again (a 32 MB D cost 14 ms
+  // to allocate). Served from the heap and kept there, they are reused warm
+  // (docs/service-path.md).
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT32_MAX);
   CLI::App app{"gemm-client: run GEMMs on a gemmd server", "gemm-client"};
   app.require_subcommand(1);
   gemmc::ClientOptions opts;
@@ -53,6 +62,8 @@ int main(int argc, char** argv) {
                   "how file inputs travel: auto, inline (in the request), handle (chunked upload)")
       ->check(CLI::IsMember({"auto", "inline", "handle"}))->capture_default_str();
   run->add_flag("--json", run_args.json, "print the reply as JSON");
+  run->add_flag("--benchmark", run_args.benchmark,
+                "time as gemm-bench does: L2 flushed and D poisoned before every repeat");
 
   int64_t rows = 0, cols = 0;
   std::string file, label, handle;
@@ -80,6 +91,8 @@ int main(int argc, char** argv) {
   dur->excludes(cnt);
   bench->add_option("--repeats", bench_args.repeats, "kernel runs per request")->capture_default_str();
   bench->add_flag("--verify", bench_args.verify, "verify every result (slower)");
+  bench->add_flag("--benchmark", bench_args.benchmark,
+                  "each request times as gemm-bench does: L2 flushed and D poisoned before every repeat");
   bench->add_option("--csv", bench_args.csv_file, "write per-(shape, step) results as CSV");
   bench->add_option("--json", bench_args.json_file, "write per-(shape, step) results as JSON");
 

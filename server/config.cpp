@@ -57,6 +57,13 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
       ->envname("GEMMD_SELFTEST_STEP_TIMEOUT_SECONDS")->check(CLI::Range(1.0, 3600.0))->capture_default_str();
   app.add_option("--engine", c.engine, "where GEMMs run: auto (GPUs if any, else CPU), cpu, cuda")
       ->envname("GEMMD_ENGINE")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  app.add_option("--gpu-telemetry-period-ms", c.gpu_telemetry_period_ms,
+                 "read each GPU's power, clocks, temperature and throttle reasons (NVML) this often; 0 turns it off")
+      ->envname("GEMMD_GPU_TELEMETRY_PERIOD_MS")->check(CLI::Range(0u, 3600000u))->capture_default_str();
+  app.add_option("--eager-kernel-loading", c.eager_kernel_loading,
+                 "load every GPU kernel (cuBLAS's too) at start-up, not at first use: start-up takes longer, the "
+                 "first request of a new shape does not (sets CUDA_MODULE_LOADING=EAGER unless it is set)")
+      ->envname("GEMMD_EAGER_KERNEL_LOADING")->capture_default_str();
   app.add_option("--port-file", c.port_file, "write the bound gRPC port to this file once serving")
       ->envname("GEMMD_PORT_FILE");
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error")

@@ -28,6 +28,11 @@ struct ServerConfig {
   // gemmd-selftest beside gemmd), or "none" for in this process.
   std::string selftest_helper = "auto";
   double selftest_step_timeout_seconds = 30;      // no verdict within this: the step hung
+  // NVML telemetry (power, clocks, throttling) read this often; 0 = off.
+  uint32_t gpu_telemetry_period_ms = 1000;
+  // Load every kernel of the CUDA modules when the context is created
+  // (CUDA_MODULE_LOADING=EAGER), so no request pays a first-use load.
+  bool eager_kernel_loading = true;
   std::string port_file;                          // write the bound gRPC port here
   std::string log_level = "info";
   // TLS for gRPC: PEM files. With tls_client_ca, clients must present a

@@ -55,6 +55,18 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const
 GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
     : config_(std::move(config)), engine_(std::move(engine)) {
   const auto devices = engine_->devices();
+  if (config_.gpu_telemetry_period_ms > 0 && engine_->name() == "cuda") {
+    std::vector<TelemetryDevice> gpus;
+    for (const auto& d : devices) gpus.push_back({d.id, d.pci_bus_id});
+    std::string why;
+    telemetry_ = GpuTelemetry::Start(gpus, metrics_.registry(),
+                                     std::chrono::milliseconds(config_.gpu_telemetry_period_ms), &why);
+    if (telemetry_) {
+      spdlog::info("GPU telemetry (NVML) every {} ms", config_.gpu_telemetry_period_ms);
+    } else {
+      spdlog::warn("no GPU telemetry: {}", why);
+    }
+  }
   store_ = std::make_unique<MatrixStore>(
       config_.matrix_quota_bytes, [this](uint64_t bytes, size_t count) { metrics_.SetResidentMatrices(bytes, count); },
       config_.max_matrices);
@@ -77,6 +89,7 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   sopts.identity = CallerIdentity(BearerAuth(std::move(tokens)), config_.operators);
   sopts.stream_idle_seconds = config_.stream_idle_seconds;
   sopts.on_device_lost = [this] { UpdateHealth(); };
+  sopts.sm_clock_mhz = [this](const std::string& device) { return telemetry_ ? telemetry_->SmClockMhz(device) : 0; };
   service_ = std::make_unique<GemmService>(*engine_, *dispatcher_, *store_, metrics_, sopts);
 
   metrics_.SetQuota(config_.matrix_quota_bytes);

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "engine/matrix_store.h"
 #include "metrics/metrics.h"
+#include "telemetry/gpu_telemetry.h"
 
 namespace gemmd {
 
@@ -51,6 +52,7 @@ class GemmServer {
  private:
   ServerConfig config_;
   Metrics metrics_;  // first in, last out: everything below reports to it
+  std::unique_ptr<GpuTelemetry> telemetry_;  // null without NVML or GPUs
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<MatrixStore> store_;
   std::unique_ptr<Dispatcher> dispatcher_;

@@ -1,5 +1,7 @@
 // gemmd: the GEMM server. Blocks SIGINT/SIGTERM in every thread and waits
 // for them here, so shutdown runs on an ordinary thread, not in a handler.
+#include <malloc.h>
+
 #include <absl/debugging/failure_signal_handler.h>
 #include <absl/debugging/symbolize.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -11,11 +13,20 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "config.h"
 #include "engine/engine_factory.h"
 #include "gemm_server.h"
 
 int main(int argc, char** argv) {
+  // Big buffers (inline operands, D, gRPC's message buffers) come and go
+  // with every large request. glibc maps each one afresh and unmaps it on
+  // free, so every request paid its page faults again (a 32 MB D cost 14 ms
+  // to allocate). Served from the heap and kept there, they are reused warm
+  // (docs/service-path.md).
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT32_MAX);
   // A crash prints its stack to stderr (the log) before the process dies.
   absl::InitializeSymbolizer(argv[0]);
   absl::InstallFailureSignalHandler({});
@@ -32,6 +43,9 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // inherited by every thread below
 
+  // Before any CUDA call: the module-loading mode is read once, when the
+  // first context is created. An operator's own setting wins.
+  if (config.eager_kernel_loading) setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
   gemmd::EngineOptions engine_options;
   engine_options.workers_per_device = config.workers_per_device;
   engine_options.selftest.helper_path = gemmd::SelfTestHelperPath(config.selftest_helper);

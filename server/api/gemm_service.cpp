@@ -80,6 +80,7 @@ struct GemmService::MultiplyCall {
   MultiplyResponse* resp;
   Clock::time_point start = Clock::now();
   Clock::time_point enqueued;
+  Clock::time_point engine_done;  // the engine handed back its report
   std::chrono::system_clock::time_point deadline;
   GemmJob job;
   // Keep stored operands alive while the job reads them, even if deleted.
@@ -138,6 +139,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
   job.step = static_cast<int>(req->step());
   job.verify = req->verification() != gemm::v1::VERIFICATION_NONE;
   job.repeats = std::max<uint32_t>(req->repeats(), 1);
+  job.benchmark = req->benchmark();
 
   // Resolve each operand to host memory or a seed.
   struct Side {
@@ -224,7 +226,9 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
     return ctx->IsCancelled() || std::chrono::system_clock::now() > deadline;
   };
 
+  const auto engine_start = Clock::now();
   auto report = engine_.Run(device, call->job);
+  call->engine_done = Clock::now();
   PublishDeviceState(device);
   if (!engine_.healthy(device)) {  // a sticky error takes the other devices with it
     for (size_t d = 0; d < devices_.size(); ++d) PublishDeviceState(static_cast<int>(d));
@@ -246,6 +250,7 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
   resp->set_step(job.step);
   resp->set_engine(engine_.name());
   resp->set_device(call->device);
+  if (options_.sm_clock_mhz) resp->set_sm_clock_mhz(options_.sm_clock_mhz(call->device));
 
   const VerificationResult& v = report->verification;
   auto* vr = resp->mutable_verification();
@@ -262,8 +267,13 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
   const double flops = 2.0 * job.m * job.n * job.k;
   const PhaseSeconds& p = report->seconds;
   auto* t = resp->mutable_timing();
+  t->set_prepare_seconds(std::chrono::duration<double>(call->enqueued - call->start).count());
   t->set_queue_seconds(queued);
   t->set_upload_seconds(p.upload);
+  // Compute is the engine's time between its upload and its download: the
+  // repeats, the verification, and the engine's own set-up and clean-up.
+  const double engine_seconds = std::chrono::duration<double>(call->engine_done - engine_start).count();
+  t->set_compute_seconds(std::max(0.0, engine_seconds - p.upload - p.download));
   t->set_kernel_seconds(p.kernel);
   t->set_download_seconds(p.download);
   t->set_verify_seconds(p.verify);
@@ -299,7 +309,14 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
   const double total = SecondsSince(call->start);
   const std::string step = std::to_string(call->req->step());
   if (status.ok()) {
-    call->resp->mutable_timing()->set_total_seconds(total);
+    auto* t = call->resp->mutable_timing();
+    t->set_total_seconds(total);
+    t->set_reply_seconds(SecondsSince(call->engine_done));
+    for (auto [phase, seconds] : {std::pair{"prepare", t->prepare_seconds()}, {"queue", t->queue_seconds()},
+                                  {"upload", t->upload_seconds()}, {"compute", t->compute_seconds()},
+                                  {"download", t->download_seconds()}, {"reply", t->reply_seconds()}}) {
+      metrics_.RecordPhase(phase, seconds);
+    }
   } else {
     call->resp->Clear();  // a refused call carries no half-filled reply
   }

@@ -28,6 +28,8 @@ struct ServiceOptions {
   CallerIdentity identity;  // who each call is (bearer token, mTLS subject)
   // Called after a GEMM that left its device out of service.
   std::function<void()> on_device_lost;
+  // The device's SM clock in MHz from the telemetry (0: none), for replies.
+  std::function<uint32_t(const std::string& device)> sm_clock_mhz;
 };
 
 class GemmService final : public gemm::v1::GemmService::CallbackService {

@@ -78,6 +78,7 @@ absl::Status CpuEngine::Warmup(int device) {
 }
 
 absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
+  const auto engine_start = Clock::now();
   if (job.step != gemm::kVendorStep) {
     return absl::FailedPreconditionError("step " + std::to_string(job.step) + " " + availability(job.step, 0).reason);
   }
@@ -88,10 +89,10 @@ absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
   const size_t m = job.m, n = job.n, k = job.k;
   GemmReport report;
 
-  auto t = Clock::now();
   const std::vector<float> a = Materialize<float>(job.a, gemm::OperandId::kA, m * k);
   const std::vector<float> b = Materialize<float>(job.b, gemm::OperandId::kB, n * k);
-  report.seconds.upload = SecondsSince(t);
+  report.seconds.upload = SecondsSince(engine_start);
+  auto t = Clock::now();
   if (job.should_stop()) return absl::CancelledError("request cancelled before the GEMM ran");
 
   // Poisoned so an element the GEMM failed to write cannot pass verification.

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/host_copier.h"
 #include "engine/median.h"
 #include "engine/verify.h"
 #include "gemm/device_ops.h"
@@ -46,6 +47,9 @@ bool IsSticky(cudaError_t e) {
   }
 }
 
+// Device memory each lane keeps for small requests: 1000x1000x1000 fits.
+constexpr uint64_t kLaneScratchBytes = 8ull << 20;
+
 // One worker's private resources on a device: its own cuBLAS handle, streams,
 // events and pinned staging, so several workers never share mutable state.
 struct Lane {
@@ -53,8 +57,10 @@ struct Lane {
   cudaStream_t copy = nullptr, compute = nullptr;
   cudaEvent_t staged[2] = {nullptr, nullptr};
   cudaEvent_t inputs_ready = nullptr;
+  cudaEvent_t inputs_start = nullptr, verified = nullptr;  // timed: generated inputs, verification
   std::vector<cudaEvent_t> starts, stops;
   char* staging = nullptr;  // pinned, two halves used alternately
+  char* scratch = nullptr;  // device, kLaneScratchBytes: a small request's A, B, D and reference
   uint64_t staging_bytes = 0;
   gemm::CompareResult* cmp = nullptr;       // device
   gemm::CompareResult* cmp_host = nullptr;  // pinned
@@ -73,7 +79,8 @@ struct CudaEngine::Device {
   // Kernels and verification of one request at a time: timings stay clean,
   // while another lane's upload or download overlaps them.
   std::mutex compute_mu;
-  gemm::L2Flush l2_flush;  // before every timed run, under compute_mu
+  gemm::L2Flush l2_flush;  // before benchmark-timed runs, under compute_mu
+  std::unique_ptr<HostCopier> copier;  // staging copies of big inline operands and D
   mutable std::mutex state_mu;
   std::atomic<bool> healthy{true};
   std::string unhealthy_reason;
@@ -160,19 +167,30 @@ class LaneLease {
   Lane* lane_ = nullptr;
 };
 
-// Stream-ordered allocations from the device's pool, freed on `free_stream`
-// after everything queued there.
+// A request's device buffers: carved from the lane's scratch while they fit
+// (small requests then make no allocator calls at all), else stream-ordered
+// allocations from the device's pool, freed on `free_stream` after
+// everything queued there.
 class PoolBuffers {
  public:
-  PoolBuffers(cudaMemPool_t pool, cudaStream_t alloc_stream, cudaStream_t free_stream)
-      : pool_(pool), alloc_(alloc_stream), free_(free_stream) {}
+  PoolBuffers(cudaMemPool_t pool, cudaStream_t alloc_stream, cudaStream_t free_stream, char* scratch,
+              uint64_t scratch_bytes)
+      : pool_(pool), alloc_(alloc_stream), free_(free_stream), scratch_(scratch), scratch_left_(scratch_bytes) {}
   ~PoolBuffers() {
     cudaStreamSynchronize(alloc_);  // idle already on success; on an error path, nothing may still read
+    cudaStreamSynchronize(free_);   // nor write the scratch the lane's next request gets
     for (void* p : ptrs_) cudaFreeAsync(p, free_);
   }
   cudaError_t Allocate(__half** out, uint64_t elements) {
+    const uint64_t bytes = (std::max<uint64_t>(elements, 1) * sizeof(__half) + 255) / 256 * 256;
+    if (bytes <= scratch_left_) {
+      *out = reinterpret_cast<__half*>(scratch_);
+      scratch_ += bytes;
+      scratch_left_ -= bytes;
+      return cudaSuccess;
+    }
     void* p = nullptr;
-    cudaError_t e = cudaMallocFromPoolAsync(&p, std::max<uint64_t>(elements, 1) * sizeof(__half), pool_, alloc_);
+    cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_, alloc_);
     if (e == cudaSuccess) ptrs_.push_back(p);
     *out = static_cast<__half*>(p);
     return e;
@@ -181,17 +199,20 @@ class PoolBuffers {
  private:
   cudaMemPool_t pool_;
   cudaStream_t alloc_, free_;
+  char* scratch_;
+  uint64_t scratch_left_;
   std::vector<void*> ptrs_;
 };
 
-// Host -> device through the lane's pinned staging, two halves in flight.
-cudaError_t StagedUpload(Lane& lane, void* dst, const void* src, uint64_t bytes) {
+// Host -> device through the lane's pinned staging, two halves in flight;
+// `copier` moves each half into pinned memory on several threads.
+cudaError_t StagedUpload(Lane& lane, HostCopier& copier, void* dst, const void* src, uint64_t bytes) {
   const uint64_t half = lane.staging_bytes / 2;
   for (uint64_t off = 0, i = 0; off < bytes; off += half, ++i) {
     const uint64_t len = std::min(half, bytes - off);
     char* buf = lane.staging + (i % 2) * half;
     if (auto e = cudaEventSynchronize(lane.staged[i % 2]); e != cudaSuccess) return e;
-    std::memcpy(buf, static_cast<const char*>(src) + off, len);
+    copier.Copy(buf, static_cast<const char*>(src) + off, len);
     if (auto e = cudaMemcpyAsync(static_cast<char*>(dst) + off, buf, len, cudaMemcpyHostToDevice, lane.copy);
         e != cudaSuccess)
       return e;
@@ -201,7 +222,7 @@ cudaError_t StagedUpload(Lane& lane, void* dst, const void* src, uint64_t bytes)
 }
 
 // Device -> host the same way: chunk i copies while chunk i-1 is unpacked.
-cudaError_t StagedDownload(Lane& lane, void* dst, const void* src, uint64_t bytes) {
+cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const void* src, uint64_t bytes) {
   const uint64_t half = lane.staging_bytes / 2;
   const uint64_t chunks = (bytes + half - 1) / half;
   for (uint64_t i = 0; i <= chunks; ++i) {
@@ -216,7 +237,7 @@ cudaError_t StagedDownload(Lane& lane, void* dst, const void* src, uint64_t byte
     if (i > 0) {
       const uint64_t j = i - 1, off = j * half, len = std::min(half, bytes - off);
       if (auto e = cudaEventSynchronize(lane.staged[j % 2]); e != cudaSuccess) return e;
-      std::memcpy(static_cast<char*>(dst) + off, lane.staging + (j % 2) * half, len);
+      copier.Copy(static_cast<char*>(dst) + off, lane.staging + (j % 2) * half, len);
     }
   }
   return cudaSuccess;
@@ -233,6 +254,9 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     auto dev = std::make_unique<Device>();
     dev->ordinal = ordinal;
+    // A few copy threads per GPU, leaving most cores to gRPC.
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    dev->copier = std::make_unique<HostCopier>(std::clamp(cores / (2u * static_cast<unsigned>(count)), 1u, 8u) - 1);
     cudaDeviceProp prop{};
     if (auto e = cudaSetDevice(ordinal); e != cudaSuccess) return absl::InternalError(ErrorText(e));
     if (auto e = cudaGetDeviceProperties(&prop, ordinal); e != cudaSuccess) return absl::InternalError(ErrorText(e));
@@ -241,6 +265,8 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
     dev->desc.kind = "cuda";
     dev->desc.arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
     dev->desc.memory_bytes = prop.totalGlobalMem;
+    char bus_id[32] = {};
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), ordinal) == cudaSuccess) dev->desc.pci_bus_id = bus_id;
 
     // The pool keeps what it grows to: no cudaMalloc/cudaFree per request.
     if (auto e = cudaDeviceGetDefaultMemPool(&dev->pool, ordinal); e != cudaSuccess) {
@@ -262,9 +288,12 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
       for (auto& ev : lane->staged)
         if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
       if (e == cudaSuccess) e = cudaEventCreateWithFlags(&lane->inputs_ready, cudaEventDisableTiming);
+      if (e == cudaSuccess) e = cudaEventCreate(&lane->inputs_start);
+      if (e == cudaSuccess) e = cudaEventCreate(&lane->verified);
       lane->staging_bytes = std::max<uint64_t>(options.staging_bytes, 1 << 20);
       if (e == cudaSuccess) e = cudaMallocHost(&lane->staging, lane->staging_bytes);
       if (e == cudaSuccess) e = cudaMalloc(&lane->cmp, sizeof(gemm::CompareResult));
+      if (e == cudaSuccess) e = cudaMalloc(&lane->scratch, kLaneScratchBytes);
       if (e == cudaSuccess) e = cudaMallocHost(&lane->cmp_host, sizeof(gemm::CompareResult));
       if (e != cudaSuccess) return absl::InternalError(dev->desc.id + ": lane set-up: " + ErrorText(e));
       dev->lanes.push_back(std::move(lane));
@@ -293,11 +322,14 @@ CudaEngine::~CudaEngine() {
       for (cudaEvent_t ev : lane->starts) cudaEventDestroy(ev);
       for (cudaEvent_t ev : lane->stops) cudaEventDestroy(ev);
       for (cudaEvent_t ev : lane->staged) if (ev) cudaEventDestroy(ev);
-      if (lane->inputs_ready) cudaEventDestroy(lane->inputs_ready);
+      for (cudaEvent_t ev : {lane->inputs_ready, lane->inputs_start, lane->verified}) {
+        if (ev) cudaEventDestroy(ev);
+      }
       if (lane->copy) cudaStreamDestroy(lane->copy);
       if (lane->compute) cudaStreamDestroy(lane->compute);
       if (lane->staging) cudaFreeHost(lane->staging);
       if (lane->cmp) cudaFree(lane->cmp);
+      if (lane->scratch) cudaFree(lane->scratch);
       if (lane->cmp_host) cudaFreeHost(lane->cmp_host);
       gemm::DestroyContext(&lane->ctx);
     }
@@ -400,8 +432,11 @@ absl::Status CudaEngine::Warmup(int device) {
       if (!dev.healthy) return absl::InternalError(dev.desc.id + " was lost during its self-test");
     }
   }
-  // Load the cuBLAS kernels real requests pick, and grow the pool to a
-  // working size, so the first request costs what a steady one does.
+  // Load the cuBLAS kernels the common squares pick, and grow the pool to a
+  // working size, so their first request costs what a steady one does.
+  // (cuBLAS loads each kernel at its first launch whatever
+  // CUDA_MODULE_LOADING says: a shape whose kernel no earlier request used
+  // pays about 3-5 ms once, docs/service-path.md.)
   for (int64_t size : {1024, 4096}) {
     GemmJob job;
     job.m = job.n = job.k = size;
@@ -414,6 +449,7 @@ absl::Status CudaEngine::Warmup(int device) {
 }
 
 absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
+  const auto engine_start = Clock::now();
   Device& dev = *devices_[device];
   if (!dev.healthy) {
     std::lock_guard lock(dev.state_mu);
@@ -429,9 +465,11 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   const uint64_t a_elems = job.m * job.k, b_elems = job.n * job.k, d_elems = job.m * job.n;
   GemmReport report;
 
-  // Inputs: generated on the GPU from a seed, or staged up from the host.
-  auto t = Clock::now();
-  PoolBuffers buffers(dev.pool, lane->copy, lane->compute);
+  // Inputs: staged up from the host on the copy stream, or generated from a
+  // seed on the compute stream itself (nothing to wait for between the two).
+  const bool host_inputs = job.a.kind == OperandView::Kind::kHost || job.b.kind == OperandView::Kind::kHost;
+  cudaStream_t input_stream = host_inputs ? lane->copy : lane->compute;
+  PoolBuffers buffers(dev.pool, input_stream, lane->compute, lane->scratch, kLaneScratchBytes);
   __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
   cudaError_t e = buffers.Allocate(&a, a_elems);
   if (e == cudaSuccess) e = buffers.Allocate(&b, b_elems);
@@ -447,17 +485,20 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
         std::to_string(total) + " bytes are free");
   }
   if (e != cudaSuccess) return dev.Fail("allocation", e);
+  if (!host_inputs) cudaEventRecord(lane->inputs_start, lane->compute);
   for (auto [op, dst, count, id] : {std::tuple{&job.a, a, a_elems, gemm::OperandId::kA},
                                     std::tuple{&job.b, b, b_elems, gemm::OperandId::kB}}) {
-    e = op->kind == OperandView::Kind::kRandom ? gemm::FillRandom(dst, count, op->seed, id, lane->copy)
-                                               : StagedUpload(*lane, dst, op->host, count * 2);
+    e = op->kind == OperandView::Kind::kRandom ? gemm::FillRandom(dst, count, op->seed, id, input_stream)
+                                               : StagedUpload(*lane, *dev.copier, dst, op->host, count * 2);
     if (e != cudaSuccess) return dev.Fail("upload", e);
   }
-  if (e = cudaEventRecord(lane->inputs_ready, lane->copy); e != cudaSuccess) return dev.Fail("event", e);
-  if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
-  report.seconds.upload = SecondsSince(t);
+  if (e = cudaEventRecord(lane->inputs_ready, input_stream); e != cudaSuccess) return dev.Fail("event", e);
+  if (host_inputs) {
+    if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
+    report.seconds.upload = SecondsSince(engine_start);
+    cudaStreamWaitEvent(lane->compute, lane->inputs_ready, 0);
+  }
   if (job.should_stop()) return absl::CancelledError("request cancelled before the GEMM ran");
-  cudaStreamWaitEvent(lane->compute, lane->inputs_ready, 0);
 
   {
     std::lock_guard compute(dev.compute_mu);
@@ -471,12 +512,18 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       lane->stops.push_back(s1);
     }
     const gemm::Problem problem{job.m, job.n, job.k, a, b, d};
-    for (uint32_t r = 0; r < repeats; ++r) {
-      // Poisoned before every run (outside the timed region): an element the
-      // kernel does not write stays NaN and fails verification. L2 flushed,
-      // so that repeats do not time inputs the previous run left in L2.
+    // D is poisoned (outside the timed region) so that an element the
+    // kernel does not write stays NaN and fails verification: once, when
+    // the result is checked. Benchmark timing poisons and flushes L2 before
+    // every repeat, so that no run finds what the previous one left in L2.
+    if (job.verify && !job.benchmark) {
       if ((e = gemm::Poison(d, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
-      if ((e = dev.l2_flush.Run(lane->compute)) != cudaSuccess) return dev.Fail("L2 flush", e);
+    }
+    for (uint32_t r = 0; r < repeats; ++r) {
+      if (job.benchmark) {
+        if ((e = gemm::Poison(d, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
+        if ((e = dev.l2_flush.Run(lane->compute)) != cudaSuccess) return dev.Fail("L2 flush", e);
+      }
       cudaEventRecord(lane->starts[r], lane->compute);
       if (auto err = gemm::Launch(job.step, problem, lane->ctx, lane->compute); !err.empty()) {
         if ((e = cudaGetLastError()) != cudaSuccess) return dev.Fail(("step " + std::to_string(job.step)).c_str(), e);
@@ -484,23 +531,11 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       }
       cudaEventRecord(lane->stops[r], lane->compute);
     }
-    if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
-    std::vector<double> seconds;
-    for (uint32_t r = 0; r < repeats; ++r) {
-      float ms = 0;
-      if ((e = cudaEventElapsedTime(&ms, lane->starts[r], lane->stops[r])) != cudaSuccess) return dev.Fail("timing", e);
-      seconds.push_back(ms * 1e-3);
-    }
-    report.seconds.kernel = Median(seconds);
-    report.seconds.repeats = repeats;
-
-    if (job.verify) {
-      t = Clock::now();
+    if (job.verify) {  // queued behind the kernels: one wait for both
       if ((e = gemm::Poison(ref, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
       // The reference never shares a path with the step it checks: cuBLAS
       // for the ladder, and for cuBLAS itself a plain SIMT kernel of ours.
-      const bool vendor = job.step == gemm::kVendorStep;
-      if (vendor) {
+      if (job.step == gemm::kVendorStep) {
         if ((e = gemm::ReferenceGemm(job.m, job.n, job.k, a, b, ref, lane->compute)) != cudaSuccess) {
           return dev.Fail("SIMT reference", e);
         }
@@ -515,8 +550,27 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
         e = cudaMemcpyAsync(lane->cmp_host, lane->cmp, sizeof(gemm::CompareResult), cudaMemcpyDeviceToHost,
                             lane->compute);
       }
+      if (e == cudaSuccess) e = cudaEventRecord(lane->verified, lane->compute);
       if (e != cudaSuccess) return dev.Fail("verification", e);
-      if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
+    }
+    if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
+    std::vector<double> seconds;
+    for (uint32_t r = 0; r < repeats; ++r) {
+      float ms = 0;
+      if ((e = cudaEventElapsedTime(&ms, lane->starts[r], lane->stops[r])) != cudaSuccess) return dev.Fail("timing", e);
+      seconds.push_back(ms * 1e-3);
+    }
+    report.seconds.kernel = Median(seconds);
+    report.seconds.repeats = repeats;
+    if (!host_inputs) {  // generated on the device: the time until the first repeat started
+      float ms = 0;
+      cudaEventElapsedTime(&ms, lane->inputs_start, lane->starts[0]);
+      report.seconds.upload = ms * 1e-3;
+    }
+    if (job.verify) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, lane->stops[repeats - 1], lane->verified);
+      report.seconds.verify = ms * 1e-3;
       VerificationResult& v = report.verification;
       v.performed = true;
       v.mismatches = lane->cmp_host->mismatches;
@@ -525,16 +579,14 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       v.elements = d_elems;
       v.rtol = kRtol;
       v.atol = kAtol;
-      v.reference = vendor ? "gpu-simt-fp32" : "cublas";
+      v.reference = job.step == gemm::kVendorStep ? "gpu-simt-fp32" : "cublas";
       v.passed = v.mismatches == 0;
-      report.seconds.verify = SecondsSince(t);
     }
   }
 
   if (job.d != nullptr) {
-    t = Clock::now();
-    cudaStreamWaitEvent(lane->copy, lane->stops[report.seconds.repeats - 1], 0);
-    if ((e = StagedDownload(*lane, job.d, d, d_elems * 2)) != cudaSuccess) return dev.Fail("download", e);
+    const auto t = Clock::now();
+    if ((e = StagedDownload(*lane, *dev.copier, job.d, d, d_elems * 2)) != cudaSuccess) return dev.Fail("download", e);
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
     report.seconds.download = SecondsSince(t);
   }

@@ -1,9 +1,16 @@
 #include "engine/dispatcher.h"
 
+#include <chrono>
 #include <limits>
+#include <thread>
 #include <string>
 
 namespace gemmd {
+namespace {
+
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(200);
+
+}  // namespace
 
 Dispatcher::Dispatcher(Engine& engine, DispatcherOptions options)
     : engine_(engine), options_(std::move(options)) {
@@ -43,6 +50,7 @@ void Dispatcher::Enqueue(int device, Task task) {
   Device& dev = *devices_[device];
   dev.queued_work += task.work;
   dev.queue.push_back(std::move(task));
+  dev.queue_size.store(dev.queue.size(), std::memory_order_release);
   ++queued_;
   options_.on_queue_depth(device, dev.queue.size());
   dev.ready.notify_one();
@@ -74,11 +82,23 @@ void Dispatcher::WorkerLoop(int device) {
   std::unique_lock lock(mu_);
   for (;;) {
     ++dev.idle_workers;
+    if (dev.queue.empty() && !stopping_) {
+      // Spin a little before sleeping: a worker woken from a futex wait
+      // starts tens of microseconds later, as much as a small GEMM's whole
+      // device time, and requests often follow one another this closely.
+      lock.unlock();
+      const auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+      while (dev.queue_size.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+      lock.lock();
+    }
     dev.ready.wait(lock, [&] { return stopping_ || !dev.queue.empty(); });
     --dev.idle_workers;
     if (dev.queue.empty()) return;  // stopping, and nothing left to drain
     Task task = std::move(dev.queue.front());
     dev.queue.pop_front();
+    dev.queue_size.store(dev.queue.size(), std::memory_order_release);
     dev.queued_work -= task.work;
     if (dev.queue.empty()) dev.queued_work = 0;  // no float drift
     --queued_;

@@ -5,6 +5,7 @@
 // service moves to a healthy one when its turn comes.
 #pragma once
 
+#include <atomic>
 #include <absl/status/status.h>
 
 #include <condition_variable>
@@ -60,6 +61,8 @@ class Dispatcher {
     size_t running = 0;
     size_t idle_workers = 0;
     std::condition_variable ready;
+    // queue.size(), readable without mu_ by a worker spinning before it sleeps.
+    std::atomic<size_t> queue_size{0};
     bool has_idle_worker() const { return idle_workers > queue.size(); }
   };
   struct Choice {

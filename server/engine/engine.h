@@ -19,6 +19,7 @@ struct DeviceDescription {
   std::string name;  // "cpu:0 (openblas)", "cuda:0 NVIDIA H100 80GB HBM3"
   std::string kind;  // "cpu" or "cuda"
   std::string arch;  // "x86_64", "sm_90"
+  std::string pci_bus_id;  // GPUs: "0000:1B:00.0", for NVML
   uint64_t memory_bytes = 0;
 };
 
@@ -45,6 +46,8 @@ struct GemmJob {
   OperandView a, b;  // A is m×k, B is n×k
   bool verify = true;
   uint32_t repeats = 1;
+  // gemm-bench's hygiene: L2 flushed and D poisoned before every repeat.
+  bool benchmark = false;
   uint16_t* d = nullptr;  // where D goes (m·n fp16), or nullptr if not wanted
   // Polled between phases: a cancelled or expired request is dropped early.
   std::function<bool()> should_stop = [] { return false; };
@@ -62,8 +65,12 @@ struct VerificationResult {
   std::string reference;
 };
 
+// Wall-clock phases at the two ends of Run (upload: from the call until the
+// inputs are where the kernel reads them; download: D back to the host) and
+// device times between them (kernel: the median repeat; verify).
 struct PhaseSeconds {
-  double upload = 0, kernel = 0, download = 0, verify = 0;
+  double upload = 0, download = 0;
+  double kernel = 0, verify = 0;
   uint32_t repeats = 1;
 };
 

@@ -37,6 +37,12 @@ Metrics::Metrics()
                           .Name("gemm_kernel_duration_seconds")
                           .Help("Time of the GEMM kernel alone (median of the request's repeats)")
                           .Register(*registry_)),
+      phase_seconds_(BuildHistogram()
+                         .Name("gemm_request_phase_seconds")
+                         .Help("Where OK Multiply requests spent their time: prepare, queue, upload (host staging "
+                               "and H2D, or generation), compute (the repeats and the verification), download, "
+                               "reply")
+                         .Register(*registry_)),
       flops_(BuildCounter()
                  .Name("gemm_floating_point_operations_total")
                  .Help("2*m*n*k per kernel run; rate() gives sustained FLOP/s")
@@ -124,6 +130,10 @@ void Metrics::RecordRequest(const std::string& method, std::optional<int64_t> st
   const std::string label = step ? StepLabel(*step) : "";
   requests_.Add({{"method", method}, {"step", label}, {"code", code}}).Increment();
   request_seconds_.Add({{"method", method}, {"step", label}}, LatencyBuckets()).Observe(seconds);
+}
+
+void Metrics::RecordPhase(const std::string& phase, double seconds) {
+  phase_seconds_.Add({{"phase", phase}}, LatencyBuckets()).Observe(seconds);
 }
 
 void Metrics::RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,

@@ -31,6 +31,9 @@ class Metrics {
   // as step="invalid": a client must not be able to mint label values.
   void RecordRequest(const std::string& method, std::optional<int64_t> step, const std::string& code,
                      double seconds);
+  // Where one OK Multiply's time went: `phase` is prepare, queue, upload,
+  // compute, download or reply (they add up to the request's duration).
+  void RecordPhase(const std::string& phase, double seconds);
   // One GEMM that ran on a device.
   void RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,
                   bool verification_failed);
@@ -58,6 +61,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& request_seconds_;
   prometheus::Family<prometheus::Histogram>& kernel_seconds_;
+  prometheus::Family<prometheus::Histogram>& phase_seconds_;
   prometheus::Family<prometheus::Counter>& flops_;
   prometheus::Family<prometheus::Counter>& gemms_;
   prometheus::Family<prometheus::Counter>& verification_failures_;

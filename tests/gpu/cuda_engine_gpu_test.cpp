@@ -92,6 +92,10 @@ TEST(CudaEngineGpu, LanesRunConcurrentlyAndCorrectly) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(passed.load(), 30);
+  // Those fit each lane's scratch; a big request draws on the pool.
+  auto big = engine->Run(0, SeededJob(2048, 2048, 1024, 5));
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_TRUE(big->verification.passed);
   EXPECT_GT(engine->memory(0).pool_bytes, 0u);
 }
 

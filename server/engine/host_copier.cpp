@@ -1,0 +1,73 @@
+#include "engine/host_copier.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gemmd {
+namespace {
+
+// Part `i` of `parts` of a `bytes`-long range, on 4 KB boundaries.
+void PartRange(size_t bytes, size_t parts, size_t i, size_t* begin, size_t* end) {
+  const size_t per = ((bytes / parts) + 4095) / 4096 * 4096;
+  *begin = std::min(bytes, i * per);
+  *end = std::min(bytes, *begin + per);
+}
+
+}  // namespace
+
+HostCopier::HostCopier(unsigned threads) {
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this, i] { Worker(i); });
+}
+
+HostCopier::~HostCopier() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void HostCopier::Copy(void* dst, const void* src, size_t bytes) {
+  if (bytes < kMinSplitBytes || threads_.empty()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  std::lock_guard one_at_a_time(copy_mu_);
+  const size_t parts = threads_.size() + 1;
+  {
+    std::lock_guard lock(mu_);
+    dst_ = static_cast<char*>(dst);
+    src_ = static_cast<const char*>(src);
+    bytes_ = bytes;
+    parts_ = parts;
+    pending_ = static_cast<unsigned>(threads_.size());
+    ++generation_;
+  }
+  work_cv_.notify_all();
+  size_t begin, end;
+  PartRange(bytes, parts, 0, &begin, &end);
+  std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
+  std::unique_lock lock(mu_);
+  done_cv_.wait(lock, [&] { return pending_ == 0; });
+}
+
+void HostCopier::Worker(unsigned index) {
+  unsigned long seen = 0;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) return;
+    seen = generation_;
+    char* dst = dst_;
+    const char* src = src_;
+    size_t begin, end;
+    PartRange(bytes_, parts_, index + 1, &begin, &end);
+    lock.unlock();
+    if (end > begin) std::memcpy(dst + begin, src + begin, end - begin);
+    lock.lock();
+    if (--pending_ == 0) done_cv_.notify_one();
+  }
+}
+
+}  // namespace gemmd

@@ -37,7 +37,7 @@ class PrometheusFiles(unittest.TestCase):
         rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text())
         names = {r["alert"] for g in rules["groups"] for r in g["rules"]}
         self.assertEqual(names, {"GemmdDown", "GemmdHighErrorRatio", "GemmdHighP99Latency",
-                                 "GemmdVerificationFailures", "GemmdGpuUnhealthy", "GemmdQueueSaturated"})
+                                 "GemmdVerificationFailures", "GemmdGpuUnhealthy", "GemmdQueueSaturated", "GemmdGpuPowerCapped"})
 
 
 class Manifests(unittest.TestCase):

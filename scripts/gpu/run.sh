@@ -29,7 +29,7 @@ done
 # 2. The server end to end on every GPU.
 work=$(mktemp -d)
 "$bin/gemmd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" --workers 2 \
-  2>"$OUT/gemmd.log" &
+  --max-message-bytes 256M 2>"$OUT/gemmd.log" &
 pid=$!
 export GEMM_TARGET
 for _ in $(seq 600); do [[ -s $work/port ]] && break; sleep 0.1; done
@@ -37,13 +37,23 @@ GEMM_TARGET=127.0.0.1:$(cat "$work/port" 2>/dev/null)
 "$bin/gemm-client" health --wait 120 >/dev/null || note "server not SERVING"
 grep -E "warm in|unavailable|serving" "$OUT/gemmd.log" | sed 's/^/  /' | tee -a "$summary"
 run4096() { "$bin/gemm-client" run --m 4096 --n 4096 --k 4096 --step 0 "$@" --json; }
+# The first request of a shape no request has used yet, against its steady state.
+"$bin/gemm-client" run --m 3000 --n 2000 --k 1000 --no-verify --json >"$OUT/new_shape.json"
+for i in 1 2 3 4 5; do "$bin/gemm-client" run --m 3000 --n 2000 --k 1000 --no-verify --json; done \
+  >"$OUT/new_shape_steady.json"
+# Neighbours of that shape, each new too: is the first-use cost per kernel or per shape?
+for shape in "3001 2001 1001" "2999 1999 999" "1500 700 300"; do
+  set -- $shape
+  "$bin/gemm-client" run --m "$1" --n "$2" --k "$3" --no-verify --json
+  "$bin/gemm-client" run --m "$1" --n "$2" --k "$3" --no-verify --json
+done >"$OUT/new_shape_neighbours.json"
 first=$(run4096 --repeats 1 --no-verify)
 echo "$first" >"$OUT/first_request.json"
 for i in 1 2 3 4 5; do run4096 --repeats 1 --no-verify; done >"$OUT/steady_requests.json"
 # The first request came after an idle gap (GPU clocks drop when idle):
 # compare it with steady requests that follow the same gap, too.
 for i in 1 2 3; do sleep 1; run4096 --repeats 1 --no-verify; done >"$OUT/idle_requests.json"
-verified=$(run4096 --repeats 20)
+verified=$(run4096 --repeats 20 --benchmark)
 echo "$verified" >"$OUT/verified_request.json"
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import json, re, sys, statistics
@@ -68,6 +78,65 @@ print(f"  steady requests after the same 1 s idle gap: total {id_tot*1e3:.2f} ms
 print(f"server 4096^3 step 0, 20 repeats, verified={ver['verification']['passed']}: {ver['tflops']:.1f} TFLOPS "
       f"on {ver['device']}")
 PY
+python3 - "$OUT" <<'PY' | tee -a "$summary"
+import json, re, sys, statistics
+out = sys.argv[1]
+docs = lambda p: [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(p).read(), re.S)]
+first, steady = docs(f"{out}/new_shape.json")[0], docs(f"{out}/new_shape_steady.json")
+for key, name in (("kernelSeconds", "kernel"), ("totalSeconds", "total")):
+    s = statistics.median(d["timing"][key] for d in steady)
+    print(f"new shape 3000x2000x1000 step 0, first request vs steady: {name} {first['timing'][key]*1e3:.3f} vs "
+          f"{s*1e3:.3f} ms (x{first['timing'][key]/s:.2f}; target <= 1.2)")
+n = docs(f"{out}/new_shape_neighbours.json")
+print("  new neighbours, first / second kernel ms: " + ", ".join(
+    f"{a['shape']['m']}x{a['shape']['n']}x{a['shape']['k']} {a['timing']['kernelSeconds']*1e3:.3f} / "
+    f"{b['timing']['kernelSeconds']*1e3:.3f}" for a, b in zip(n[0::2], n[1::2])))
+PY
+
+# 2b. The service path against its floors, measured here and now: bare gRPC
+# over loopback (grpc-echo-bench), tiny requests through gemmd, and an
+# inline 4096^3 request (64 MiB up, 32 MiB down) phase by phase.
+"$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 3 --up-bytes 64 --down-bytes 256 >"$OUT/echo.txt"
+"$bin/grpc-echo-bench" --mode latency --concurrency 32 --seconds 3 --up-bytes 64 --down-bytes 256 >>"$OUT/echo.txt"
+"$bin/grpc-echo-bench" --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5 >>"$OUT/echo.txt"
+"$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 5 >"$OUT/tiny_c1.txt" 2>&1
+"$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 5 >"$OUT/tiny_c32.txt" 2>&1
+head -c 33554432 /dev/zero >"$work/a4096" && cp "$work/a4096" "$work/b4096"
+for i in 1 2 3; do
+  "$bin/gemm-client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" --b "$work/b4096" \
+    --transport inline --out "$work/d4096" --json
+done >"$OUT/inline4096.json"
+python3 - "$OUT" <<'PY' | tee -a "$summary"
+import json, re, sys, statistics
+out = sys.argv[1]
+echo = [dict(kv.split("=") for kv in line.split()) for line in open(f"{out}/echo.txt")]
+def bench(path):
+    row = [l.split() for l in open(path) if l.startswith("64x64x64")][0]
+    return float(row[4]), float(row[5]) * 1e3  # req/s, p50 us
+c1, c32 = bench(f"{out}/tiny_c1.txt"), bench(f"{out}/tiny_c32.txt")
+print(f"tiny 64^3 step 0, 1 in flight: p50 {c1[1]:.0f} us (target <= 120; bare gRPC echo {float(echo[0]['p50_us']):.0f} us, "
+      f"gap {c1[1] - float(echo[0]['p50_us']):.0f} us, target <= 60)")
+print(f"tiny 64^3 step 0, 32 in flight: {c32[0]:.0f} req/s (target >= 40000; bare echo {float(echo[1]['calls_per_s']):.0f})")
+runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/inline4096.json").read(), re.S)]
+d = sorted(runs, key=lambda r: r["client"]["roundTripSeconds"])[len(runs) // 2]
+t, c = d["timing"], d["client"]
+g = lambda k: t.get(k, 0.0) * 1e3
+server = sum(g(k) for k in ("prepareSeconds", "queueSeconds", "uploadSeconds", "computeSeconds", "downloadSeconds",
+                            "replySeconds"))
+rt = c["roundTripSeconds"] * 1e3
+grpc_net = (c["callSeconds"] - t["totalSeconds"]) * 1e3
+parts = c["serializeSeconds"] * 1e3 + grpc_net + server + c["deserializeSeconds"] * 1e3
+print(f"inline 4096^3 (64 MiB up, 32 MiB down), median of {len(runs)}: round trip {rt:.1f} ms (target <= 50, and <= 1.25x "
+      f"the bare transfer {float(echo[2]['median_ms']):.1f} ms: x{rt / float(echo[2]['median_ms']):.2f})")
+print(f"  client serialize {c['serializeSeconds']*1e3:.1f} | gRPC+network {grpc_net:.1f} | server prepare {g('prepareSeconds'):.1f} "
+      f"queue {g('queueSeconds'):.1f} upload {g('uploadSeconds'):.1f} compute {g('computeSeconds'):.1f} "
+      f"(kernel {g('kernelSeconds'):.2f}, verify {g('verifySeconds'):.2f}) download {g('downloadSeconds'):.1f} "
+      f"reply {g('replySeconds'):.1f} | client deserialize {c['deserializeSeconds']*1e3:.1f} ms: sum {parts:.1f} = "
+      f"{100 * parts / rt:.1f}% of the round trip; server phases {100 * server / (t['totalSeconds'] * 1e3):.1f}% of its total")
+print(f"  server H2D {64 * 1.048576 / max(g('uploadSeconds'), 1e-9):.1f} GB/s, D2H {32 * 1.048576 / max(g('downloadSeconds'), 1e-9):.1f} GB/s "
+      f"(target >= 20), SM clock {d.get('smClockMhz', 0)} MHz")
+PY
+
 # Every step through gemm-client, verified against cuBLAS on the server: the
 # single-tile steps on their one tile, the rest on 4096^3.
 for step in 0 1 2 3 4 5 6 7 8 9 10; do
@@ -95,6 +164,10 @@ metrics_port=$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd.log" | grep -o '[0-9
 curl -s "http://127.0.0.1:$metrics_port/metrics" >"$OUT/metrics.txt"
 note "kernel runs per device: $(grep '^gemm_kernel_runs_total' "$OUT/metrics.txt" | tr '\n' ' ')"
 note "server bench: $(grep '^total' "$OUT/server_bench.txt")"
+note "GPU telemetry: $(grep -E '^gemm_gpu_(power_watts|power_limit_watts|sm_clock_hertz|temperature_celsius|utilization_ratio)' \
+  "$OUT/metrics.txt" | tr '\n' ' ')"
+note "  clock held by: $(grep -E '^gemm_gpu_clock_event_active.* 1$' "$OUT/metrics.txt" | grep -o 'reason="[a-z_]*"' | tr '\n' ' ')"
+note "  phases (count, sum s): $(grep -E '^gemm_request_phase_seconds_(count|sum)' "$OUT/metrics.txt" | tr '\n' ' ' | cut -c1-600)"
 kill -TERM $pid; wait $pid; note "gemmd exit after SIGTERM: $?"
 grep -B2 -A30 "SIGSEGV\|SIGABRT\|\*\*\* " "$OUT/gemmd.log" | head -60 | tee -a "$summary"
 

@@ -1,0 +1,165 @@
+// grpc-echo-bench: the floor gemmd's service path is measured against, on
+// the same machine and in the same run. One process serves a generic unary
+// method over loopback that answers each call with as many bytes as the call
+// asks for, and nothing else: no parsing, no GPU, no copies beyond gRPC's.
+//   --mode latency:  tiny calls, `--concurrency` in flight for `--seconds`:
+//                    p50 / p99 latency and calls per second.
+//   --mode transfer: `--count` calls each sending `--up-bytes` and receiving
+//                    `--down-bytes` (as an inline Multiply would): the median.
+// Prints one line of `key=value` pairs.
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kMaxMessage = 512 << 20;
+
+// The first 8 bytes of a request name the size of its reply.
+class EchoService final : public grpc::CallbackGenericService {
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Reactor final : public grpc::ServerGenericBidiReactor {
+     public:
+      Reactor() { StartRead(&request_); }
+      void OnReadDone(bool ok) override {
+        if (!ok) return Finish(grpc::Status::OK);
+        std::vector<grpc::Slice> slices;
+        uint64_t size = 0;
+        if (request_.Dump(&slices).ok() && !slices.empty() && slices[0].size() >= 8) {
+          std::memcpy(&size, slices[0].begin(), 8);
+        }
+        reply_data_.assign(std::min<uint64_t>(size, kMaxMessage), 'x');
+        grpc::Slice slice(reply_data_.data(), reply_data_.size(), grpc::Slice::STATIC_SLICE);
+        reply_ = grpc::ByteBuffer(&slice, 1);
+        StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
+      }
+      void OnDone() override { delete this; }
+
+     private:
+      grpc::ByteBuffer request_, reply_;
+      std::string reply_data_;
+    };
+    return new Reactor;
+  }
+};
+
+grpc::ByteBuffer Request(uint64_t up_bytes, uint64_t down_bytes, std::string* storage) {
+  storage->assign(std::max<uint64_t>(up_bytes, 8), 'y');
+  std::memcpy(storage->data(), &down_bytes, 8);
+  grpc::Slice slice(storage->data(), storage->size(), grpc::Slice::STATIC_SLICE);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// One blocking unary call on the calling thread's own completion queue (as
+// a generated synchronous stub makes it: no hand-over to another thread);
+// its wall time in seconds, or -1 on failure.
+double Call(grpc::GenericStub& stub, const grpc::ByteBuffer& request) {
+  grpc::ClientContext ctx;
+  grpc::CompletionQueue cq;
+  grpc::ByteBuffer reply;
+  grpc::Status status;
+  const auto start = Clock::now();
+  auto call = stub.PrepareUnaryCall(&ctx, "/echo.Echo/Call", request, &cq);
+  call->StartCall();
+  call->Finish(&reply, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  const bool got = cq.Next(&tag, &ok);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return got && ok && status.ok() ? seconds : -1;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"grpc-echo-bench: bare gRPC unary calls over loopback, the floor for gemmd's service path"};
+  std::string mode = "latency";
+  int concurrency = 1, count = 5;
+  double seconds = 3;
+  uint64_t up_bytes = 64, down_bytes = 64;
+  app.add_option("--mode", mode, "latency or transfer")->check(CLI::IsMember({"latency", "transfer"}));
+  app.add_option("--concurrency", concurrency, "calls in flight (latency)")->check(CLI::Range(1, 1024));
+  app.add_option("--seconds", seconds, "how long to run (latency)");
+  app.add_option("--count", count, "calls (transfer)")->check(CLI::Range(1, 1000));
+  app.add_option("--up-bytes", up_bytes, "bytes each call sends")->check(CLI::Range(uint64_t{8}, uint64_t{kMaxMessage}));
+  app.add_option("--down-bytes", down_bytes, "bytes each reply carries")->check(CLI::Range(uint64_t{0}, uint64_t{kMaxMessage}));
+  CLI11_PARSE(app, argc, argv);
+
+  EchoService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(kMaxMessage);
+  builder.SetMaxSendMessageSize(kMaxMessage);
+  builder.RegisterCallbackGenericService(&service);
+  auto server = builder.BuildAndStart();
+  if (!server) return std::fprintf(stderr, "cannot listen on loopback\n"), 1;
+
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessage);
+  args.SetMaxSendMessageSize(kMaxMessage);
+  auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args);
+  grpc::GenericStub stub(channel);
+
+  if (mode == "transfer") {
+    std::string storage;
+    const grpc::ByteBuffer request = Request(up_bytes, down_bytes, &storage);
+    (void)Call(stub, request);  // connect and warm up
+    std::vector<double> times;
+    for (int i = 0; i < count; ++i) times.push_back(Call(stub, request));
+    if (*std::min_element(times.begin(), times.end()) < 0) return std::fprintf(stderr, "a call failed\n"), 1;
+    std::printf("mode=transfer up_bytes=%lu down_bytes=%lu calls=%d median_ms=%.3f min_ms=%.3f\n", up_bytes,
+                down_bytes, count, Percentile(times, 0.5) * 1e3, Percentile(times, 0.0) * 1e3);
+    return 0;
+  }
+
+  std::string storage;
+  const grpc::ByteBuffer request = Request(up_bytes, down_bytes, &storage);
+  for (int i = 0; i < 100; ++i) (void)Call(stub, request);  // connect and warm up
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(concurrency));
+  std::vector<std::thread> threads;
+  const auto start = Clock::now();
+  for (int t = 0; t < concurrency; ++t) {
+    threads.emplace_back([&, t] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const double s = Call(stub, request);
+        if (s < 0) ++failures;
+        else latencies[static_cast<size_t>(t)].push_back(s);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::printf("mode=latency concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f p99_us=%.1f\n",
+              concurrency, all.size(), failures.load(), static_cast<double>(all.size()) / elapsed,
+              Percentile(all, 0.5) * 1e6, Percentile(all, 0.99) * 1e6);
+  server->Shutdown();
+  return failures.load() == 0 ? 0 : 1;
+}

@@ -76,15 +76,18 @@ class GemmClient:
     def delete(self, handle):
         self._stub.DeleteMatrix(gemm_pb2.DeleteMatrixRequest(handle=handle), timeout=self._timeout, metadata=self._metadata)
 
-    def multiply(self, a, b, step=0, verify=True, repeats=1):
-        """Returns (D as float16 (m, n), the MultiplyResponse) for D = a @ b.T."""
+    def multiply(self, a, b, step=0, verify=True, repeats=1, benchmark=False):
+        """Returns (D as float16 (m, n), the MultiplyResponse) for D = a @ b.T.
+
+        benchmark: time the kernel as gemm-bench does (L2 flushed and D
+        poisoned before every repeat)."""
         a = np.ascontiguousarray(a, dtype="<f2")
         b = np.ascontiguousarray(b, dtype="<f2")
         (m, k), (n, kb) = a.shape, b.shape
         if k != kb:
             raise ValueError(f"a is {m}x{k} and b is {n}x{kb}: both need k columns")
         req = gemm_pb2.MultiplyRequest(
-            shape=gemm_pb2.Shape(m=m, n=n, k=k), step=step, repeats=repeats,
+            shape=gemm_pb2.Shape(m=m, n=n, k=k), step=step, repeats=repeats, benchmark=benchmark,
             verification=gemm_pb2.VERIFICATION_FULL if verify else gemm_pb2.VERIFICATION_NONE)
         uploaded = []
         try:

@@ -32,6 +32,18 @@ class GemmClientTest(unittest.TestCase):
         reply = self.check(64, 48, 80)
         self.assertEqual(reply.engine, "cpu")
 
+    def test_benchmark_timing_and_phases(self):
+        a = self.rng.uniform(-1, 1, (40, 30)).astype(np.float16)
+        b = self.rng.uniform(-1, 1, (20, 30)).astype(np.float16)
+        _, reply = self.client.multiply(a, b, repeats=3, benchmark=True)
+        t = reply.timing
+        self.assertTrue(reply.verification.passed)
+        self.assertEqual(t.repeats, 3)
+        phases = (t.prepare_seconds + t.queue_seconds + t.upload_seconds + t.compute_seconds + t.download_seconds
+                  + t.reply_seconds)
+        self.assertLessEqual(phases, t.total_seconds * 1.001)
+        self.assertGreaterEqual(phases, t.total_seconds * 0.95)
+
     def test_ragged(self):
         self.check(1, 1, 1)
         self.check(129, 77, 1000)

@@ -8,7 +8,7 @@
 namespace gemmd {
 namespace {
 
-constexpr auto kSpinBeforeSleep = std::chrono::microseconds(200);
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(1000);
 
 }  // namespace
 

@@ -99,6 +99,7 @@ PY
 "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 3 --up-bytes 64 --down-bytes 256 >"$OUT/echo.txt"
 "$bin/grpc-echo-bench" --mode latency --concurrency 32 --seconds 3 --up-bytes 64 --down-bytes 256 >>"$OUT/echo.txt"
 "$bin/grpc-echo-bench" --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5 >>"$OUT/echo.txt"
+"$bin/transfer-limits" --bytes 100663296 >"$OUT/transfer_limits.txt" 2>&1
 "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 5 >"$OUT/tiny_c1.txt" 2>&1
 "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 5 >"$OUT/tiny_c32.txt" 2>&1
 head -c 33554432 /dev/zero >"$work/a4096" && cp "$work/a4096" "$work/b4096"
@@ -133,8 +134,10 @@ print(f"  client serialize {c['serializeSeconds']*1e3:.1f} | gRPC+network {grpc_
       f"(kernel {g('kernelSeconds'):.2f}, verify {g('verifySeconds'):.2f}) download {g('downloadSeconds'):.1f} "
       f"reply {g('replySeconds'):.1f} | client deserialize {c['deserializeSeconds']*1e3:.1f} ms: sum {parts:.1f} = "
       f"{100 * parts / rt:.1f}% of the round trip; server phases {100 * server / (t['totalSeconds'] * 1e3):.1f}% of its total")
+lim = dict(kv.split("=") for kv in open(f"{out}/transfer_limits.txt").read().split()[1:])
 print(f"  server H2D {64 * 1.048576 / max(g('uploadSeconds'), 1e-9):.1f} GB/s, D2H {32 * 1.048576 / max(g('downloadSeconds'), 1e-9):.1f} GB/s "
-      f"(target >= 20), SM clock {d.get('smClockMhz', 0)} MHz")
+      f"(target >= 20; pinned DMA here {lim['h2d_gbps']} / {lim['d2h_gbps']} GB/s; one thread's memcpy of 96 MiB "
+      f"{lim['memcpy_one_thread_ms']} ms), SM clock {d.get('smClockMhz', 0)} MHz")
 PY
 
 # Every step through gemm-client, verified against cuBLAS on the server: the

@@ -64,6 +64,11 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
                  "load every GPU kernel (cuBLAS's too) at start-up, not at first use: start-up takes longer, the "
                  "first request of a new shape does not (sets CUDA_MODULE_LOADING=EAGER unless it is set)")
       ->envname("GEMMD_EAGER_KERNEL_LOADING")->capture_default_str();
+  app.add_option("--keep-warm-ms", c.keep_warm_ms,
+                 "keep GPU clocks up between requests: a tiny kernel after this many idle milliseconds, and every "
+                 "period while idle (costs watts; the first request after a gap is then as fast as a steady one); "
+                 "0 turns it off")
+      ->envname("GEMMD_KEEP_WARM_MS")->check(CLI::Range(0u, 60000u))->capture_default_str();
   app.add_option("--port-file", c.port_file, "write the bound gRPC port to this file once serving")
       ->envname("GEMMD_PORT_FILE");
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error")

@@ -33,6 +33,9 @@ struct ServerConfig {
   // Load every kernel of the CUDA modules when the context is created
   // (CUDA_MODULE_LOADING=EAGER), so no request pays a first-use load.
   bool eager_kernel_loading = true;
+  // After this long without a request, a tiny kernel keeps each GPU's clocks
+  // up (and again every period while idle); 0 = off.
+  uint32_t keep_warm_ms = 0;
   std::string port_file;                          // write the bound gRPC port here
   std::string log_level = "info";
   // TLS for gRPC: PEM files. With tls_client_ca, clients must present a

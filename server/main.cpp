@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   engine_options.workers_per_device = config.workers_per_device;
   engine_options.selftest.helper_path = gemmd::SelfTestHelperPath(config.selftest_helper);
   engine_options.selftest.step_timeout_seconds = config.selftest_step_timeout_seconds;
+  engine_options.keep_warm_ms = config.keep_warm_ms;
   auto choice = gemmd::CreateEngine(config.engine, engine_options);
   if (!choice.ok()) {
     spdlog::critical("{}", std::string(choice.status().message()));

@@ -174,6 +174,37 @@ note "  phases (count, sum s): $(grep -E '^gemm_request_phase_seconds_(count|sum
 kill -TERM $pid; wait $pid; note "gemmd exit after SIGTERM: $?"
 grep -B2 -A30 "SIGSEGV\|SIGABRT\|\*\*\* " "$OUT/gemmd.log" | head -60 | tee -a "$summary"
 
+# 2c. The keep-warm option, off and on, in turn: idle power, and the first
+# request after a 1 s idle gap against steady ones.
+for keep in 0 5; do
+  "$bin/gemmd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port$keep" --keep-warm-ms $keep \
+    2>"$OUT/gemmd_keep$keep.log" &
+  kpid=$!
+  for _ in $(seq 600); do [[ -s $work/port$keep ]] && break; sleep 0.1; done
+  export GEMM_TARGET=127.0.0.1:$(cat "$work/port$keep")
+  "$bin/gemm-client" health --wait 120 >/dev/null
+  for i in 1 2 3 4 5; do run4096 --no-verify; done >"$OUT/keep${keep}_steady.json"
+  for i in 1 2 3 4 5; do sleep 1; run4096 --no-verify; done >"$OUT/keep${keep}_after_idle.json"
+  sleep 3
+  kport=$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd_keep$keep.log" | grep -o '[0-9]*$')
+  curl -s "http://127.0.0.1:$kport/metrics" | grep -E '^gemm_gpu_(power_watts|sm_clock_hertz)' >"$OUT/keep${keep}_idle.txt"
+  kill -TERM $kpid; wait $kpid
+done
+python3 - "$OUT" <<'PY' | tee -a "$summary"
+import json, re, statistics, sys
+out = sys.argv[1]
+docs = lambda p: [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(p).read(), re.S)]
+for keep in ("0", "5"):
+    steady = statistics.median(d["timing"]["totalSeconds"] for d in docs(f"{out}/keep{keep}_steady.json"))
+    idle = statistics.median(d["timing"]["totalSeconds"] for d in docs(f"{out}/keep{keep}_after_idle.json"))
+    kern_s = statistics.median(d["timing"]["kernelSeconds"] for d in docs(f"{out}/keep{keep}_steady.json"))
+    kern_i = statistics.median(d["timing"]["kernelSeconds"] for d in docs(f"{out}/keep{keep}_after_idle.json"))
+    m = dict(re.findall(r'^(gemm_gpu_\w+)\{[^}]*\} (\S+)', open(f"{out}/keep{keep}_idle.txt").read(), re.M))
+    print(f"keep-warm {'off' if keep == '0' else keep + ' ms'}: after a 1 s gap total x{idle/steady:.2f}, kernel "
+          f"x{kern_i/kern_s:.2f} of steady; idle {float(m.get('gemm_gpu_power_watts', 'nan')):.0f} W at "
+          f"{float(m.get('gemm_gpu_sm_clock_hertz', 'nan'))/1e6:.0f} MHz")
+PY
+
 # 3. gemm-bench: cuBLAS alone at 4096^3, as the server ran it (the ladder run
 # below keeps the GPU under sustained load, whose clocks may differ), then
 # the ladder against cuBLAS in one process.

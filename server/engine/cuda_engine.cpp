@@ -81,6 +81,10 @@ struct CudaEngine::Device {
   std::mutex compute_mu;
   gemm::L2Flush l2_flush;  // before benchmark-timed runs, under compute_mu
   std::unique_ptr<HostCopier> copier;  // staging copies of big inline operands and D
+  std::atomic<int64_t> last_request_ns{0};  // steady clock, for the keep-warm
+  cudaStream_t keep_warm_stream = nullptr;
+  std::atomic<uint64_t> keep_warm_launches{0};
+  __half* keep_warm_word = nullptr;
   mutable std::mutex state_mu;
   std::atomic<bool> healthy{true};
   std::string unhealthy_reason;
@@ -308,12 +312,44 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
     }
     engine->devices_.push_back(std::move(dev));
   }
+  if (options.keep_warm_ms > 0) {
+    for (auto& dev : engine->devices_) {
+      cudaSetDevice(dev->ordinal);
+      if (cudaStreamCreateWithFlags(&dev->keep_warm_stream, cudaStreamNonBlocking) != cudaSuccess ||
+          cudaMalloc(&dev->keep_warm_word, sizeof(__half)) != cudaSuccess) {
+        return absl::InternalError(dev->desc.id + ": keep-warm set-up failed");
+      }
+    }
+    engine->keep_warm_ = std::thread([raw = engine.get()] { raw->KeepWarm(); });
+  }
   return engine;
 }
 
 CudaEngine::CudaEngine(CudaEngineOptions options) : options_(options) {}
 
+void CudaEngine::KeepWarm() {
+  const auto period = std::chrono::milliseconds(options_.keep_warm_ms);
+  std::unique_lock lock(keep_warm_mu_);
+  while (!keep_warm_cv_.wait_for(lock, period, [this] { return stopping_; })) {
+    const int64_t now = Clock::now().time_since_epoch().count();
+    for (auto& dev : devices_) {
+      const int64_t idle = now - dev->last_request_ns.load(std::memory_order_relaxed);
+      if (!dev->healthy || idle < std::chrono::nanoseconds(period).count()) continue;
+      cudaSetDevice(dev->ordinal);
+      if (gemm::Poison(dev->keep_warm_word, 1, dev->keep_warm_stream) == cudaSuccess) {  // the launch is the point
+        dev->keep_warm_launches.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
 CudaEngine::~CudaEngine() {
+  {
+    std::lock_guard lock(keep_warm_mu_);
+    stopping_ = true;
+  }
+  keep_warm_cv_.notify_all();
+  if (keep_warm_.joinable()) keep_warm_.join();
   for (auto& dev : devices_) {
     cudaSetDevice(dev->ordinal);
     for (auto& lane : dev->lanes) {
@@ -333,6 +369,11 @@ CudaEngine::~CudaEngine() {
       if (lane->cmp_host) cudaFreeHost(lane->cmp_host);
       gemm::DestroyContext(&lane->ctx);
     }
+    if (dev->keep_warm_stream) {
+      cudaStreamSynchronize(dev->keep_warm_stream);
+      cudaStreamDestroy(dev->keep_warm_stream);
+    }
+    if (dev->keep_warm_word) cudaFree(dev->keep_warm_word);
   }
 }
 
@@ -350,6 +391,10 @@ StepAvailability CudaEngine::availability(int step, int device) const {
 }
 
 bool CudaEngine::healthy(int device) const { return devices_[device]->healthy.load(); }
+
+uint64_t CudaEngine::keep_warm_launches(int device) const {
+  return devices_[device]->keep_warm_launches.load(std::memory_order_relaxed);
+}
 
 DeviceMemory CudaEngine::memory(int device) const {
   const Device& dev = *devices_[device];
@@ -451,6 +496,7 @@ absl::Status CudaEngine::Warmup(int device) {
 absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   const auto engine_start = Clock::now();
   Device& dev = *devices_[device];
+  dev.last_request_ns.store(engine_start.time_since_epoch().count(), std::memory_order_relaxed);
   if (!dev.healthy) {
     std::lock_guard lock(dev.state_mu);
     return absl::UnavailableError(dev.desc.id + " is out of service: " + dev.unhealthy_reason);

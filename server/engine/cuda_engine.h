@@ -5,7 +5,10 @@
 // from the kernels library, each checked at start-up against cuBLAS.
 #pragma once
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "engine/engine.h"
 #include "engine/step_gate.h"
@@ -19,6 +22,10 @@ struct CudaEngineOptions {
   // The start-up self-test of the ladder's steps: out of process when a
   // helper is named (gemmd does), else in this process.
   StepGateOptions selftest;
+  // Keeps the GPU's clocks up between requests: after this long with no
+  // request, a one-element kernel runs, and again every period while idle.
+  // 0 (the default) lets the GPU idle down. Costs watts; docs/service-path.md.
+  uint32_t keep_warm_ms = 0;
 };
 
 class CudaEngine final : public Engine {
@@ -34,6 +41,8 @@ class CudaEngine final : public Engine {
   absl::Status Warmup(int device) override;
   absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) override;
   DeviceMemory memory(int device) const override;
+  // Keep-warm kernels launched on `device` so far (CudaEngineOptions::keep_warm_ms).
+  uint64_t keep_warm_launches(int device) const;
 
   // Runs `step` on `device` over the self-test's small and ragged shapes
   // against cuBLAS; "" if every one passed, else a reason for ListKernels.
@@ -45,8 +54,14 @@ class CudaEngine final : public Engine {
   explicit CudaEngine(CudaEngineOptions options);
   // Takes `step` away from `device` for the process's life, with `reason`.
   void Withdraw(int device, int step, const std::string& reason);
+  void KeepWarm();  // the keep-warm thread's loop
+
   CudaEngineOptions options_;
   std::vector<std::unique_ptr<Device>> devices_;
+  std::thread keep_warm_;
+  std::mutex keep_warm_mu_;
+  std::condition_variable keep_warm_cv_;
+  bool stopping_ = false;
 };
 
 }  // namespace gemmd

@@ -16,6 +16,7 @@ absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineO
   CudaEngineOptions copts;
   copts.lanes_per_device = options.workers_per_device;
   copts.selftest = options.selftest;
+  copts.keep_warm_ms = options.keep_warm_ms;
   auto cuda = CudaEngine::Create(copts);
   if (cuda.ok()) {
     const size_t n = (*cuda)->devices().size();

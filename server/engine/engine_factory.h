@@ -20,6 +20,7 @@ struct EngineChoice {
 struct EngineOptions {
   uint32_t workers_per_device = 1;  // the CUDA engine gives each its own lane
   StepGateOptions selftest;         // the CUDA engine's start-up self-test
+  uint32_t keep_warm_ms = 0;        // CUDA: a tiny kernel after this long idle; 0 = never
 };
 
 absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineOptions& options);

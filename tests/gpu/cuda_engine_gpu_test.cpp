@@ -77,6 +77,30 @@ TEST(CudaEngineGpu, TooLargeForTheDeviceIsResourceExhaustedAndTheDeviceStaysHeal
   EXPECT_TRUE(engine->Run(0, SeededJob(256, 256, 256, 2)).ok());
 }
 
+// The keep-warm launches its kernel only once a device has been idle for a
+// period, keeps launching while it stays idle, and stops with the engine.
+TEST(CudaEngineGpu, KeepWarmRunsOnlyWhileTheDeviceIsIdle) {
+  SKIP_WITHOUT_GPU();
+  CudaEngineOptions o;
+  o.keep_warm_ms = 20;
+  auto created = CudaEngine::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto& engine = *created;
+  // Busy: a request every few milliseconds, never 20 idle.
+  const uint64_t before = engine->keep_warm_launches(0);
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(engine->Run(0, SeededJob(64, 64, 64, i)).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_LE(engine->keep_warm_launches(0) - before, 1u);  // at most the one a tick just after the first Run saw
+  // Idle: about one launch per period.
+  const uint64_t idle_start = engine->keep_warm_launches(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_GE(engine->keep_warm_launches(0) - idle_start, 5u);
+  EXPECT_LE(engine->keep_warm_launches(0) - idle_start, 16u);
+  EXPECT_EQ(MakeEngine()->keep_warm_launches(0), 0u) << "off by default";
+}
+
 TEST(CudaEngineGpu, LanesRunConcurrentlyAndCorrectly) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine(3);

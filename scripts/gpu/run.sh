@@ -272,6 +272,41 @@ PY
     "$OUT/sass.txt" | sort | uniq -c | tee -a "$summary"
 fi
 
+# 4b. compute-sanitizer over every ladder step this GPU runs and cuBLAS, on
+# one square and two ragged shapes: memcheck, racecheck, synccheck,
+# initcheck. Findings are split by kernel: the ladder's (named by step) and
+# cuBLAS's (the reference gemm-bench checks against), which are not ours.
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck synccheck initcheck; do
+    timeout 120 compute-sanitizer --tool $tool --print-limit 200 "$bin/gemm-bench" \
+      --shapes 256x256x256,200x130x70,129x257x13 --steps 1,2,3,4,5,6,7,8,9,10 --warmup 0 --iters 1 \
+      >"$OUT/sanitizer_$tool.txt" 2>&1
+    echo "rc=$?" >>"$OUT/sanitizer_$tool.txt"
+  done
+  python3 - "$OUT" <<'PY' | tee -a "$summary"
+import collections, re, sys
+out = sys.argv[1]
+steps = {"SingleTileKernel": 1, "KLoopKernel": 2, "TiledKernel": 3, "TmaKernel": 4, "PipelinedKernel": 5,
+         "PersistentKernel": 6, "WarpSpecializedKernel<2>": 7, "WarpSpecializedKernel<3>": 8,
+         "ClusterMulticastKernel": 9, "TwoConsumersKernel": 10}
+for tool in ("memcheck", "racecheck", "synccheck", "initcheck"):
+    text = open(f"{out}/sanitizer_{tool}.txt", errors="replace").read()
+    summary = re.search(r"ERROR SUMMARY: (\d+) error", text)
+    ours, vendor = collections.Counter(), collections.Counter()
+    for kernel in re.findall(r"=========\s+(?:at .*? in |.* in kernel )(\S[^\n]*?)(?:\(|$)", text, re.M):
+        step = next((n for k, n in steps.items() if k in kernel), None)
+        if step is not None:
+            ours[f"step {step}"] += 1
+        elif "gemm::" in kernel:
+            ours[kernel[:60]] += 1
+        else:
+            vendor[kernel[:40]] += 1
+    rc = re.search(r"rc=(\d+)", text).group(1)
+    print(f"compute-sanitizer {tool}: rc={rc}, {summary.group(1) if summary else '?'} reported; in the ladder: "
+          f"{dict(ours) or 'none'}; in cuBLAS: {dict(vendor) or 'none'}")
+PY
+fi
+
 # 5. Clocks aside: ncu's cycle counts and tensor-pipe activity for cuBLAS and
 # steps 8-10 at 4096^3 (the GPU's power cap moves its clock from run to run;
 # cycles do not move with it). Skipped where ncu cannot read the counters.

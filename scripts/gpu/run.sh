@@ -291,19 +291,22 @@ steps = {"SingleTileKernel": 1, "KLoopKernel": 2, "TiledKernel": 3, "TmaKernel":
          "ClusterMulticastKernel": 9, "TwoConsumersKernel": 10}
 for tool in ("memcheck", "racecheck", "synccheck", "initcheck"):
     text = open(f"{out}/sanitizer_{tool}.txt", errors="replace").read()
-    summary = re.search(r"ERROR SUMMARY: (\d+) error", text)
+    summary = re.search(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazard", text)
+    reported = next((g for g in summary.groups() if g), "?") if summary else "?"
     ours, vendor = collections.Counter(), collections.Counter()
-    for kernel in re.findall(r"=========\s+(?:at .*? in |.* in kernel )(\S[^\n]*?)(?:\(|$)", text, re.M):
+    kernels = re.findall(r"^=========\s+at\s+(?:0x[0-9a-f]+ in )?([^(\n]+)\(", text, re.M)
+    kernels += re.findall(r"Race reported between .*? in ([^(\n]+)\(", text)
+    for kernel in kernels:
         step = next((n for k, n in steps.items() if k in kernel), None)
         if step is not None:
             ours[f"step {step}"] += 1
         elif "gemm::" in kernel:
-            ours[kernel[:60]] += 1
+            ours[kernel.split("::")[-1][:40]] += 1
         else:
             vendor[kernel[:40]] += 1
     rc = re.search(r"rc=(\d+)", text).group(1)
-    print(f"compute-sanitizer {tool}: rc={rc}, {summary.group(1) if summary else '?'} reported; in the ladder: "
-          f"{dict(ours) or 'none'}; in cuBLAS: {dict(vendor) or 'none'}")
+    print(f"compute-sanitizer {tool}: rc={rc}, {reported} reported (first 200 shown, by kernel): in the ladder "
+          f"and its helpers {dict(ours) or 'none'}; in cuBLAS {dict(vendor) or 'none'}")
 PY
 fi
 

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "commands.h"
@@ -26,6 +27,7 @@ struct Sample {
   double kernel;   // server's kernel seconds
   double tflops;
   grpc::StatusCode code;
+  int retries;  // gRPC's retries before the answer (gemmd-previous-attempts)
 };
 
 struct Combo {
@@ -67,8 +69,11 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
   const auto end = start + std::chrono::duration<double>(duration);
   std::vector<std::thread> threads;
   for (uint32_t t = 0; t < args.concurrency; ++t) {
-    threads.emplace_back([&] {
+    threads.emplace_back([&, t] {
       std::vector<Sample> mine;
+      std::mt19937 rng(t + 1);
+      std::uniform_real_distribution<double> jitter(0.5, 1.0);
+      double backoff = 0.025;
       for (;;) {
         const uint64_t i = next.fetch_add(1);
         if (args.count ? i >= args.count : Clock::now() >= end) break;
@@ -86,13 +91,25 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
         req.mutable_b()->mutable_random()->set_seed(i + 1);
         gemm::v1::MultiplyResponse resp;
         const auto t0 = Clock::now();
-        grpc::Status st = client.Multiply(req, &resp);
+        int retries = 0;
+        grpc::Status st = client.Multiply(req, &resp, &retries);
         const double lat = std::chrono::duration<double>(Clock::now() - t0).count();
         grpc::StatusCode code = st.error_code();
         if (st.ok() && resp.verification().performed() && !resp.verification().passed()) {
           code = grpc::StatusCode::DATA_LOSS;  // counted as an error: wrong result
         }
-        mine.push_back({ci, lat, resp.timing().kernel_seconds(), resp.tflops(), code});
+        mine.push_back({ci, lat, resp.timing().kernel_seconds(), resp.tflops(), code, retries});
+        // gRPC already retried a refusal a few times: past that, this
+        // thread backs off (exponential, with jitter) instead of spinning.
+        if (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+          backoff = std::min(backoff * 2, 2.0);
+          auto wake = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(backoff * jitter(rng)));
+          if (!args.count && wake > end) wake = std::chrono::time_point_cast<Clock::duration>(end);  // ends on time
+          std::this_thread::sleep_until(wake);
+        } else {
+          backoff = 0.025;
+        }
       }
       std::lock_guard lock(mu);
       samples.insert(samples.end(), mine.begin(), mine.end());
@@ -103,13 +120,16 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
 
   nlohmann::json rows = nlohmann::json::array();
   size_t total_ok = 0;
+  uint64_t total_retries = 0;
   std::printf("%-18s %4s %7s %6s %9s %9s %9s %9s %10s %8s\n", "shape", "step", "ok", "errors", "req/s", "p50 ms",
               "p90 ms", "p99 ms", "kernel ms", "TFLOPS");
   for (size_t ci = 0; ci < combos.size(); ++ci) {
     std::vector<double> lat, kern, tf;
     std::map<std::string, uint64_t> errors;
+    uint64_t retries = 0;
     for (const auto& s : samples) {
       if (s.combo != ci) continue;
+      retries += static_cast<uint64_t>(s.retries);
       if (s.code == grpc::StatusCode::OK) {
         lat.push_back(s.latency);
         kern.push_back(s.kernel);
@@ -133,6 +153,7 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
                           {"step", c.step},
                           {"ok", lat.size()},
                           {"errors", errors},
+                          {"retries", retries},
                           {"requests_per_second", lat.size() / wall},
                           {"latency_p50_ms", Percentile(lat, 50) * 1e3},
                           {"latency_p90_ms", Percentile(lat, 90) * 1e3},
@@ -144,8 +165,11 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
                 nerr, lat.size() / wall, Percentile(lat, 50) * 1e3, Percentile(lat, 90) * 1e3,
                 Percentile(lat, 99) * 1e3, Percentile(kern, 50) * 1e3, Percentile(tf, 50));
     for (auto& [name, n] : errors) std::printf("    %lu x %s\n", n, name.c_str());
+    if (retries > 0) std::printf("    %lu retries by gRPC's retry policy (not errors)\n", retries);
+    total_retries += retries;
   }
-  std::printf("total: %zu ok of %zu in %.2f s, %.1f req/s\n", total_ok, samples.size(), wall, total_ok / wall);
+  std::printf("total: %zu ok of %zu in %.2f s, %.1f req/s, %lu retried\n", total_ok, samples.size(), wall,
+              total_ok / wall, total_retries);
 
   if (!args.json_file.empty()) {
     nlohmann::json doc = {{"wall_seconds", wall}, {"concurrency", args.concurrency}, {"results", rows}};

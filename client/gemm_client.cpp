@@ -1,6 +1,7 @@
 #include "gemm_client.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -9,6 +10,30 @@
 #include <vector>
 
 namespace gemmc {
+
+const char kRetryServiceConfig[] = R"({
+  "methodConfig": [{
+    "name": [{"service": "gemm.v1.GemmService", "method": "Multiply"},
+             {"service": "gemm.v1.GemmService", "method": "ListKernels"},
+             {"service": "gemm.v1.GemmService", "method": "ListMatrices"},
+             {"service": "gemm.v1.GemmService", "method": "DeleteMatrix"},
+             {"service": "gemm.v1.GemmService", "method": "DownloadMatrix"}],
+    "retryPolicy": {
+      "maxAttempts": 5,
+      "initialBackoff": "0.05s",
+      "maxBackoff": "2s",
+      "backoffMultiplier": 2.5,
+      "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]
+    }
+  }],
+  "retryThrottling": {"maxTokens": 20, "tokenRatio": 0.2}
+})";
+
+int RetriesOf(const grpc::ClientContext& ctx) {
+  const auto& trailers = ctx.GetServerTrailingMetadata();
+  const auto it = trailers.find("gemmd-previous-attempts");
+  return it == trailers.end() ? 0 : std::atoi(std::string(it->second.data(), it->second.size()).c_str());
+}
 
 std::string CodeName(grpc::StatusCode code) {
   static const char* const kNames[] = {
@@ -25,6 +50,7 @@ GemmClient::GemmClient(const ClientOptions& options) : options_(options) {
   args.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
   // dns:/// targets with several addresses spread calls over every replica.
   args.SetLoadBalancingPolicyName("round_robin");
+  if (options_.retries) args.SetServiceConfigJSON(kRetryServiceConfig);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (options_.use_tls || !options_.tls_ca.empty() || !options_.tls_cert.empty()) {
     grpc::SslCredentialsOptions ssl;
@@ -48,10 +74,13 @@ void GemmClient::Prepare(grpc::ClientContext* ctx) const {
   }
 }
 
-grpc::Status GemmClient::Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp) {
+grpc::Status GemmClient::Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
+                                  int* retries) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
-  return stub_->Multiply(&ctx, req, resp);
+  grpc::Status st = stub_->Multiply(&ctx, req, resp);
+  if (retries) *retries = RetriesOf(ctx);
+  return st;
 }
 
 namespace {

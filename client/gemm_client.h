@@ -27,7 +27,22 @@ struct ClientOptions {
   bool use_tls = false;
   std::string tls_ca, tls_cert, tls_key, tls_server_name;
   std::string token;  // sent as 'authorization: Bearer <token>' when set
+  // gRPC retries UNAVAILABLE and RESOURCE_EXHAUSTED with exponential backoff
+  // and jitter, within a retry-throttling budget (kRetryServiceConfig).
+  bool retries = true;
 };
+
+// The channel's service config: which calls gRPC itself retries, and how.
+// Multiply, ListKernels, ListMatrices, DeleteMatrix and DownloadMatrix are
+// retried: the statuses retried mean the server did not do the work (down,
+// draining, or its queue full). UploadMatrix is not: a retry would need the
+// whole stream kept to send again, so a caller restarts the upload itself.
+extern const char kRetryServiceConfig[];
+
+// How many times gRPC retried the call `ctx` made before the attempt that
+// got an answer: gemmd echoes gRPC's grpc-previous-rpc-attempts header in
+// its trailers as gemmd-previous-attempts. 0 for a first attempt.
+int RetriesOf(const grpc::ClientContext& ctx);
 
 // A Multiply's time on the client's side, contiguous: serialize, then the
 // call (sending, the server's work, receiving), then deserialize.
@@ -42,7 +57,9 @@ class GemmClient {
  public:
   explicit GemmClient(const ClientOptions& options);
 
-  grpc::Status Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp);
+  // `retries`, when given: how many times gRPC's retry policy retried it.
+  grpc::Status Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
+                        int* retries = nullptr);
   // The same call with the messages serialized and parsed here, through the
   // generic stub, so that each of the client's phases can be timed.
   grpc::Status MultiplyTimed(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,

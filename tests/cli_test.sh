@@ -86,6 +86,13 @@ grep -q "total: 80 ok of 80" "$work/bench" || { cat "$work/bench"; fail "bench";
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['results'])==2 and all(r['ok']==40 for r in d['results'])" "$work/bench.json" || fail "bench JSON"
 ok "bench"
 
+# Against a server that is not there, bench backs off instead of spinning:
+# 16 threads for a second make tens of calls, not hundreds of thousands.
+GEMM_TARGET=127.0.0.1:1 "$client" bench --duration 1 --concurrency 16 >"$work/dead" 2>&1 || true
+calls=$(grep -o "ok of [0-9]*" "$work/dead" | grep -o "[0-9]*$")
+[[ -n $calls && $calls -gt 0 && $calls -lt 1000 ]] || { cat "$work/dead"; fail "bench against a dead server: $calls calls"; }
+ok "bench backs off from a dead server ($calls calls in 1 s)"
+
 # The real binary's /metrics, scraped as Prometheus does (a scrape once
 # crashed gemmd while an in-process test passed: static TLS vs civetweb's stacks).
 metrics=$(curl -sf "$GEMMD_METRICS_URL") || fail "scraping $GEMMD_METRICS_URL failed"

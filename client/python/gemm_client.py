@@ -10,6 +10,7 @@ stubs CMake generates into build/python (put it on PYTHONPATH). Inputs go
 inline when they fit one message, else through chunked uploads to handles.
 """
 import argparse
+import json
 import sys
 
 import grpc
@@ -20,17 +21,35 @@ from gemm.v1 import gemm_pb2, gemm_pb2_grpc
 _OVERHEAD = 64 * 1024
 
 
+# The same policy as the C++ client's (client/gemm_client.cpp, kRetryServiceConfig):
+# refusals that mean the server did not do the work are retried with
+# exponential backoff and jitter, within a throttling budget. UploadMatrix is
+# left out: a retry would need the whole stream kept to send again.
+_RETRIED = ("Multiply", "ListKernels", "ListMatrices", "DeleteMatrix", "DownloadMatrix")
+RETRY_SERVICE_CONFIG = json.dumps({
+    "methodConfig": [{
+        "name": [{"service": "gemm.v1.GemmService", "method": m} for m in _RETRIED],
+        "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "2s",
+                        "backoffMultiplier": 2.5, "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]},
+    }],
+    "retryThrottling": {"maxTokens": 20, "tokenRatio": 0.2},
+})
+
+
 class GemmClient:
     def __init__(self, target, max_message_bytes=64 << 20, timeout=None, *, tls=False,
                  root_certificates=None, certificate_chain=None, private_key=None,
-                 server_name=None, token=None):
+                 server_name=None, token=None, retries=True):
         """TLS when `tls` or any PEM (bytes) is given: root_certificates is the CA
         that signed the server (None: the system's), certificate_chain and
         private_key the client's for mutual TLS. `token` is sent on every call
-        as 'authorization: Bearer <token>'."""
+        as 'authorization: Bearer <token>'. `retries`: gRPC retries refusals
+        (UNAVAILABLE, RESOURCE_EXHAUSTED) with backoff, as gemm-client does."""
         opts = [("grpc.max_send_message_length", max_message_bytes),
                 ("grpc.max_receive_message_length", max_message_bytes),
                 ("grpc.lb_policy_name", "round_robin")]
+        if retries:
+            opts += [("grpc.enable_retries", 1), ("grpc.service_config", RETRY_SERVICE_CONFIG)]
         if tls or root_certificates or certificate_chain:
             if server_name:
                 opts.append(("grpc.ssl_target_name_override", server_name))

@@ -110,6 +110,11 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
                                                 MultiplyResponse* resp) {
   Caller caller;
   if (auto* rejected = RejectUnauthenticated("Multiply", ctx, &caller)) return rejected;
+  // A client's gRPC retry policy marks retried attempts; echoed back so the
+  // client can count its retries (gemmc::RetriesOf).
+  if (const auto it = ctx->client_metadata().find("grpc-previous-rpc-attempts"); it != ctx->client_metadata().end()) {
+    ctx->AddTrailingMetadata("gemmd-previous-attempts", std::string(it->second.data(), it->second.size()));
+  }
   auto call = std::make_shared<MultiplyCall>();
   call->ctx = ctx;
   call->caller = caller;

@@ -17,10 +17,15 @@ FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu24.04
 RUN groupadd --system --gid 10001 gemmd \
  && useradd --system --uid 10001 --gid gemmd --no-create-home --shell /usr/sbin/nologin gemmd
 COPY --from=build /opt/gemmd /opt/gemmd
+# Stored matrices live on this volume (--matrix-dir), so handles survive a
+# container restart: a crash, kill -9, or exit 3 after a sticky GPU fault.
+RUN mkdir -p /var/lib/gemmd/matrices && chown -R 10001:10001 /var/lib/gemmd
+VOLUME ["/var/lib/gemmd"]
 ENV PATH=/opt/gemmd/bin:${PATH} \
     LD_LIBRARY_PATH=/opt/gemmd/lib:${LD_LIBRARY_PATH} \
     GEMMD_LISTEN=0.0.0.0:50051 \
     GEMMD_METRICS_LISTEN=0.0.0.0:9464 \
+    GEMMD_MATRIX_DIR=/var/lib/gemmd/matrices \
     GEMM_TARGET=127.0.0.1:50051
 USER 10001:10001
 EXPOSE 50051 9464

@@ -40,6 +40,10 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
       ->envname("GEMMD_MATRIX_QUOTA_BYTES")->transform(size)->capture_default_str();
   app.add_option("--max-matrices", c.max_matrices, "stored matrices at a time (each also holds quota)")
       ->envname("GEMMD_MAX_MATRICES")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))->capture_default_str();
+  app.add_option("--matrix-dir", c.matrix_dir,
+                 "keep stored matrices on disk here too, so handles survive a restart, a crash or kill -9 (an upload "
+                 "is acknowledged once its file is fsynced); empty keeps them in memory only")
+      ->envname("GEMMD_MATRIX_DIR");
   app.add_option("--max-repeats", c.max_repeats, "largest repeat count of one request")
       ->envname("GEMMD_MAX_REPEATS")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--shutdown-grace-seconds", c.shutdown_grace_seconds,

@@ -20,6 +20,7 @@ struct ServerConfig {
   uint64_t max_request_bytes = 4ull << 30;        // A + B + D of one Multiply
   uint64_t matrix_quota_bytes = 8ull << 30;       // all stored matrices together
   uint64_t max_matrices = 10000;                  // stored matrices at a time
+  std::string matrix_dir;                         // stored matrices also on disk here; "" = memory only
   uint32_t max_repeats = 100;
   double shutdown_grace_seconds = 30;             // in-flight work gets this long
   double stream_idle_seconds = 60;                // a stalled upload/download is cancelled after this

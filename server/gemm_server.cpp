@@ -1,5 +1,7 @@
 #include "gemm_server.h"
 
+#include "engine/matrix_files.h"
+
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
@@ -103,6 +105,15 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
 GemmServer::~GemmServer() { Shutdown(std::chrono::seconds(0)); }
 
 absl::Status GemmServer::Start() {
+  if (!config_.matrix_dir.empty()) {
+    auto files = MatrixFiles::Open(config_.matrix_dir);
+    if (!files.ok()) return files.status();
+    const auto start = std::chrono::steady_clock::now();
+    const size_t loaded = store_->AttachFiles(std::move(*files));
+    spdlog::info("stored matrices kept in {}: {} loaded ({} bytes) in {:.0f} ms", config_.matrix_dir, loaded,
+                 store_->used_bytes(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
   if (!config_.metrics_listen.empty()) {
     try {
       metrics_.Serve(config_.metrics_listen);

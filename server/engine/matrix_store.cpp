@@ -6,6 +6,9 @@
 #include <new>
 #include <random>
 
+#include <spdlog/spdlog.h>
+
+#include "engine/matrix_files.h"
 #include "gemm/random_fill.h"
 
 namespace gemmd {
@@ -110,11 +113,20 @@ absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMat
                                       " of " + std::to_string(pending->bytes()) +
                                       " bytes (rows*cols*2); the matrix was discarded");
   }
+  std::shared_ptr<StoredMatrix> m = std::move(pending->matrix_);
+  {
+    std::lock_guard lock(mu_);
+    m->desc_.handle = NewHandle();
+  }
+  // On disk before anyone learns the handle (outside the lock: a big write
+  // must not hold up every other call). On failure the matrix is dropped
+  // and its quota returns.
+  if (files_) {
+    if (auto st = files_->Write(m->desc_, m->data()); !st.ok()) return st;
+  }
   MatrixDescription desc;
   {
     std::lock_guard lock(mu_);
-    std::shared_ptr<StoredMatrix> m = std::move(pending->matrix_);
-    m->desc_.handle = NewHandle();
     matrices_.emplace(m->desc_.handle, m);
     desc = m->desc_;
   }
@@ -122,9 +134,42 @@ absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMat
   return desc;
 }
 
+size_t MatrixStore::AttachFiles(std::unique_ptr<MatrixFiles> files) {
+  size_t loaded = 0;
+  auto damaged = files->LoadAll([&](const MatrixDescription& desc, std::string data) {
+    auto m = std::make_shared<StoredMatrix>();
+    const uint64_t charge = Charge(desc.bytes, desc.label.size());
+    usage_->bytes.fetch_add(charge);
+    usage_->matrices.fetch_add(1);
+    m->reservation_ = std::make_unique<QuotaReservation>(usage_, charge, [this] { Publish(); });
+    m->desc_ = desc;
+    m->data_.reset(new uint16_t[desc.bytes / 2]);
+    std::memcpy(m->data_.get(), data.data(), desc.bytes);
+    std::lock_guard lock(mu_);
+    matrices_.emplace(desc.handle, std::move(m));
+    ++loaded;
+  });
+  {
+    std::lock_guard lock(mu_);
+    files_ = std::move(files);
+    damaged_ = std::move(damaged);
+  }
+  if (usage_->bytes.load() > quota_) {
+    spdlog::warn("the stored matrices take {} bytes, over the quota of {}: new uploads are refused until some are "
+                 "deleted",
+                 usage_->bytes.load(), quota_);
+  }
+  Publish();
+  return loaded;
+}
+
 absl::StatusOr<std::shared_ptr<const StoredMatrix>> MatrixStore::Get(std::string_view handle,
                                                                       const Caller& caller) const {
   std::lock_guard lock(mu_);
+  if (auto bad = damaged_.find(handle); bad != damaged_.end()) {
+    return absl::DataLossError("matrix '" + std::string(handle) + "' was lost: its file failed its check at start-up (" +
+                               bad->second + ") and was set aside; upload it again");
+  }
   auto it = matrices_.find(handle);
   if (it == matrices_.end() || !caller.Sees(it->second->description())) {  // another's: as if absent
     return absl::NotFoundError("no matrix with handle '" + std::string(handle) +
@@ -137,6 +182,10 @@ absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle, const Call
   std::shared_ptr<StoredMatrix> victim;  // freed outside the lock
   {
     std::lock_guard lock(mu_);
+    if (auto bad = damaged_.find(handle); bad != damaged_.end()) {  // forgotten; its .corrupt file stays
+      damaged_.erase(bad);
+      return 0;
+    }
     auto it = matrices_.find(handle);
     if (it == matrices_.end() || !caller.Sees(it->second->description())) {
       return absl::NotFoundError("no matrix with handle '" + std::string(handle) +
@@ -145,6 +194,7 @@ absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle, const Call
     victim = std::move(it->second);
     matrices_.erase(it);
   }
+  if (files_) files_->Remove(victim->description().handle);
   const uint64_t bytes = victim->description().bytes;
   victim.reset();  // frees now unless a running GEMM still reads it
   Publish();

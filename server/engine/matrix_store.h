@@ -36,6 +36,7 @@ struct Caller {
 };
 
 class MatrixStore;
+class MatrixFiles;
 
 // What the store's matrices hold, pending ones included.
 struct StoreUsage {
@@ -132,6 +133,11 @@ class MatrixStore {
   // for the first), at most `limit`.
   std::vector<MatrixDescription> List(const Caller& caller, std::string_view after = {},
                                       size_t limit = SIZE_MAX) const;
+  // Keeps every matrix on disk too (matrix_files.h), and serves the ones
+  // already there: call once, before the store is used. Returns how many
+  // were loaded; damaged files answer DATA_LOSS from then on.
+  size_t AttachFiles(std::unique_ptr<MatrixFiles> files);
+
   uint64_t used_bytes() const { return usage_->bytes.load(); }
   uint64_t quota_bytes() const { return quota_; }
   size_t max_matrices() const { return max_matrices_; }
@@ -147,6 +153,8 @@ class MatrixStore {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<StoredMatrix>, std::less<>> matrices_;
   uint64_t rng_state_;
+  std::unique_ptr<MatrixFiles> files_;  // null: memory only
+  std::map<std::string, std::string, std::less<>> damaged_;  // handle -> why its file was set aside
 };
 
 }  // namespace gemmd

@@ -1,0 +1,165 @@
+#include "engine/matrix_files.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace gemmd {
+namespace {
+
+constexpr char kMagic[8] = {'G', 'E', 'M', 'M', 'D', 'M', 'A', 'T'};
+constexpr uint32_t kVersion = 1;
+
+// The fixed part of the header, little-endian as written by this x86/ARM host.
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t owner_bytes;
+  uint32_t label_bytes;
+  uint32_t reserved;
+  int64_t rows;
+  int64_t cols;
+};
+static_assert(sizeof(Header) == 40);
+
+uint32_t Crc(uint32_t crc, const void* data, size_t bytes) {
+  return static_cast<uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), bytes));
+}
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+bool WriteAll(int fd, const void* data, size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool SyncDir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return false;
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MatrixFiles>> MatrixFiles::Open(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::FailedPreconditionError("--matrix-dir " + dir + ": " + ec.message());
+  const std::string probe = dir + "/.gemmd-probe";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return absl::FailedPreconditionError(Errno("--matrix-dir " + dir + " is not writable"));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return std::unique_ptr<MatrixFiles>(new MatrixFiles(dir));
+}
+
+absl::Status MatrixFiles::Write(const MatrixDescription& desc, const uint16_t* data) const {
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kVersion;
+  h.owner_bytes = static_cast<uint32_t>(desc.owner.size());
+  h.label_bytes = static_cast<uint32_t>(desc.label.size());
+  h.rows = desc.rows;
+  h.cols = desc.cols;
+  uint32_t crc = Crc(0, &h, sizeof h);
+  crc = Crc(crc, desc.owner.data(), desc.owner.size());
+  crc = Crc(crc, desc.label.data(), desc.label.size());
+  crc = Crc(crc, data, desc.bytes);
+
+  const std::string path = PathOf(desc.handle), tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::UnavailableError(Errno("cannot store the matrix in " + dir_));
+  bool ok = WriteAll(fd, &h, sizeof h) && WriteAll(fd, desc.owner.data(), desc.owner.size()) &&
+            WriteAll(fd, desc.label.data(), desc.label.size()) && WriteAll(fd, data, desc.bytes) &&
+            WriteAll(fd, &crc, sizeof crc) && ::fsync(fd) == 0;
+  int error = ok ? 0 : errno;
+  ::close(fd);
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false, error = errno;
+  if (ok && !SyncDir(dir_)) ok = false, error = errno;
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    errno = error;
+    const std::string why = Errno("cannot store the matrix in " + dir_);
+    return error == ENOSPC ? absl::ResourceExhaustedError(why + " (disk full)") : absl::UnavailableError(why);
+  }
+  return absl::OkStatus();
+}
+
+void MatrixFiles::Remove(const std::string& handle) const {
+  if (::unlink(PathOf(handle).c_str()) == 0) SyncDir(dir_);
+}
+
+std::map<std::string, std::string, std::less<>> MatrixFiles::LoadAll(const Loader& load) const {
+  std::map<std::string, std::string, std::less<>> bad;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".tmp") {  // an upload that never finished
+      std::filesystem::remove(entry.path(), ec);
+      continue;
+    }
+    if (name.size() > 13 && name.substr(name.size() - 13) == ".gemm.corrupt") {  // set aside at an earlier start
+      bad.emplace(name.substr(0, name.size() - 13), "its file failed its check at an earlier start");
+      continue;
+    }
+    if (name.size() <= 5 || name.substr(name.size() - 5) != ".gemm") continue;
+    const std::string handle = name.substr(0, name.size() - 5);
+    std::string bytes;
+    {
+      std::ifstream in(entry.path(), std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    std::string why;
+    Header h{};
+    if (bytes.size() < sizeof h + sizeof(uint32_t)) {
+      why = "shorter than a header";
+    } else {
+      std::memcpy(&h, bytes.data(), sizeof h);
+      const uint64_t body = bytes.size() - sizeof h - sizeof(uint32_t);
+      uint32_t stored = 0;
+      std::memcpy(&stored, bytes.data() + bytes.size() - sizeof stored, sizeof stored);
+      if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion) {
+        why = "not a gemmd matrix file of version " + std::to_string(kVersion);
+      } else if (h.rows < 1 || h.cols < 1 || uint64_t{h.owner_bytes} + h.label_bytes > body ||
+                 body - h.owner_bytes - h.label_bytes != static_cast<uint64_t>(h.rows) * h.cols * 2) {
+        why = "its size does not match its header";
+      } else if (Crc(0, bytes.data(), bytes.size() - sizeof stored) != stored) {
+        why = "its checksum does not match its contents";
+      }
+    }
+    if (!why.empty()) {
+      std::filesystem::rename(entry.path(), entry.path().string() + ".corrupt", ec);
+      spdlog::error("stored matrix {} is damaged ({}); set aside as {}.corrupt, its handle answers DATA_LOSS", handle,
+                    why, name);
+      bad.emplace(handle, why);
+      continue;
+    }
+    MatrixDescription desc;
+    desc.handle = handle;
+    desc.rows = h.rows;
+    desc.cols = h.cols;
+    desc.bytes = static_cast<uint64_t>(h.rows) * h.cols * 2;
+    desc.owner = bytes.substr(sizeof h, h.owner_bytes);
+    desc.label = bytes.substr(sizeof h + h.owner_bytes, h.label_bytes);
+    load(desc, bytes.substr(sizeof h + h.owner_bytes + h.label_bytes, desc.bytes));
+  }
+  return bad;
+}
+
+}  // namespace gemmd

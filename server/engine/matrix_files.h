@@ -1,0 +1,48 @@
+// Stored matrices on disk (--matrix-dir), so that handles outlive the
+// process: a crash, a kill -9, an exit 3 after a sticky GPU fault, a
+// container restart. One file per matrix, `<handle>.gemm`: a header (magic,
+// version, shape, owner, label), the fp16 data, and a CRC-32 of everything
+// before it. A file is written under a temporary name, fsynced, renamed
+// and its directory fsynced before the upload is acknowledged, so a file
+// with the final name is always whole; a torn write leaves a `.tmp`, which
+// the next start removes. A file whose checksum fails is never served: it
+// is renamed `<handle>.gemm.corrupt` and the handle answers DATA_LOSS.
+#pragma once
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "engine/matrix_store.h"
+
+namespace gemmd {
+
+class MatrixFiles {
+ public:
+  // Creates `dir` if needed; FAILED_PRECONDITION if it cannot be written.
+  static absl::StatusOr<std::unique_ptr<MatrixFiles>> Open(const std::string& dir);
+
+  // Writes `desc`'s matrix durably (returns once it is on disk).
+  absl::Status Write(const MatrixDescription& desc, const uint16_t* data) const;
+  // Removes the matrix's file; OK if there is none.
+  void Remove(const std::string& handle) const;
+
+  // Every stored matrix, checked: `load(desc, data)` for each good one; the
+  // bad ones are set aside and returned, handle -> what was wrong.
+  using Loader = std::function<void(const MatrixDescription&, std::string data)>;
+  std::map<std::string, std::string, std::less<>> LoadAll(const Loader& load) const;
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  explicit MatrixFiles(std::string dir) : dir_(std::move(dir)) {}
+  std::string PathOf(const std::string& handle) const { return dir_ + "/" + handle + ".gemm"; }
+
+  std::string dir_;
+};
+
+}  // namespace gemmd

@@ -43,6 +43,11 @@ Metrics::Metrics()
                                "and H2D, or generation), compute (the repeats and the verification), download, "
                                "reply")
                          .Register(*registry_)),
+      refusal_seconds_(BuildHistogram()
+                           .Name("gemm_refusal_duration_seconds")
+                           .Help("How long the server took to refuse an RPC with RESOURCE_EXHAUSTED (queue or "
+                                 "quota full), arrival to reply: refusals must be prompt under overload")
+                           .Register(*registry_)),
       flops_(BuildCounter()
                  .Name("gemm_floating_point_operations_total")
                  .Help("2*m*n*k per kernel run; rate() gives sustained FLOP/s")
@@ -130,6 +135,7 @@ void Metrics::RecordRequest(const std::string& method, std::optional<int64_t> st
   const std::string label = step ? StepLabel(*step) : "";
   requests_.Add({{"method", method}, {"step", label}, {"code", code}}).Increment();
   request_seconds_.Add({{"method", method}, {"step", label}}, LatencyBuckets()).Observe(seconds);
+  if (code == "RESOURCE_EXHAUSTED") refusal_seconds_.Add({{"method", method}}, LatencyBuckets()).Observe(seconds);
 }
 
 void Metrics::RecordPhase(const std::string& phase, double seconds) {

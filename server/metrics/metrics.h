@@ -62,6 +62,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& request_seconds_;
   prometheus::Family<prometheus::Histogram>& kernel_seconds_;
   prometheus::Family<prometheus::Histogram>& phase_seconds_;
+  prometheus::Family<prometheus::Histogram>& refusal_seconds_;
   prometheus::Family<prometheus::Counter>& flops_;
   prometheus::Family<prometheus::Counter>& gemms_;
   prometheus::Family<prometheus::Counter>& verification_failures_;

@@ -10,14 +10,15 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev prometheus-cpp-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
-  libopenblas-dev libfp16-dev libcurl4-openssl-dev
+  libopenblas-dev libfp16-dev libcurl4-openssl-dev zlib1g-dev
   libgtest-dev libgmock-dev python3
 )
 if [[ ${1:-all} != build ]]; then
   # Tests: the Python client, the ladder plot, TLS certificates made per run,
-  # a real Prometheus (and promtool) scraping the server, manifest linting.
+  # a real Prometheus (and promtool) scraping the server, manifest linting,
+  # clang and its libFuzzer runtime for the fuzz targets.
   packages+=(curl openssl python3-grpcio python3-protobuf python3-numpy python3-matplotlib python3-yaml
-             prometheus yamllint)
+             prometheus yamllint clang libclang-rt-14-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

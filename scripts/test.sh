@@ -3,7 +3,8 @@
 # every test; then the same suite again under AddressSanitizer and
 # LeakSanitizer, so a leak or memory error fails the run. GPU tests skip
 # with a reason on machines without a GPU. Set GEMMD_SKIP_SANITIZE=1 to skip
-# the second pass.
+# the second pass. Last, the libFuzzer targets run for FUZZ_SECONDS each
+# (scripts/fuzz.sh; GEMMD_SKIP_FUZZ=1 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -12,4 +13,7 @@ scripts/build.sh
 if [[ ${GEMMD_SKIP_SANITIZE:-0} != 1 ]]; then
   GEMMD_BUILD_DIR=build-asan scripts/build.sh -DGEMMD_SANITIZE=ON -DGEMMD_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
   (cd build-asan && ctest --output-on-failure -j "$(nproc)")
+fi
+if [[ ${GEMMD_SKIP_FUZZ:-0} != 1 ]]; then
+  scripts/fuzz.sh
 fi

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/gemm_service.h"  // ToGrpc
+#include "api/upload_session.h"
 
 namespace gemmd {
 
@@ -43,7 +44,13 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
  public:
   UploadReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Metrics& metrics, StreamWatchdog& watchdog,
                 Caller owner, MatrixInfo* resp)
-      : ctx_(ctx), store_(store), metrics_(metrics), watchdog_(watchdog), owner_(std::move(owner)), resp_(resp) {
+      : ctx_(ctx),
+        store_(store),
+        metrics_(metrics),
+        watchdog_(watchdog),
+        owner_(owner),
+        resp_(resp),
+        session_(store, std::move(owner)) {
     watch_ = watchdog_.Watch([this] {
       idle_ = true;
       ctx_->TryCancel();
@@ -55,28 +62,12 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
     watchdog_.Touch(watch_);
     if (!ok) {  // the client closed its side: the upload is complete, or short
       if (idle_) return Done(IdleError(watchdog_, "upload sent nothing"));
-      if (!pending_) return Done(absl::InvalidArgumentError("upload stream ended before its header"));
-      if (ctx_->IsCancelled()) return Done(absl::CancelledError("the client cancelled the upload"));
-      auto desc = store_.Commit(std::move(pending_));
+      auto desc = session_.Finish();
       if (!desc.ok()) return Done(desc.status());
       FillInfo(*desc, resp_);
       return Done(absl::OkStatus());
     }
-    if (!pending_) {
-      if (!msg_.has_header()) {
-        return Done(absl::InvalidArgumentError("the first UploadMatrix message must carry the header"));
-      }
-      const auto& h = msg_.header();
-      if (h.rows() < 1 || h.cols() < 1) {
-        return Done(absl::InvalidArgumentError("header.rows and header.cols must be >= 1, got " +
-                                               std::to_string(h.rows()) + "x" + std::to_string(h.cols())));
-      }
-      auto pending = store_.Reserve(h.rows(), h.cols(), h.label(), owner_.identity);
-      if (!pending.ok()) return Done(pending.status());
-      pending_ = std::move(*pending);
-      detail_ = "shape=" + std::to_string(h.rows()) + "x" + std::to_string(h.cols());
-    }
-    if (auto st = pending_->Append(msg_.data()); !st.ok()) return Done(st);
+    if (auto st = session_.OnMessage(msg_); !st.ok()) return Done(st);
     msg_.Clear();
     StartRead(&msg_);
   }
@@ -91,11 +82,11 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
 
  private:
   void Done(const absl::Status& status) {
-    pending_.reset();  // a broken upload gives its quota back at once
+    session_.Abandon();  // a broken upload gives its quota back at once
     const double seconds = SecondsSince(start_);
     metrics_.RecordRequest("UploadMatrix", std::nullopt, CodeName(status.code()), seconds);
     spdlog::info("UploadMatrix status={} latency_ms={:.3f} {} handle={}{}", CodeName(status.code()),
-                 seconds * 1e3, detail_, resp_->handle(),
+                 seconds * 1e3, session_.detail(), resp_->handle(),
                  status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
     Finish(ToGrpc(status));
   }
@@ -109,8 +100,7 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
   MatrixInfo* resp_;
   std::atomic<bool> cancelled_{false}, idle_{false};
   gemm::v1::UploadMatrixRequest msg_;
-  std::unique_ptr<PendingMatrix> pending_;
-  std::string detail_;
+  UploadSession session_;
   Clock::time_point start_ = Clock::now();
 };
 

@@ -1,0 +1,26 @@
+#include "api/upload_session.h"
+
+namespace gemmd {
+
+absl::Status UploadSession::OnMessage(const gemm::v1::UploadMatrixRequest& msg) {
+  if (!pending_) {
+    if (!msg.has_header()) return absl::InvalidArgumentError("the first UploadMatrix message must carry the header");
+    const auto& h = msg.header();
+    if (h.rows() < 1 || h.cols() < 1) {
+      return absl::InvalidArgumentError("header.rows and header.cols must be >= 1, got " + std::to_string(h.rows()) +
+                                        "x" + std::to_string(h.cols()));
+    }
+    auto pending = store_.Reserve(h.rows(), h.cols(), h.label(), owner_.identity);
+    if (!pending.ok()) return pending.status();
+    pending_ = std::move(*pending);
+    detail_ = "shape=" + std::to_string(h.rows()) + "x" + std::to_string(h.cols());
+  }
+  return pending_->Append(msg.data());
+}
+
+absl::StatusOr<MatrixDescription> UploadSession::Finish() {
+  if (!pending_) return absl::InvalidArgumentError("upload stream ended before its header");
+  return store_.Commit(std::move(pending_));
+}
+
+}  // namespace gemmd

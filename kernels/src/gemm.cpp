@@ -24,8 +24,10 @@ std::string CublasError(const char* what, cublasStatus_t s) {
 }
 
 // The kernel of `step` for this device's family: sm_90a on compute
-// capability 9.x, sm_100a on 10.x.
+// capability 9.0, sm_100a on 10.0. Arch-specific ("a") code runs on exactly
+// that compute capability: a 10.3 part (B300) cannot load sm_100a kernels.
 const detail::LadderKernel* FindLadderKernel(int step, const DeviceContext& ctx) {
+  if (ctx.cc_minor != 0) return nullptr;
   for (auto family : {detail::Sm90Kernels(), detail::Sm100Kernels()}) {
     for (const auto& k : family) {
       if (k.step == step && k.cc_major == ctx.cc_major) return &k;
@@ -86,7 +88,7 @@ std::string CreateContext(int device, DeviceContext* ctx) {
   }
   for (auto family : {detail::Sm90Kernels(), detail::Sm100Kernels()}) {
     for (const auto& k : family) {
-      if (k.cc_major != ctx->cc_major || k.prepare == nullptr) continue;
+      if (k.cc_major != ctx->cc_major || ctx->cc_minor != 0 || k.prepare == nullptr) continue;  // none load there
       if (auto e = k.prepare(); e != cudaSuccess) return CudaError("kernel attribute", e);
     }
   }
@@ -105,6 +107,11 @@ StepSupport Supports(int step, const DeviceContext& ctx) {
   if (ctx.cc_major != 9 && ctx.cc_major != 10) {
     return {false, "runs on NVIDIA " + std::string(GpuFamilies(step)) + " GPUs; this one is sm_" +
                        std::to_string(ctx.cc_major) + std::to_string(ctx.cc_minor)};
+  }
+  if (ctx.cc_minor != 0) {
+    return {false, "runs on NVIDIA " + std::string(GpuFamilies(step)) + " GPUs (compute capability 9.0 or 10.0); "
+                   "this one is sm_" + std::to_string(ctx.cc_major) + std::to_string(ctx.cc_minor) + ", which cannot "
+                   "load those arch-specific kernels", ""};
   }
   const std::string family = "sm_" + std::to_string(ctx.cc_major) + "0a";
   if (FindLadderKernel(step, ctx) == nullptr) return {false, "has no " + family + " kernel in this build yet", ""};

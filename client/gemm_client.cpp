@@ -5,7 +5,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -113,16 +112,15 @@ void GemmClient::SerializeWithoutCopyingData(const gemm::v1::MultiplyRequest& re
   rest.set_repeats(req.repeats());
   rest.set_benchmark(req.benchmark());
   std::vector<std::pair<uint64_t, const std::string*>> inline_data;
-  for (auto [field, op, copy] : {std::tuple{uint64_t{2}, &req.a(), rest.mutable_a()},
-                                 std::tuple{uint64_t{3}, &req.b(), rest.mutable_b()}}) {
-    if (op->source_case() == gemm::v1::Operand::kData) {
-      inline_data.emplace_back(field, &op->data());
+  auto take = [&](uint64_t field, const gemm::v1::Operand& op, gemm::v1::Operand* (gemm::v1::MultiplyRequest::*copy)()) {
+    if (op.source_case() == gemm::v1::Operand::kData) {
+      inline_data.emplace_back(field, &op.data());
     } else {
-      *copy = *op;
+      *(rest.*copy)() = op;
     }
-  }
-  if (req.a().source_case() == gemm::v1::Operand::kData) rest.clear_a();
-  if (req.b().source_case() == gemm::v1::Operand::kData) rest.clear_b();
+  };
+  take(2, req.a(), &gemm::v1::MultiplyRequest::mutable_a);
+  take(3, req.b(), &gemm::v1::MultiplyRequest::mutable_b);
 
   std::vector<grpc::Slice> slices;
   slices.emplace_back(rest.SerializeAsString());

@@ -16,40 +16,27 @@ namespace {
 using namespace gemmd::testing;
 using gemm::v1::MultiplyResponse;
 
-class ClientRetryTest : public ServerFixture {
+class ClientRetryTest : public GatedServerFixture {
  protected:
-  void SetUp() override {
-    auto engine = std::make_unique<GatedEngine>();
-    gate_ = engine.get();
-    ServerConfig c = LoopbackConfig();
-    c.queue_capacity = 1;
-    StartServer(c, std::move(engine));
-  }
-  void TearDown() override {
-    gate_->Open();
-    ServerFixture::TearDown();
-  }
-  gemmc::ClientOptions Options(bool retries) const {
+  gemmc::ClientOptions Options(bool retries) {
     gemmc::ClientOptions o;
-    o.target = "127.0.0.1:" + std::to_string(const_cast<ClientRetryTest*>(this)->server().port());
+    o.target = "127.0.0.1:" + std::to_string(server().port());
     o.retries = retries;
     return o;
   }
   // One request holds the device at the gate, a second fills the queue.
-  void FillDeviceAndQueue(std::thread* first, std::thread* second) {
-    gate_->Close();
-    *first = std::thread([this] { MultiplyResponse r; (void)client().Multiply(SeededRequest(8, 8, 8, 1, 1), &r); });
-    gate_->WaitArrived(1);
+  std::unique_ptr<HeldRequest> FillDeviceAndQueue(std::thread* second) {
+    auto held = HoldDevice();
     *second = std::thread([this] { MultiplyResponse r; (void)client().Multiply(SeededRequest(8, 8, 8, 2, 2), &r); });
     for (int i = 0; i < 1000 && server().queued() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    ASSERT_EQ(server().queued(), 1u);
+    EXPECT_EQ(server().queued(), 1u);
+    return held;
   }
-  GatedEngine* gate_ = nullptr;
 };
 
 TEST_F(ClientRetryTest, AFullQueueIsRetriedUntilThereIsRoom) {
-  std::thread first, second;
-  FillDeviceAndQueue(&first, &second);
+  std::thread second;
+  auto held = FillDeviceAndQueue(&second);
   // The gate opens 10 ms into the third call's first backoff (50 ms at most,
   // jittered): its first attempt is refused, a later one finds room.
   std::thread opener([this] {
@@ -61,7 +48,7 @@ TEST_F(ClientRetryTest, AFullQueueIsRetriedUntilThereIsRoom) {
   int retries = -1;
   const grpc::Status st = retrying.Multiply(SeededRequest(8, 8, 8, 3, 3), &r, &retries);
   opener.join();
-  first.join();
+  held->thread.join();
   second.join();
   EXPECT_TRUE(st.ok()) << gemmc::CodeName(st.error_code()) << ": " << st.error_message();
   EXPECT_TRUE(r.verification().passed());
@@ -69,16 +56,15 @@ TEST_F(ClientRetryTest, AFullQueueIsRetriedUntilThereIsRoom) {
 }
 
 TEST_F(ClientRetryTest, WithoutThePolicyTheRefusalComesStraightBack) {
-  std::thread first, second;
-  FillDeviceAndQueue(&first, &second);
+  std::thread second;
+  auto held = FillDeviceAndQueue(&second);
   gemmc::GemmClient plain(Options(false));
   MultiplyResponse r;
   const auto start = std::chrono::steady_clock::now();
   const grpc::Status st = plain.Multiply(SeededRequest(8, 8, 8, 3, 3), &r);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
-  gate_->Open();
-  first.join();
+  EXPECT_TRUE(ReleaseDevice(*held).ok());
   second.join();
 }
 

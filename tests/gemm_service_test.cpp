@@ -469,43 +469,7 @@ TEST_F(WideLimitsTest, DimensionsWhoseProductOverflowsAreRefused) {
 
 // ------------------------------------ queueing, deadlines, cancellation
 
-class GatedServiceTest : public ServerFixture {
- protected:
-  void SetUp() override {
-    auto engine = std::make_unique<GatedEngine>();
-    gate_ = engine.get();
-    ServerConfig c = LoopbackConfig();
-    c.queue_capacity = 1;
-    StartServer(c, std::move(engine));
-  }
-  void TearDown() override {
-    gate_->Open();
-    ServerFixture::TearDown();
-  }
-  // A request sent from a thread while the gate is closed: it holds the
-  // (only) device until ReleaseDevice.
-  struct HeldRequest {
-    grpc::Status status;
-    MultiplyResponse resp;
-    std::thread thread;
-  };
-  std::unique_ptr<HeldRequest> HoldDevice() {
-    gate_->Close();
-    auto held = std::make_unique<HeldRequest>();
-    held->thread = std::thread([this, h = held.get()] {
-      h->status = client().Multiply(RandomRequest(8, 8, 8, 1), &h->resp);
-    });
-    gate_->WaitArrived(1);
-    return held;
-  }
-  // Opens the gate; the held request's status once it is answered.
-  grpc::Status ReleaseDevice(HeldRequest& held) {
-    gate_->Open();
-    held.thread.join();
-    return held.status;
-  }
-  GatedEngine* gate_ = nullptr;
-};
+using GatedServiceTest = GatedServerFixture;
 
 TEST_F(GatedServiceTest, AFullQueueIsResourceExhausted) {
   auto held = HoldDevice();

@@ -140,4 +140,45 @@ class ServerFixture : public ::testing::Test {
   std::unique_ptr<gemmc::GemmClient> client_;
 };
 
+// A server whose one device runs at a gate (GatedEngine) and whose queue
+// holds one request: HoldDevice keeps the device busy until ReleaseDevice,
+// so tests can fill the queue, let deadlines pass or cancel on cue.
+class GatedServerFixture : public ServerFixture {
+ protected:
+  void SetUp() override {
+    auto engine = std::make_unique<GatedEngine>();
+    gate_ = engine.get();
+    ServerConfig c = LoopbackConfig();
+    c.queue_capacity = 1;
+    StartServer(c, std::move(engine));
+  }
+  void TearDown() override {
+    gate_->Open();
+    ServerFixture::TearDown();
+  }
+  // A request sent from a thread while the gate is closed: it holds the
+  // (only) device until ReleaseDevice.
+  struct HeldRequest {
+    grpc::Status status;
+    gemm::v1::MultiplyResponse resp;
+    std::thread thread;
+  };
+  std::unique_ptr<HeldRequest> HoldDevice() {
+    gate_->Close();
+    auto held = std::make_unique<HeldRequest>();
+    held->thread = std::thread([this, h = held.get()] {
+      h->status = client().Multiply(SeededRequest(8, 8, 8, 1, 1), &h->resp);
+    });
+    gate_->WaitArrived(1);
+    return held;
+  }
+  // Opens the gate; the held request's status once it is answered.
+  grpc::Status ReleaseDevice(HeldRequest& held) {
+    gate_->Open();
+    held.thread.join();
+    return held.status;
+  }
+  GatedEngine* gate_ = nullptr;
+};
+
 }  // namespace gemmd::testing

@@ -23,14 +23,18 @@ std::string CublasError(const char* what, cublasStatus_t s) {
   return std::string(what) + ": " + api->GetStatusName(s) + " (" + api->GetStatusString(s) + ")";
 }
 
-// The kernel of `step` for this device's family: sm_90a on compute
-// capability 9.0, sm_100a on 10.0. Arch-specific ("a") code runs on exactly
-// that compute capability: a 10.3 part (B300) cannot load sm_100a kernels.
+// Whether `k` loads on this device: sm_90a code on compute capability 9.0,
+// sm_100a on 10.0. Arch-specific ("a") code runs on exactly that compute
+// capability: a 10.3 part (B300) cannot load sm_100a kernels.
+bool LoadsOn(const detail::LadderKernel& k, const DeviceContext& ctx) {
+  return k.cc_major == ctx.cc_major && ctx.cc_minor == 0;
+}
+
+// The kernel of `step` for this device's family.
 const detail::LadderKernel* FindLadderKernel(int step, const DeviceContext& ctx) {
-  if (ctx.cc_minor != 0) return nullptr;
   for (auto family : {detail::Sm90Kernels(), detail::Sm100Kernels()}) {
     for (const auto& k : family) {
-      if (k.step == step && k.cc_major == ctx.cc_major) return &k;
+      if (k.step == step && LoadsOn(k, ctx)) return &k;
     }
   }
   return nullptr;
@@ -88,7 +92,7 @@ std::string CreateContext(int device, DeviceContext* ctx) {
   }
   for (auto family : {detail::Sm90Kernels(), detail::Sm100Kernels()}) {
     for (const auto& k : family) {
-      if (k.cc_major != ctx->cc_major || ctx->cc_minor != 0 || k.prepare == nullptr) continue;  // none load there
+      if (!LoadsOn(k, *ctx) || k.prepare == nullptr) continue;
       if (auto e = k.prepare(); e != cudaSuccess) return CudaError("kernel attribute", e);
     }
   }

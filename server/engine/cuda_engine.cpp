@@ -538,8 +538,8 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
                                                : StagedUpload(*lane, *dev.copier, dst, op->host, count * 2);
     if (e != cudaSuccess) return dev.Fail("upload", e);
   }
-  if (e = cudaEventRecord(lane->inputs_ready, input_stream); e != cudaSuccess) return dev.Fail("event", e);
-  if (host_inputs) {
+  if (host_inputs) {  // the compute stream waits for the copy stream's uploads
+    if (e = cudaEventRecord(lane->inputs_ready, lane->copy); e != cudaSuccess) return dev.Fail("event", e);
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
     report.seconds.upload = SecondsSince(engine_start);
     cudaStreamWaitEvent(lane->compute, lane->inputs_ready, 0);

@@ -157,7 +157,7 @@ std::map<std::string, std::string, std::less<>> MatrixFiles::LoadAll(const Loade
     desc.bytes = static_cast<uint64_t>(h.rows) * h.cols * 2;
     desc.owner = bytes.substr(sizeof h, h.owner_bytes);
     desc.label = bytes.substr(sizeof h + h.owner_bytes, h.label_bytes);
-    load(desc, bytes.substr(sizeof h + h.owner_bytes + h.label_bytes, desc.bytes));
+    load(desc, std::string_view(bytes).substr(sizeof h + h.owner_bytes + h.label_bytes, desc.bytes));
   }
   return bad;
 }

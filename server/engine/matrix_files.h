@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "engine/matrix_store.h"
 
@@ -33,7 +34,7 @@ class MatrixFiles {
 
   // Every stored matrix, checked: `load(desc, data)` for each good one; the
   // bad ones are set aside and returned, handle -> what was wrong.
-  using Loader = std::function<void(const MatrixDescription&, std::string data)>;
+  using Loader = std::function<void(const MatrixDescription&, std::string_view data)>;
   std::map<std::string, std::string, std::less<>> LoadAll(const Loader& load) const;
 
   const std::string& dir() const { return dir_; }

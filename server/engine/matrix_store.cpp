@@ -136,7 +136,7 @@ absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMat
 
 size_t MatrixStore::AttachFiles(std::unique_ptr<MatrixFiles> files) {
   size_t loaded = 0;
-  auto damaged = files->LoadAll([&](const MatrixDescription& desc, std::string data) {
+  auto damaged = files->LoadAll([&](const MatrixDescription& desc, std::string_view data) {
     auto m = std::make_shared<StoredMatrix>();
     const uint64_t charge = Charge(desc.bytes, desc.label.size());
     usage_->bytes.fetch_add(charge);

@@ -22,7 +22,7 @@ const char kRetryServiceConfig[] = R"({
       "initialBackoff": "0.05s",
       "maxBackoff": "2s",
       "backoffMultiplier": 2.5,
-      "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]
+      "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED", "CANCELLED"]
     }
   }],
   "retryThrottling": {"maxTokens": 20, "tokenRatio": 0.2}

@@ -27,15 +27,20 @@ struct ClientOptions {
   bool use_tls = false;
   std::string tls_ca, tls_cert, tls_key, tls_server_name;
   std::string token;  // sent as 'authorization: Bearer <token>' when set
-  // gRPC retries UNAVAILABLE and RESOURCE_EXHAUSTED with exponential backoff
-  // and jitter, within a retry-throttling budget (kRetryServiceConfig).
+  // gRPC retries UNAVAILABLE, RESOURCE_EXHAUSTED and CANCELLED with
+  // exponential backoff and jitter, within a retry-throttling budget
+  // (kRetryServiceConfig).
   bool retries = true;
 };
 
 // The channel's service config: which calls gRPC itself retries, and how.
 // Multiply, ListKernels, ListMatrices, DeleteMatrix and DownloadMatrix are
 // retried: the statuses retried mean the server did not do the work (down,
-// draining, or its queue full). UploadMatrix is not: a retry would need the
+// draining, or its queue full). CANCELLED is among them because a call that
+// reaches a server just after its shutdown began is cancelled by gRPC
+// without running (the soak test saw it at every rolling restart), and
+// gemmd's own cancellations, past the shutdown grace, leave the work undone;
+// a caller's own cancel is never retried. UploadMatrix is not: a retry would need the
 // whole stream kept to send again, so a caller restarts the upload itself.
 extern const char kRetryServiceConfig[];
 

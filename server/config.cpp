@@ -49,6 +49,10 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
   app.add_option("--shutdown-grace-seconds", c.shutdown_grace_seconds,
                  "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
       ->envname("GEMMD_SHUTDOWN_GRACE_SECONDS")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+  app.add_option("--drain-delay-seconds", c.drain_delay_seconds,
+                 "on SIGTERM/SIGINT, report NOT_SERVING and keep serving this long (within the grace) before "
+                 "refusing new calls, so that clients watching health move to another replica first")
+      ->envname("GEMMD_DRAIN_DELAY_SECONDS")->check(CLI::Range(0.0, 600.0))->capture_default_str();
   app.add_option("--stream-idle-seconds", c.stream_idle_seconds,
                  "cancel an upload or download that moves no data for this long (its quota comes back)")
       ->envname("GEMMD_STREAM_IDLE_SECONDS")->check(CLI::Range(0.1, 86400.0))->capture_default_str();

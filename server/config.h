@@ -23,6 +23,7 @@ struct ServerConfig {
   std::string matrix_dir;                         // stored matrices also on disk here; "" = memory only
   uint32_t max_repeats = 100;
   double shutdown_grace_seconds = 30;             // in-flight work gets this long
+  double drain_delay_seconds = 0;                 // NOT_SERVING, still serving, before the listener closes
   double stream_idle_seconds = 60;                // a stalled upload/download is cancelled after this
   std::string engine = "auto";                    // auto | cpu | cuda
   // The ladder's start-up self-test: in a helper process ("auto": the

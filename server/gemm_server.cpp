@@ -6,9 +6,11 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "gemm/steps.h"
 #include "version.h"
@@ -217,7 +219,7 @@ void GemmServer::UpdateHealth() {
   if (lost) lost();
 }
 
-void GemmServer::Shutdown(std::chrono::duration<double> grace) {
+void GemmServer::Shutdown(std::chrono::duration<double> grace, std::chrono::duration<double> drain_delay) {
   {
     std::lock_guard lock(health_mu_);
     if (shut_down_) return;
@@ -229,10 +231,17 @@ void GemmServer::Shutdown(std::chrono::duration<double> grace) {
     auto* health = server_->GetHealthCheckService();
     health->SetServingStatus("", false);
     health->SetServingStatus(kServiceName, false);
+    // gRPC cancels, without running it, a call that reaches a server after
+    // its Shutdown began and before the client saw the GOAWAY (our clients
+    // retry that CANCELLED). Whatever watches health (a load balancer, a
+    // gRPC client with healthCheckConfig, Kubernetes endpoints) stops
+    // sending here during the delay, so fewer calls meet that race.
+    const auto delay = std::min(drain_delay, grace);
+    std::this_thread::sleep_for(delay);
     // Stops accepting; waits for in-flight calls until the deadline, then
     // cancels them (the workers see IsCancelled and finish them early).
     server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::duration_cast<std::chrono::system_clock::duration>(grace));
+                      std::chrono::duration_cast<std::chrono::system_clock::duration>(grace - delay));
   }
   dispatcher_->Shutdown();
   if (server_) server_->Wait();

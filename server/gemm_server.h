@@ -45,9 +45,12 @@ class GemmServer {
   // the process repairs. Set before Start.
   void OnAllDevicesLost(std::function<void()> callback);
 
-  // Stops accepting, lets in-flight calls finish within `grace`, cancels
-  // the rest, drains the queue and stops the workers. Idempotent.
-  void Shutdown(std::chrono::duration<double> grace);
+  // Reports NOT_SERVING and goes on serving for `drain_delay` (clients that
+  // watch health move away meanwhile), then stops accepting, lets in-flight
+  // calls finish within the rest of `grace`, cancels what is left, drains
+  // the queue and stops the workers. Idempotent.
+  void Shutdown(std::chrono::duration<double> grace,
+                std::chrono::duration<double> drain_delay = std::chrono::duration<double>(0));
 
  private:
   ServerConfig config_;

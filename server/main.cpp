@@ -82,10 +82,11 @@ int main(int argc, char** argv) {
     spdlog::critical("every device is out of service: draining, then exiting with status {} for a restart",
                      kExitDevicesLost);
   } else {
-    spdlog::info("{} received: draining (grace {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-                 config.shutdown_grace_seconds);
+    spdlog::info("{} received: draining (grace {} s, of which {} s NOT_SERVING but still taking calls)",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT", config.shutdown_grace_seconds, config.drain_delay_seconds);
   }
-  server.Shutdown(std::chrono::duration<double>(config.shutdown_grace_seconds));
+  server.Shutdown(std::chrono::duration<double>(config.shutdown_grace_seconds),
+                  std::chrono::duration<double>(config.drain_delay_seconds));
   spdlog::info("stopped cleanly");
   return devices_lost ? kExitDevicesLost : 0;
 }

@@ -30,7 +30,7 @@ RETRY_SERVICE_CONFIG = json.dumps({
     "methodConfig": [{
         "name": [{"service": "gemm.v1.GemmService", "method": m} for m in _RETRIED],
         "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "2s",
-                        "backoffMultiplier": 2.5, "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]},
+                        "backoffMultiplier": 2.5, "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED", "CANCELLED"]},
     }],
     "retryThrottling": {"maxTokens": 20, "tokenRatio": 0.2},
 })

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, in one device call: GPU tests, the server end to
 # end (first request vs steady state, and its TFLOPS against gemm-bench's
-# cuBLAS), gemm-bench over the ladder, the SASS check, ncu's cycle counts
-# for cuBLAS and steps 8-10. Logs go to $OUT; a short summary is printed
+# cuBLAS), the soak across kills and rolling restarts, gemm-bench over the
+# ladder, the SASS check, compute-sanitizer, ncu's cycle counts for cuBLAS
+# and steps 8-10. Logs go to $OUT; a short summary is printed
 # last. Needs .bundle.tar.xz (scripts/gpu/bundle.sh).
 #   BENCH_SHAPES, BENCH_STEPS, BENCH_ITERS override the benchmark's lists.
 set -uo pipefail
@@ -204,6 +205,14 @@ for keep in ("0", "5"):
           f"x{kern_i/kern_s:.2f} of steady; idle {float(m.get('gemm_gpu_power_watts', 'nan')):.0f} W at "
           f"{float(m.get('gemm_gpu_sm_clock_hertz', 'nan'))/1e6:.0f} MHz")
 PY
+
+# 2d. The soak across faults, longer than CI's: two gemmd replicas on this
+# GPU behind a loopback DNS name, one killed with SIGKILL, then each rolled
+# with SIGTERM, under verified load through steps 0 and 10.
+GEMMD_SOAK_SECONDS=${SOAK_SECONDS:-60} GEMMD_SOAK_ENGINE=cuda GEMMD_SOAK_STEPS=0,10 \
+  GEMMD_SOAK_RSS_MIB=${SOAK_RSS_MIB:-2048} timeout 400 "$bin/soak_test" --gtest_brief=1 >"$OUT/soak.log" 2>&1
+note "soak_test: rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/soak.log" | tr '\n' ' ')"
+grep -E "^soak:|Failure|at [0-9.]+ s: [a-z]" "$OUT/soak.log" | head -30 | sed 's/^/  /' | tee -a "$summary"
 
 # 3. gemm-bench: cuBLAS alone at 4096^3, as the server ran it (the ladder run
 # below keeps the GPU under sustained load, whose clocks may differ), then

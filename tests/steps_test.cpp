@@ -40,6 +40,28 @@ TEST(Steps, SingleTileStepsRefuseLargerShapesAndSaySo) {
   for (int s : {0, 3, 10}) EXPECT_EQ(gemm::ShapeError(*gemm::FindStep(s), 8192, 1, 77777), "");
 }
 
+// Leading dimensions: 0 becomes the dense row length; a pitch shorter than a
+// row is refused, naming the operand, its value and the least it may be.
+TEST(LeadingDimensions, ZeroMeansDenseAndShorterThanARowIsRefused) {
+  int64_t lda = 0, ldb = 0, ldd = 0;
+  EXPECT_EQ(gemm::LeadingDimensionError(300, 200, 13, &lda, &ldb, &ldd), "");
+  EXPECT_EQ(lda, 13);
+  EXPECT_EQ(ldb, 13);
+  EXPECT_EQ(ldd, 200);
+  lda = 16, ldb = 13, ldd = 205;  // wider pitches, odd ones included, are taken as they are
+  EXPECT_EQ(gemm::LeadingDimensionError(300, 200, 13, &lda, &ldb, &ldd), "");
+  EXPECT_EQ(lda, 16);
+  EXPECT_EQ(ldd, 205);
+  lda = 0, ldb = 12, ldd = 0;
+  EXPECT_THAT(gemm::LeadingDimensionError(300, 200, 13, &lda, &ldb, &ldd),
+              ::testing::AllOf(::testing::HasSubstr("ldb = 12"), ::testing::HasSubstr("row length 13")));
+  lda = 0, ldb = 0, ldd = 199;
+  EXPECT_THAT(gemm::LeadingDimensionError(300, 200, 13, &lda, &ldb, &ldd),
+              ::testing::AllOf(::testing::HasSubstr("ldd = 199"), ::testing::HasSubstr("n (D is m x n)")));
+  lda = -8, ldb = 0, ldd = 0;
+  EXPECT_THAT(gemm::LeadingDimensionError(300, 200, 13, &lda, &ldb, &ldd), ::testing::HasSubstr("lda = -8"));
+}
+
 TEST(RandomFill, ValuesAreExactFp16InMinusOneToOneAndSeedDependent) {
   int zeros = 0, differ = 0;
   for (uint64_t i = 0; i < 100000; ++i) {

@@ -41,18 +41,23 @@ const detail::LadderKernel* FindLadderKernel(int step, const DeviceContext& ctx)
 }
 
 // D row-major m×n = A·Bᵀ is, in cuBLAS's column-major terms, the n×m matrix
-// Dᵀ = Bᵀᵀ·Aᵀ = op(B)·A with B read transposed: no copies needed.
+// Dᵀ = Bᵀᵀ·Aᵀ = op(B)·A with B read transposed: no copies needed, and each
+// row-major leading dimension is cuBLAS's column-major one.
 std::atomic<bool> vendor_fault{false};  // testing::PlantVendorFault
 
 std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX) return "cuBLAS takes dimensions below 2^31";
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.lda > INT32_MAX || p.ldb > INT32_MAX ||
+      p.ldd > INT32_MAX) {
+    return "cuBLAS takes dimensions and leading dimensions below 2^31";
+  }
   const detail::CublasApi& cublas = *detail::Cublas(nullptr);  // loaded by CreateContext
   if (auto s = cublas.SetStream(ctx.cublas, stream); s != CUBLAS_STATUS_SUCCESS) return CublasError("cublasSetStream", s);
   const float alpha = 1.0f, beta = 0.0f;
   const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
   const int k_used = vendor_fault.load(std::memory_order_relaxed) ? std::max(k / 2, 1) : k;
-  auto s = cublas.GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k_used, &alpha, p.b, CUDA_R_16F, k, p.a,
-                         CUDA_R_16F, k, &beta, p.d, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  auto s = cublas.GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k_used, &alpha, p.b, CUDA_R_16F,
+                         static_cast<int>(p.ldb), p.a, CUDA_R_16F, static_cast<int>(p.lda), &beta, p.d, CUDA_R_16F,
+                         static_cast<int>(p.ldd), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmEx", s);
 }
 
@@ -122,8 +127,10 @@ StepSupport Supports(int step, const DeviceContext& ctx) {
   return {true, "", family};
 }
 
-std::string Launch(int step, const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  if (p.m < 1 || p.n < 1 || p.k < 1) return "m, n and k must be >= 1";
+std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, cudaStream_t stream) {
+  if (problem.m < 1 || problem.n < 1 || problem.k < 1) return "m, n and k must be >= 1";
+  Problem p = problem;  // every kernel sees explicit leading dimensions
+  if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd); !err.empty()) return err;
   if (step == kVendorStep) return LaunchCublas(p, ctx, stream);
   const StepInfo* info = FindStep(step);
   if (info == nullptr) return "unknown step " + std::to_string(step);

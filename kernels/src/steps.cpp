@@ -53,4 +53,24 @@ std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k) {
   return out.str();
 }
 
+std::string LeadingDimensionError(int64_t m, int64_t n, int64_t k, int64_t* lda, int64_t* ldb, int64_t* ldd) {
+  (void)m;
+  struct Operand {
+    const char* name;
+    int64_t* ld;
+    int64_t row;
+    const char* row_name;
+  };
+  for (const Operand& o : {Operand{"lda", lda, k, "k (A is m x k)"}, Operand{"ldb", ldb, k, "k (B is n x k)"},
+                           Operand{"ldd", ldd, n, "n (D is m x n)"}}) {
+    if (*o.ld == 0) *o.ld = o.row;
+    if (*o.ld < o.row) {
+      return std::string(o.name) + " = " + std::to_string(*o.ld) + " is less than the row length " +
+             std::to_string(o.row) + ": a leading dimension counts the elements from one row to the next, at " +
+             "least " + o.row_name + ", or 0 for dense rows";
+    }
+  }
+  return "";
+}
+
 }  // namespace gemm

@@ -174,6 +174,86 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, StepCorrectnessTest, ::testing::ValuesIn(AllS
                                   std::to_string(p.n) + "x" + std::to_string(p.k);
                          });
 
+// Leading dimensions: operands and D with rows further apart than their
+// length, at pitches TMA takes in place (multiples of 8) and at pitches it
+// cannot (odd ones: a pitched copy). The gaps hold random numbers in A and B
+// and poison in D: the result must match cuBLAS on dense copies, and D's
+// gaps must still hold their poison.
+struct PitchCase {
+  int step;
+  int64_t m, n, k, lda, ldb, ldd;
+};
+
+std::vector<PitchCase> AllPitchCases() {
+  const std::vector<std::array<int64_t, 6>> cases = {
+      {100, 120, 50, 56, 53, 121},       // single tile: aligned A, odd B and D
+      {77, 100, 50, 56, 56, 104},        // K and N not multiples of 8, every pitch aligned: no copies
+      {300, 200, 13, 21, 16, 205},       // odd A and D, aligned B
+      {384, 640, 192, 200, 193, 648},    // wider than the row, aligned and odd
+      {1000, 1001, 999, 1000, 1000, 1008}};
+  std::vector<PitchCase> out;
+  for (const auto& info : gemm::AllSteps()) {
+    for (const auto& c : cases) {
+      if (gemm::ShapeError(info, c[0], c[1], c[2]).empty()) out.push_back({info.step, c[0], c[1], c[2], c[3], c[4], c[5]});
+    }
+  }
+  return out;
+}
+
+class StepPitchTest : public KernelsGpuTest, public ::testing::WithParamInterface<PitchCase> {};
+
+TEST_P(StepPitchTest, MatchesCublasOnDenseCopiesAndLeavesDsGapsAlone) {
+  const PitchCase c = GetParam();
+  const gemm::StepSupport support = gemm::Supports(c.step, ctx_);
+  if (!support.supported) GTEST_SKIP() << "step " << c.step << " " << support.reason;
+  __half *a, *b, *d, *a_dense, *b_dense, *d_dense, *ref;
+  ASSERT_CUDA(cudaMalloc(&a, c.m * c.lda * 2));
+  ASSERT_CUDA(cudaMalloc(&b, c.n * c.ldb * 2));
+  ASSERT_CUDA(cudaMalloc(&d, c.m * c.ldd * 2));
+  ASSERT_CUDA(cudaMalloc(&a_dense, c.m * c.k * 2));
+  ASSERT_CUDA(cudaMalloc(&b_dense, c.n * c.k * 2));
+  ASSERT_CUDA(cudaMalloc(&d_dense, c.m * c.n * 2));
+  ASSERT_CUDA(cudaMalloc(&ref, c.m * c.n * 2));
+  const uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed() * 7919ull + c.lda * 31 + c.ldd;
+  ASSERT_CUDA(gemm::FillRandom(a, c.m * c.lda, seed, gemm::OperandId::kA, stream_));
+  ASSERT_CUDA(gemm::FillRandom(b, c.n * c.ldb, seed, gemm::OperandId::kB, stream_));
+  ASSERT_CUDA(cudaMemcpy2DAsync(a_dense, c.k * 2, a, c.lda * 2, c.k * 2, c.m, cudaMemcpyDeviceToDevice, stream_));
+  ASSERT_CUDA(cudaMemcpy2DAsync(b_dense, c.k * 2, b, c.ldb * 2, c.k * 2, c.n, cudaMemcpyDeviceToDevice, stream_));
+  ASSERT_CUDA(gemm::Poison(ref, c.m * c.n, stream_));
+  ASSERT_EQ(gemm::Launch(0, {c.m, c.n, c.k, a_dense, b_dense, ref}, ctx_, stream_), "");
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_CUDA(gemm::Poison(d, c.m * c.ldd, stream_));
+    ASSERT_EQ(gemm::Launch(c.step, {c.m, c.n, c.k, a, b, d, c.lda, c.ldb, c.ldd}, ctx_, stream_), "");
+    ASSERT_CUDA(cudaMemcpy2DAsync(d_dense, c.n * 2, d, c.ldd * 2, c.n * 2, c.m, cudaMemcpyDeviceToDevice, stream_));
+    const auto r = CompareOnDevice(d_dense, ref, c.m * c.n);
+    EXPECT_EQ(r.mismatches, 0u) << "run " << run << ": " << r.non_finite << " unwritten/non-finite, max err "
+                                << r.max_abs_error;
+    std::vector<uint16_t> d_host(c.m * c.ldd);
+    ASSERT_CUDA(cudaMemcpy(d_host.data(), d, d_host.size() * 2, cudaMemcpyDeviceToHost));
+    int64_t gap_written = 0;
+    for (int64_t row = 0; row < c.m; ++row) {
+      for (int64_t col = c.n; col < c.ldd; ++col) gap_written += d_host[row * c.ldd + col] != 0xFFFF;
+    }
+    EXPECT_EQ(gap_written, 0) << "elements between D's rows were written";
+  }
+  for (__half* p : {a, b, d, a_dense, b_dense, d_dense, ref}) cudaFree(p);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSteps, StepPitchTest, ::testing::ValuesIn(AllPitchCases()), [](const auto& info) {
+  const auto& c = info.param;
+  return "step" + std::to_string(c.step) + "_" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+         std::to_string(c.k) + "_ld" + std::to_string(c.lda) + "_" + std::to_string(c.ldb) + "_" +
+         std::to_string(c.ldd);
+});
+
+TEST_F(KernelsGpuTest, ALeadingDimensionShorterThanARowIsRefused) {
+  __half* p = nullptr;
+  for (int step : {0, 3, 10}) {
+    EXPECT_THAT(gemm::Launch(step, {64, 64, 64, p, p, p, 63, 0, 0}, ctx_, stream_), ::testing::HasSubstr("lda = 63"));
+    EXPECT_THAT(gemm::Launch(step, {64, 64, 64, p, p, p, 0, 0, 32}, ctx_, stream_), ::testing::HasSubstr("ldd = 32"));
+  }
+}
+
 TEST_F(KernelsGpuTest, SingleTileStepsRefuseLargerShapesWithAMessage) {
   __half* p = nullptr;
   EXPECT_THAT(gemm::Launch(1, {256, 128, 64, p, p, nullptr}, ctx_, stream_), ::testing::HasSubstr("m <= 128"));

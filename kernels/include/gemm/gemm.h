@@ -12,13 +12,17 @@
 
 namespace gemm {
 
-// D[m,n] = A[m,k]·B[n,k]ᵀ. Device pointers; all three row-major and dense
-// (leading dimension k, k and n).
+// D[m,n] = A[m,k]·B[n,k]ᵀ. Device pointers; all three row-major. lda, ldb
+// and ldd count the elements from one row to the next (at least k, k and
+// n); 0 means dense. The TMA steps read and write in place when a pitch is a
+// multiple of 8 elements (16 bytes) and the base 16-byte aligned; any other
+// layout goes through a padded copy, which costs a pass over the operand.
 struct Problem {
   int64_t m = 0, n = 0, k = 0;
   const __half* a = nullptr;
   const __half* b = nullptr;
   __half* d = nullptr;
+  int64_t lda = 0, ldb = 0, ldd = 0;
 };
 
 // What one device needs to run any step; created once per device and owner

@@ -38,4 +38,9 @@ std::string_view GpuFamilies(int step);
 // which limit the shape breaks.
 std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k);
 
+// Leading dimensions (elements from one row to the next) of row-major A
+// (m×k), B (n×k) and D (m×n): 0 stands for dense, and is replaced by k, k or
+// n; anything else must be at least that row length. "" or what is wrong.
+std::string LeadingDimensionError(int64_t m, int64_t n, int64_t k, int64_t* lda, int64_t* ldb, int64_t* ldd);
+
 }  // namespace gemm

@@ -5,20 +5,22 @@
 
 #include <cuda_fp16.h>
 
+#include <cstdint>
+
 #include "common/tile_layout.h"
 
 namespace gemm::common {
 
 // Rows [row0, row0+128) and columns [k0, k0+64) of a row-major rows×cols
-// matrix. `vectorized`: cols % 8 == 0, so whole 16-byte chunks are aligned.
-__device__ inline void LoadTileSync(char* smem_tile, const __half* g, int64_t rows, int64_t cols, int64_t row0,
-                                    int64_t k0, bool vectorized) {
+// matrix whose rows lie `ld` elements apart. `vectorized`: Vectorizable(g, ld).
+__device__ inline void LoadTileSync(char* smem_tile, const __half* g, int64_t rows, int64_t cols, int64_t ld,
+                                    int64_t row0, int64_t k0, bool vectorized) {
   for (int c = threadIdx.x % 128; c < kTileRows * 8; c += 128) {
     const int r = c / 8, chunk = c % 8;
     const int64_t gr = row0 + r, gk = k0 + chunk * 8;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (gr < rows && gk < cols) {
-      const __half* src = g + gr * cols + gk;
+      const __half* src = g + gr * ld + gk;
       if (vectorized && gk + 8 <= cols) {
         v = *reinterpret_cast<const uint4*>(src);
       } else {

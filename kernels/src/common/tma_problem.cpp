@@ -25,12 +25,15 @@ PFN_cuTensorMapEncodeTiled_v12000 EncodeFn() {
   return fn;
 }
 
-std::string Encode(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, uint32_t box_cols,
+// rows×cols, rows `ld` elements apart; columns past `cols` (up to the pitch
+// and beyond) are outside the map: TMA zero-fills them on loads and drops
+// them on stores.
+std::string Encode(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, int64_t ld, uint32_t box_cols,
                    uint32_t box_rows) {
   auto encode = EncodeFn();
   if (encode == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
   const cuuint32_t box[2] = {box_cols, box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box,
@@ -39,18 +42,19 @@ std::string Encode(CUtensorMap* map, const void* base, int64_t rows, int64_t col
   return r == CUDA_SUCCESS ? "" : "cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")";
 }
 
-bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 int64_t RoundUp8(int64_t x) { return (x + 7) / 8 * 8; }
 
-// rows×cols -> a zero-padded rows×cols_pad copy.
-std::string PadCopy(__half** out, const __half* src, int64_t rows, int64_t cols, int64_t cols_pad, cudaStream_t s) {
-  const size_t bytes = static_cast<size_t>(rows) * cols_pad * 2;
-  cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(out), bytes, s);
-  if (e == cudaSuccess) e = cudaMemsetAsync(*out, 0, bytes, s);
+// rows×cols at pitch `ld` -> a copy at the 16-byte pitch RoundUp8(cols)
+// (from the stream-ordered pool). Nothing past `cols` is read, so the
+// padding is left as it is. `src` null: allocation only (D).
+std::string PitchedCopy(__half** out, int64_t* out_ld, const __half* src, int64_t rows, int64_t cols, int64_t ld,
+                        cudaStream_t s) {
+  *out_ld = RoundUp8(cols);
+  cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(out), static_cast<size_t>(rows) * *out_ld * 2, s);
   if (e == cudaSuccess && src != nullptr) {
-    e = cudaMemcpy2DAsync(*out, cols_pad * 2, src, cols * 2, cols * 2, rows, cudaMemcpyDeviceToDevice, s);
+    e = cudaMemcpy2DAsync(*out, *out_ld * 2, src, ld * 2, cols * 2, rows, cudaMemcpyDeviceToDevice, s);
   }
-  return e == cudaSuccess ? "" : std::string("staging a padded copy: ") + cudaGetErrorString(e);
+  return e == cudaSuccess ? "" : std::string("staging a 16-byte-pitched copy: ") + cudaGetErrorString(e);
 }
 
 }  // namespace
@@ -59,36 +63,36 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
   p_ = p;
   const __half* a = p.a;
   const __half* b = p.b;
-  int64_t k = p.k;
-  if (p.k % 8 != 0 || !Aligned16(p.a) || !Aligned16(p.b)) {
-    k = RoundUp8(p.k);
-    if (auto err = PadCopy(&a_pad_, p.a, p.m, p.k, k, stream); !err.empty()) return err;
-    if (auto err = PadCopy(&b_pad_, p.b, p.n, p.k, k, stream); !err.empty()) return err;
+  int64_t lda = p.lda, ldb = p.ldb;
+  ldd_pad_ = p.ldd;
+  if (!Vectorizable(p.a, p.lda)) {
+    if (auto err = PitchedCopy(&a_pad_, &lda, p.a, p.m, p.k, p.lda, stream); !err.empty()) return err;
     a = a_pad_;
+  }
+  if (!Vectorizable(p.b, p.ldb)) {
+    if (auto err = PitchedCopy(&b_pad_, &ldb, p.b, p.n, p.k, p.ldb, stream); !err.empty()) return err;
     b = b_pad_;
   }
-  const __half* d = p.d;
-  n_pad_ = p.n;
-  if (p.n % 8 != 0 || !Aligned16(p.d)) {
-    n_pad_ = RoundUp8(p.n);
-    if (auto err = PadCopy(&d_pad_, nullptr, p.m, p.n, n_pad_, stream); !err.empty()) return err;
+  __half* d = p.d;
+  if (!Vectorizable(p.d, p.ldd)) {
+    if (auto err = PitchedCopy(&d_pad_, &ldd_pad_, nullptr, p.m, p.n, p.ldd, stream); !err.empty()) return err;
     d = d_pad_;
   }
-  if (auto err = Encode(&a_, a, p.m, k, kTileK, boxes.a); !err.empty()) return err;
-  if (auto err = Encode(&b_, b, p.n, k, kTileK, boxes.b); !err.empty()) return err;
-  return Encode(&d_, d, p.m, n_pad_, kTileK, boxes.d);
+  if (auto err = Encode(&a_, a, p.m, p.k, lda, kTileK, boxes.a); !err.empty()) return err;
+  if (auto err = Encode(&b_, b, p.n, p.k, ldb, kTileK, boxes.b); !err.empty()) return err;
+  return Encode(&d_, d, p.m, p.n, ldd_pad_, kTileK, boxes.d);
 }
 
 std::string TmaProblem::Finish(cudaStream_t stream) {
   cudaError_t e = cudaSuccess;
   if (d_pad_ != nullptr) {
-    e = cudaMemcpy2DAsync(p_.d, p_.n * 2, d_pad_, n_pad_ * 2, p_.n * 2, p_.m, cudaMemcpyDeviceToDevice, stream);
+    e = cudaMemcpy2DAsync(p_.d, p_.ldd * 2, d_pad_, ldd_pad_ * 2, p_.n * 2, p_.m, cudaMemcpyDeviceToDevice, stream);
   }
   for (__half* buf : {a_pad_, b_pad_, d_pad_}) {
     if (buf != nullptr) cudaFreeAsync(buf, stream);
   }
   a_pad_ = b_pad_ = d_pad_ = nullptr;
-  return e == cudaSuccess ? "" : std::string("copying D back from its padded copy: ") + cudaGetErrorString(e);
+  return e == cudaSuccess ? "" : std::string("copying D back from its pitched copy: ") + cudaGetErrorString(e);
 }
 
 }  // namespace gemm::common

@@ -1,8 +1,8 @@
-// Host side of every TMA step: tensor maps for A, B and D, and the staging
-// TMA needs when a row stride is not a multiple of 16 bytes (K or N not a
-// multiple of 8) or a base is misaligned: such operands go through a padded
-// copy (zero-filled, from the stream-ordered pool), and D comes back from
-// its padded copy after the kernel.
+// Host side of every TMA step: tensor maps for A, B and D at their leading
+// dimensions, and the staging TMA needs when a pitch is not a multiple of
+// 16 bytes or a base is misaligned: such an operand goes through a copy at
+// a 16-byte pitch (from the stream-ordered pool), and D comes back from its
+// copy after the kernel.
 #pragma once
 
 #include <cuda.h>
@@ -36,7 +36,7 @@ class TmaProblem {
  private:
   Problem p_;
   __half *a_pad_ = nullptr, *b_pad_ = nullptr, *d_pad_ = nullptr;
-  int64_t n_pad_ = 0;
+  int64_t ldd_pad_ = 0;  // D's pitch as the kernel writes it
   CUtensorMap a_{}, b_{}, d_{};
 };
 

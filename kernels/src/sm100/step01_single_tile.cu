@@ -24,9 +24,9 @@ __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   if (threadIdx.x == 0) BarrierInit(&mma_done, 1);
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
-  const bool vectorized = p.k % 8 == 0;
-  LoadTileSync(a_tile, p.a, p.m, p.k, 0, 0, vectorized);
-  LoadTileSync(b_tile, p.b, p.n, p.k, 0, 0, vectorized);
+  const bool a_vectorized = Vectorizable(p.a, p.lda), b_vectorized = Vectorizable(p.b, p.ldb);
+  LoadTileSync(a_tile, p.a, p.m, p.k, p.lda, 0, 0, a_vectorized);
+  LoadTileSync(b_tile, p.b, p.n, p.k, p.ldb, 0, 0, b_vectorized);
   FenceSharedForAsyncProxy();
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   Wait(&mma_done, 0);
   TmemFenceAfterSync();
 
-  StoreTmemTile(tmem, p.d, p.m, p.n, 0, 0);
+  StoreTmemTile(tmem, p.d, p.m, p.n, p.ldd, 0, 0);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

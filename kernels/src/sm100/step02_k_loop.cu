@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   MultiplyTileSync(p, 0, 0, a_tile, b_tile, tmem, &mma_done);
-  StoreTmemTile(tmem, p.d, p.m, p.n, 0, 0);
+  StoreTmemTile(tmem, p.d, p.m, p.n, p.ldd, 0, 0);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

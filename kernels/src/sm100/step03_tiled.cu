@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   MultiplyTileSync(p, m0, n0, a_tile, b_tile, tmem, &mma_done);
-  StoreTmemTile(tmem, p.d, p.m, p.n, m0, n0);
+  StoreTmemTile(tmem, p.d, p.m, p.n, p.ldd, m0, n0);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

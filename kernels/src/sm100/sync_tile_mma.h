@@ -16,11 +16,11 @@ namespace gemm::sm100 {
 
 __device__ inline void MultiplyTileSync(const Problem& p, int64_t m0, int64_t n0, char* a_tile, char* b_tile,
                                         uint32_t tmem, uint64_t* mma_done) {
-  const bool vectorized = p.k % 8 == 0;
+  const bool a_vectorized = common::Vectorizable(p.a, p.lda), b_vectorized = common::Vectorizable(p.b, p.ldb);
   uint32_t k_tile = 0;
   for (int64_t k0 = 0; k0 < p.k; k0 += common::kTileK, ++k_tile) {
-    common::LoadTileSync(a_tile, p.a, p.m, p.k, m0, k0, vectorized);
-    common::LoadTileSync(b_tile, p.b, p.n, p.k, n0, k0, vectorized);
+    common::LoadTileSync(a_tile, p.a, p.m, p.k, p.lda, m0, k0, a_vectorized);
+    common::LoadTileSync(b_tile, p.b, p.n, p.k, p.ldb, n0, k0, b_vectorized);
     common::FenceSharedForAsyncProxy();
     __syncthreads();
     if (threadIdx.x == 0) {

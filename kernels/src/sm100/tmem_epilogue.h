@@ -34,17 +34,20 @@ __device__ inline uint4 PackEight(const uint32_t (&v)[32], int j) {
 }
 
 // The 128×128 fp32 tile at TMEM `tmem_base` (lane = row, column = column)
-// to D at (m0, n0); elements outside m×n are not written. All 128 threads.
-__device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, int64_t n, int64_t m0, int64_t n0) {
+// to D at (m0, n0), whose rows lie `ldd` elements apart; elements outside
+// m×n are not written. All 128 threads.
+__device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, int64_t n, int64_t ldd, int64_t m0,
+                                     int64_t n0) {
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int64_t row = m0 + warp * 32 + lane;
-  const bool vectorized = n % 8 == 0;  // then 8 halves from an 8-aligned column are one aligned 16-byte store
+  // Then 8 halves from an 8-aligned column are one aligned 16-byte store.
+  const bool vectorized = common::Vectorizable(d, ldd);
 #pragma unroll 1
   for (int c0 = 0; c0 < common::kTileRows; c0 += 32) {
     uint32_t v[32];
     LoadRowColumns(tmem_base, c0, v);
     if (row >= m) continue;
-    __half* out = d + row * n + n0 + c0;
+    __half* out = d + row * ldd + n0 + c0;
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
       const int64_t col = n0 + c0 + j;

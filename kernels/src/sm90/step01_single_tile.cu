@@ -15,17 +15,17 @@ __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
-  const bool vectorized = p.k % 8 == 0;
+  const bool a_vectorized = Vectorizable(p.a, p.lda), b_vectorized = Vectorizable(p.b, p.ldb);
 
-  LoadTileSync(a_tile, p.a, p.m, p.k, 0, 0, vectorized);
-  LoadTileSync(b_tile, p.b, p.n, p.k, 0, 0, vectorized);
+  LoadTileSync(a_tile, p.a, p.m, p.k, p.lda, 0, 0, a_vectorized);
+  LoadTileSync(b_tile, p.b, p.n, p.k, p.ldb, 0, 0, b_vectorized);
   FenceSharedForAsyncProxy();
   __syncthreads();
 
   float acc[2][64] = {};
   IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/false);
   WaitForTileMma(acc);
-  StoreAccumulators(acc, p.d, p.m, p.n, 0, 0);
+  StoreAccumulators(acc, p.d, p.m, p.n, p.ldd, 0, 0);
 }
 
 }  // namespace

@@ -14,12 +14,12 @@ __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
-  const bool vectorized = p.k % 8 == 0;
+  const bool a_vectorized = Vectorizable(p.a, p.lda), b_vectorized = Vectorizable(p.b, p.ldb);
 
   float acc[2][64] = {};
   for (int64_t k0 = 0; k0 < p.k; k0 += kTileK) {
-    LoadTileSync(a_tile, p.a, p.m, p.k, 0, k0, vectorized);
-    LoadTileSync(b_tile, p.b, p.n, p.k, 0, k0, vectorized);
+    LoadTileSync(a_tile, p.a, p.m, p.k, p.lda, 0, k0, a_vectorized);
+    LoadTileSync(b_tile, p.b, p.n, p.k, p.ldb, 0, k0, b_vectorized);
     FenceSharedForAsyncProxy();
     __syncthreads();
 
@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
     WaitForTileMma(acc);
     __syncthreads();  // every wgmma has read the tiles before the next load overwrites them
   }
-  StoreAccumulators(acc, p.d, p.m, p.n, 0, 0);
+  StoreAccumulators(acc, p.d, p.m, p.n, p.ldd, 0, 0);
 }
 
 }  // namespace

@@ -15,14 +15,14 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
-  const bool vectorized = p.k % 8 == 0;
+  const bool a_vectorized = Vectorizable(p.a, p.lda), b_vectorized = Vectorizable(p.b, p.ldb);
   const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
   const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
 
   float acc[2][64] = {};
   for (int64_t k0 = 0; k0 < p.k; k0 += kTileK) {
-    LoadTileSync(a_tile, p.a, p.m, p.k, m0, k0, vectorized);
-    LoadTileSync(b_tile, p.b, p.n, p.k, n0, k0, vectorized);
+    LoadTileSync(a_tile, p.a, p.m, p.k, p.lda, m0, k0, a_vectorized);
+    LoadTileSync(b_tile, p.b, p.n, p.k, p.ldb, n0, k0, b_vectorized);
     FenceSharedForAsyncProxy();
     __syncthreads();
 
@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
     WaitForTileMma(acc);
     __syncthreads();
   }
-  StoreAccumulators(acc, p.d, p.m, p.n, m0, n0);
+  StoreAccumulators(acc, p.d, p.m, p.n, p.ldd, m0, n0);
 }
 
 }  // namespace

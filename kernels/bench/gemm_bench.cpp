@@ -4,6 +4,13 @@
 // by step (cuBLAS too), each after an L2 flush (so no step finds the inputs
 // the previous one left in L2), median of CUDA-event times. Prints a
 // markdown table; writes CSV and markdown files when asked.
+//
+// --layout pitched stores every operand at a 16-byte pitch (lda = ldb = K
+// and ldd = N rounded up to 8), as the server does; dense (the default)
+// leaves the TMA steps a pitched copy to make when K or N is not a
+// multiple of 8. --sweep N runs N random shapes from --seed in four classes
+// (shape_sweep.h) and reports, per class and overall, each step's median,
+// 10th percentile and share >= 1 of its ratio to cuBLAS.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +23,7 @@
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
 #include "gemm/steps.h"
+#include "shape_sweep.h"
 
 namespace {
 
@@ -30,14 +38,17 @@ namespace {
 
 struct Shape {
   int64_t m, n, k;
+  std::string shape_class;  // sweeps only
 };
 
 struct Options {
   std::vector<Shape> shapes{{4096, 4096, 4096}, {8192, 8192, 8192}};
   std::vector<int> steps{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-  int warmup = 5;
-  int iters = 30;
+  int warmup = -1, iters = -1;  // defaults: 5 and 30, or 2 and 10 in a sweep
   int device = 0;
+  int sweep = 0;
+  uint64_t seed = 1;
+  bool pitched = false;
   std::string csv, md;
 };
 
@@ -59,8 +70,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
-               "%s\nusage: gemm-bench [--shapes MxNxK,...] [--steps 1,2,...] [--warmup N] [--iters N] "
-               "[--device N] [--csv FILE] [--md FILE]\n",
+               "%s\nusage: gemm-bench [--shapes MxNxK,... | --sweep N [--seed S]] [--layout dense|pitched] "
+               "[--steps 1,2,...] [--warmup N] [--iters N] [--device N] [--csv FILE] [--md FILE]\n",
                msg);
   std::exit(2);
 }
@@ -76,7 +87,7 @@ Options Parse(int argc, char** argv) {
     if (a == "--shapes") {
       o.shapes.clear();
       for (auto& s : Split(value(), ',')) {
-        Shape sh{};
+        Shape sh{0, 0, 0, ""};
         if (std::sscanf(s.c_str(), "%ldx%ldx%ld", &sh.m, &sh.n, &sh.k) != 3 || sh.m < 1 || sh.n < 1 || sh.k < 1)
           Usage(("bad shape " + s).c_str());
         o.shapes.push_back(sh);
@@ -90,6 +101,15 @@ Options Parse(int argc, char** argv) {
       o.iters = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--device") {
       o.device = std::atoi(value().c_str());
+    } else if (a == "--sweep") {
+      o.sweep = std::atoi(value().c_str());
+      if (o.sweep < 1) Usage("--sweep takes a count of shapes >= 1");
+    } else if (a == "--seed") {
+      o.seed = std::strtoull(value().c_str(), nullptr, 10);
+    } else if (a == "--layout") {
+      const std::string layout = value();
+      if (layout != "dense" && layout != "pitched") Usage("--layout is dense or pitched");
+      o.pitched = layout == "pitched";
     } else if (a == "--csv") {
       o.csv = value();
     } else if (a == "--md") {
@@ -98,7 +118,44 @@ Options Parse(int argc, char** argv) {
       Usage(("unknown argument " + a).c_str());
     }
   }
+  if (o.sweep > 0) {
+    o.shapes.clear();
+    for (const auto& s : gemm::bench::SweepShapes(o.sweep, o.seed)) o.shapes.push_back({s.m, s.n, s.k, s.shape_class});
+  }
+  if (o.warmup < 0) o.warmup = o.sweep > 0 ? 2 : 5;
+  if (o.iters < 0) o.iters = o.sweep > 0 ? 10 : 30;
   return o;
+}
+
+int64_t RoundUp8(int64_t x) { return (x + 7) / 8 * 8; }
+
+// Per class and overall, for each step but cuBLAS: shapes timed, median,
+// 10th percentile and share >= 1 of the ratio to cuBLAS, and the shapes
+// whose check failed (their ratios are left out).
+std::string SweepSummary(const std::vector<Row>& rows, const std::vector<int>& steps) {
+  std::ostringstream out;
+  out << "| class | step | shapes | median | p10 | share >= 1 | failed checks |\n"
+         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  std::vector<std::string> classes = gemm::bench::SweepClasses();
+  classes.push_back("all");
+  for (const auto& cls : classes) {
+    for (int step : steps) {
+      if (step == 0) continue;
+      std::vector<double> ratios;
+      int failed = 0;
+      for (const Row& r : rows) {
+        if (r.step != step || (cls != "all" && r.shape.shape_class != cls)) continue;
+        if (r.ran && r.ratio > 0) ratios.push_back(r.ratio);
+        failed += r.status.rfind("FAIL", 0) == 0;
+      }
+      const auto sum = gemm::bench::Summarize(ratios);
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "| %s | %d | %d | %.3f | %.3f | %.0f%% | %d |\n", cls.c_str(), step, sum.count,
+                    sum.median, sum.p10, 100 * sum.share_at_least_1, failed);
+      out << buf;
+    }
+  }
+  return out.str();
 }
 
 double Median(std::vector<float> v) {
@@ -134,9 +191,11 @@ int main(int argc, char** argv) {
                prop.l2CacheSize >> 20, date);
 
   std::vector<Row> rows;
-  for (const Shape& s : opt.shapes) {
-    const uint64_t a_elems = s.m * s.k, b_elems = s.n * s.k, d_elems = s.m * s.n;
-    __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
+  for (size_t shape_index = 0; shape_index < opt.shapes.size(); ++shape_index) {
+    const Shape& s = opt.shapes[shape_index];
+    const int64_t lda = opt.pitched ? RoundUp8(s.k) : s.k, ldb = lda, ldd = opt.pitched ? RoundUp8(s.n) : s.n;
+    const uint64_t a_elems = s.m * lda, b_elems = s.n * ldb, d_elems = s.m * ldd;
+    __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr, *d_dense = nullptr, *ref_dense = nullptr;
     CHECK_CUDA(cudaMalloc(&a, a_elems * 2));
     CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
     const uint64_t seed = static_cast<uint64_t>(now) * 1000 + rows.size();  // fresh every run and shape
@@ -144,11 +203,21 @@ int main(int argc, char** argv) {
     CHECK_CUDA(gemm::FillRandom(b, b_elems, seed, gemm::OperandId::kB, stream));
     CHECK_CUDA(cudaMalloc(&d, d_elems * 2));
     CHECK_CUDA(cudaMalloc(&ref, d_elems * 2));
-    gemm::Problem p{s.m, s.n, s.k, a, b, ref};
+    if (ldd != s.n) {  // Compare reads dense matrices: the rows without their gaps
+      CHECK_CUDA(cudaMalloc(&d_dense, s.m * s.n * 2));
+      CHECK_CUDA(cudaMalloc(&ref_dense, s.m * s.n * 2));
+    }
+    auto dense = [&](const __half* x, __half* copy) -> const __half* {
+      if (copy == nullptr) return x;
+      CHECK_CUDA(cudaMemcpy2DAsync(copy, s.n * 2, x, ldd * 2, s.n * 2, s.m, cudaMemcpyDeviceToDevice, stream));
+      return copy;
+    };
+    gemm::Problem p{s.m, s.n, s.k, a, b, ref, lda, ldb, ldd};
     if (auto err = gemm::Launch(0, p, ctx, stream); !err.empty()) {
       std::fprintf(stderr, "cuBLAS reference failed: %s\n", err.c_str());
       return 1;
     }
+    const __half* ref_checked = dense(ref, ref_dense);
 
     std::vector<int> steps{0};
     for (int st : opt.steps)
@@ -165,11 +234,11 @@ int main(int argc, char** argv) {
         r.status = "skipped: shape";
       } else {
         CHECK_CUDA(gemm::Poison(d, d_elems, stream));
-        gemm::Problem q{s.m, s.n, s.k, a, b, d};
+        gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd};
         if (auto err = gemm::Launch(st, q, ctx, stream); !err.empty()) {
           r.status = "FAIL: " + err;
         } else {
-          CHECK_CUDA(gemm::Compare(d, ref, d_elems, 1e-3f, 1e-2f, cmp, stream));
+          CHECK_CUDA(gemm::Compare(dense(d, d_dense), ref_checked, s.m * s.n, 1e-3f, 1e-2f, cmp, stream));
           gemm::CompareResult host{};
           CHECK_CUDA(cudaMemcpyAsync(&host, cmp, sizeof host, cudaMemcpyDeviceToHost, stream));
           CHECK_CUDA(cudaStreamSynchronize(stream));
@@ -189,7 +258,7 @@ int main(int argc, char** argv) {
     for (int it = -opt.warmup; it < opt.iters; ++it) {
       for (size_t i = 0; i < shape_rows.size(); ++i) {
         if (!shape_rows[i].ran) continue;
-        gemm::Problem q{s.m, s.n, s.k, a, b, d};
+        gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd};
         CHECK_CUDA(l2_flush.Run(stream));
         CHECK_CUDA(cudaEventRecord(start, stream));
         gemm::Launch(shape_rows[i].step, q, ctx, stream);
@@ -213,39 +282,48 @@ int main(int argc, char** argv) {
       r.ratio = cublas_ms > 0 ? cublas_ms / r.ms : 0;
     }
     rows.insert(rows.end(), shape_rows.begin(), shape_rows.end());
-    cudaFree(a);
-    cudaFree(b);
-    cudaFree(d);
-    cudaFree(ref);
+    for (__half* buf : {a, b, d, ref, d_dense, ref_dense}) cudaFree(buf);
+    if (opt.sweep > 0) {
+      std::fprintf(stderr, "\rsweep: %zu of %d shapes", shape_index + 1, opt.sweep);
+    }
   }
+  if (opt.sweep > 0) std::fprintf(stderr, "\n");
 
+  const char* layout = opt.pitched ? "pitched" : "dense";
   std::ostringstream md;
   md << "GPU: " << prop.name << ", " << date << ", median of " << opt.iters << " runs after " << opt.warmup
-     << " warm-ups, fresh random inputs, L2 flushed before every run\n\n";
-  md << "| shape | step | name | ms | TFLOPS | vs cuBLAS | check |\n| --- | ---: | --- | ---: | ---: | ---: | --- |\n";
+     << " warm-ups, fresh random inputs, L2 flushed before every run, " << layout << " operands\n\n";
+  if (opt.sweep > 0) {
+    md << "Sweep: " << opt.sweep << " shapes from seed " << opt.seed << "; ratio = cuBLAS time / step time\n\n"
+       << SweepSummary(rows, opt.steps) << "\n";
+  }
+  md << "| shape | class | step | name | ms | TFLOPS | vs cuBLAS | check |\n"
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | --- |\n";
   for (const Row& r : rows) {
-    char buf[256];
+    char buf[320];
     const std::string shape = std::to_string(r.shape.m) + "x" + std::to_string(r.shape.n) + "x" + std::to_string(r.shape.k);
+    const std::string name = gemm::FindStep(r.step) ? std::string(gemm::FindStep(r.step)->name) : "?";
     if (r.ran) {
-      std::snprintf(buf, sizeof buf, "| %s | %d | %s | %.4f | %.1f | %.3f | %s |\n", shape.c_str(), r.step,
-                    std::string(gemm::FindStep(r.step)->name).c_str(), r.ms, r.tflops, r.ratio, r.status.c_str());
+      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | %.4f | %.1f | %.3f | %s |\n", shape.c_str(),
+                    r.shape.shape_class.c_str(), r.step, name.c_str(), r.ms, r.tflops, r.ratio, r.status.c_str());
     } else {
-      std::snprintf(buf, sizeof buf, "| %s | %d | %s | - | - | - | %s |\n", shape.c_str(), r.step,
-                    gemm::FindStep(r.step) ? std::string(gemm::FindStep(r.step)->name).c_str() : "?",
-                    r.status.c_str());
+      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | - | - | - | %s |\n", shape.c_str(),
+                    r.shape.shape_class.c_str(), r.step, name.c_str(), r.status.c_str());
     }
     md << buf;
   }
-  std::printf("%s", md.str().c_str());
-  if (!opt.md.empty()) std::ofstream(opt.md) << md.str();
+  // A sweep's per-shape table is long: the terminal gets the summary only.
+  const std::string text = md.str();
+  std::printf("%s", opt.sweep > 0 ? text.substr(0, text.find("| shape |")).c_str() : text.c_str());
+  if (!opt.md.empty()) std::ofstream(opt.md) << text;
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
-    f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status\n";
+    f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status,class,layout\n";
     for (const Row& r : rows) {
       f << '"' << prop.name << "\"," << date << ',' << r.step << ','
         << (gemm::FindStep(r.step) ? gemm::FindStep(r.step)->name : "?") << ',' << r.shape.m << ',' << r.shape.n
         << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio << ",\""
-        << r.status << "\"\n";
+        << r.status << "\"," << r.shape.shape_class << ',' << layout << "\n";
     }
   }
   bool failed = false;

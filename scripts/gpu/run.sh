@@ -239,6 +239,18 @@ for name in ("cublas_4096", "bench"):
               f"server/bench = {server / bench[0]:.3f}")
 PY
 
+# 3b. The shape sweep (issue 19): random shapes in four classes from one
+# seed, every step checked against cuBLAS, then timed; with dense operands
+# (the TMA steps copy unaligned ones to a 16-byte pitch) and with operands
+# stored at 16-byte pitches, as the server stores them.
+for layout in dense pitched; do
+  timeout 400 "$bin/gemm-bench" --sweep "${SWEEP_SHAPES:-150}" --seed "${SWEEP_SEED:-1}" --layout $layout \
+    --steps "${SWEEP_STEPS:-1,2,3,4,5,6,7,8,9,10}" --csv "$OUT/sweep_$layout.csv" --md "$OUT/sweep_$layout.md" \
+    >"$OUT/sweep_$layout.log" 2>&1
+  note "sweep ($layout operands): rc=$? $(grep -c FAIL "$OUT/sweep_$layout.csv") failed checks"
+  grep -E "^\| (all|mixed|skinny|tiny|long-K) \| (8|9|10) \|" "$OUT/sweep_$layout.log" | tee -a "$summary"
+done
+
 # 4. SASS: which ladder kernels use HGMMA, and any local-memory traffic.
 if command -v cuobjdump >/dev/null; then
   cuobjdump -sass "$bin/gemm-bench" >"$OUT/sass.txt" 2>/dev/null
@@ -351,8 +363,9 @@ PY
 fi
 
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" --exclude=logs.tar.gz --exclude=bench.csv --exclude=bench.md \
-  --exclude=summary.txt . 2>/dev/null
-find "$OUT" -maxdepth 1 -type f ! -name logs.tar.gz ! -name bench.csv ! -name bench.md ! -name summary.txt -delete
+  --exclude='sweep_*' --exclude=summary.txt . 2>/dev/null
+find "$OUT" -maxdepth 1 -type f ! -name logs.tar.gz ! -name bench.csv ! -name bench.md ! -name 'sweep_*.csv' \
+  ! -name 'sweep_*.md' ! -name summary.txt -delete
 echo "================ summary"
 cat "$summary"
 cat "$OUT/bench.md" 2>/dev/null

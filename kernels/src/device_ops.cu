@@ -10,19 +10,27 @@ unsigned Blocks(uint64_t count) {
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);  // grid-stride beyond
 }
 
-__global__ void FillRandomKernel(__half* dst, uint64_t count, uint64_t seed, OperandId operand) {
+// Element i of a rows×cols matrix (i = r·cols + c) sits at r·ld + c. The
+// dense case (ld == cols) skips the division.
+__device__ inline uint64_t PitchedOffset(uint64_t i, uint64_t cols, uint64_t ld) {
+  return ld == cols ? i : i / cols * ld + i % cols;
+}
+
+__global__ void FillRandomKernel(__half* dst, uint64_t count, uint64_t cols, uint64_t ld, uint64_t seed,
+                                 OperandId operand) {
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < count; i += uint64_t{gridDim.x} * blockDim.x) {
-    dst[i] = __float2half_rn(RandomValue(seed, operand, i));
+    dst[PitchedOffset(i, cols, ld)] = __float2half_rn(RandomValue(seed, operand, i));
   }
 }
 
-__global__ void CompareKernel(const __half* d, const __half* ref, uint64_t count, float rtol, float atol,
-                              CompareResult* result) {
+__global__ void CompareKernel(const __half* d, const __half* ref, uint64_t count, uint64_t cols, uint64_t ld,
+                              float rtol, float atol, CompareResult* result) {
   unsigned long long mismatches = 0, non_finite = 0;
   float max_err = 0.0f;
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < count; i += uint64_t{gridDim.x} * blockDim.x) {
-    const float v = __half2float(d[i]);
-    const float r = __half2float(ref[i]);
+    const uint64_t at = PitchedOffset(i, cols, ld);
+    const float v = __half2float(d[at]);
+    const float r = __half2float(ref[at]);
     if (!isfinite(v)) {
       ++non_finite;
       ++mismatches;
@@ -50,8 +58,9 @@ __global__ void CompareKernel(const __half* d, const __half* ref, uint64_t count
 // load zeros and store nothing, so any m, n, k >= 1 works.
 constexpr int kRefTile = 128, kRefSlice = 16, kRefPerThread = 8;
 
-__global__ void __launch_bounds__(256) ReferenceGemmKernel(const __half* a, const __half* b, __half* d, int64_t m,
-                                                           int64_t n, int64_t k) {
+__global__ void __launch_bounds__(256) ReferenceGemmKernel(const __half* a, int64_t lda, const __half* b,
+                                                           int64_t ldb, __half* d, int64_t ldd, int64_t m, int64_t n,
+                                                           int64_t k) {
   __shared__ float as[kRefSlice][kRefTile];
   __shared__ float bs[kRefSlice][kRefTile];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -64,8 +73,8 @@ __global__ void __launch_bounds__(256) ReferenceGemmKernel(const __half* a, cons
         for (int i = threadIdx.x; i < kRefTile * kRefSlice; i += blockDim.x) {
           const int r = i / kRefSlice, c = i % kRefSlice;
           const int64_t kk = k0 + c, ar = row0 + r, br = col0 + r;
-          as[c][r] = (ar < m && kk < k) ? __half2float(a[ar * k + kk]) : 0.0f;
-          bs[c][r] = (br < n && kk < k) ? __half2float(b[br * k + kk]) : 0.0f;
+          as[c][r] = (ar < m && kk < k) ? __half2float(a[ar * lda + kk]) : 0.0f;
+          bs[c][r] = (br < n && kk < k) ? __half2float(b[br * ldb + kk]) : 0.0f;
         }
         __syncthreads();
 #pragma unroll
@@ -88,7 +97,7 @@ __global__ void __launch_bounds__(256) ReferenceGemmKernel(const __half* a, cons
 #pragma unroll
         for (int j = 0; j < kRefPerThread; ++j) {
           const int64_t c = col0 + tx * kRefPerThread + j;
-          if (r < m && c < n) d[r * n + c] = __float2half_rn(acc[i][j]);
+          if (r < m && c < n) d[r * ldd + c] = __float2half_rn(acc[i][j]);
         }
       }
     }
@@ -99,17 +108,31 @@ __global__ void __launch_bounds__(256) ReferenceGemmKernel(const __half* a, cons
 
 cudaError_t ReferenceGemm(int64_t m, int64_t n, int64_t k, const __half* a, const __half* b, __half* d,
                           cudaStream_t stream) {
-  if (m < 1 || n < 1 || k < 1) return cudaErrorInvalidValue;
+  return ReferenceGemm(m, n, k, a, k, b, k, d, n, stream);
+}
+
+cudaError_t ReferenceGemm(int64_t m, int64_t n, int64_t k, const __half* a, int64_t lda, const __half* b, int64_t ldb,
+                          __half* d, int64_t ldd, cudaStream_t stream) {
+  if (m < 1 || n < 1 || k < 1 || lda < k || ldb < k || ldd < n) return cudaErrorInvalidValue;
   const int64_t row_tiles = (m + kRefTile - 1) / kRefTile, col_tiles = (n + kRefTile - 1) / kRefTile;
   const dim3 grid(static_cast<unsigned>(col_tiles < 65535 ? col_tiles : 65535),
                   static_cast<unsigned>(row_tiles < 65535 ? row_tiles : 65535));  // the kernel strides beyond
-  ReferenceGemmKernel<<<grid, 256, 0, stream>>>(a, b, d, m, n, k);
+  ReferenceGemmKernel<<<grid, 256, 0, stream>>>(a, lda, b, ldb, d, ldd, m, n, k);
   return cudaGetLastError();
 }
 
 cudaError_t FillRandom(__half* dst, uint64_t count, uint64_t seed, OperandId operand, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
-  FillRandomKernel<<<Blocks(count), kThreads, 0, stream>>>(dst, count, seed, operand);
+  FillRandomKernel<<<Blocks(count), kThreads, 0, stream>>>(dst, count, count, count, seed, operand);
+  return cudaGetLastError();
+}
+
+cudaError_t FillRandom(__half* dst, int64_t rows, int64_t cols, int64_t ld, uint64_t seed, OperandId operand,
+                       cudaStream_t stream) {
+  if (rows < 1 || cols < 1) return rows < 0 || cols < 0 ? cudaErrorInvalidValue : cudaSuccess;
+  if (ld < cols) return cudaErrorInvalidValue;
+  const uint64_t count = static_cast<uint64_t>(rows) * cols;
+  FillRandomKernel<<<Blocks(count), kThreads, 0, stream>>>(dst, count, cols, ld, seed, operand);
   return cudaGetLastError();
 }
 
@@ -121,7 +144,17 @@ cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rt
                     CompareResult* result, cudaStream_t stream) {
   if (cudaError_t e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
   if (count == 0) return cudaSuccess;
-  CompareKernel<<<Blocks(count), kThreads, 0, stream>>>(d, ref, count, rtol, atol, result);
+  CompareKernel<<<Blocks(count), kThreads, 0, stream>>>(d, ref, count, count, count, rtol, atol, result);
+  return cudaGetLastError();
+}
+
+cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld, float rtol,
+                    float atol, CompareResult* result, cudaStream_t stream) {
+  if (rows < 0 || cols < 0 || ld < cols) return cudaErrorInvalidValue;
+  if (cudaError_t e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
+  const uint64_t count = static_cast<uint64_t>(rows) * cols;
+  if (count == 0) return cudaSuccess;
+  CompareKernel<<<Blocks(count), kThreads, 0, stream>>>(d, ref, count, cols, ld, rtol, atol, result);
   return cudaGetLastError();
 }
 

@@ -208,38 +208,66 @@ class PoolBuffers {
   std::vector<void*> ptrs_;
 };
 
+// A row-major rows×cols matrix on the device, its rows `ld` elements apart.
+// The engine stores operands and D at a 16-byte pitch (K or N rounded up to
+// 8), so that the TMA steps read and write them in place instead of making
+// a padded copy: the host's dense rows are spread to that pitch by the copy
+// engine on the way up (cudaMemcpy2D) and gathered on the way down, and
+// server-generated inputs are born at it. Rows too long for half the
+// staging buffer stay dense (the kernel library copies them if it must).
+struct DeviceMatrix {
+  __half* data = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0;
+  uint64_t elements() const { return static_cast<uint64_t>(rows) * ld; }
+  uint64_t row_bytes() const { return static_cast<uint64_t>(cols) * 2; }
+};
+
+DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t staging_half) {
+  const int64_t ld = (cols + 7) / 8 * 8;
+  return {nullptr, rows, cols, static_cast<uint64_t>(ld) * 2 <= staging_half ? ld : cols};
+}
+
 // Host -> device through the lane's pinned staging, two halves in flight;
-// `copier` moves each half into pinned memory on several threads.
-cudaError_t StagedUpload(Lane& lane, HostCopier& copier, void* dst, const void* src, uint64_t bytes) {
-  const uint64_t half = lane.staging_bytes / 2;
-  for (uint64_t off = 0, i = 0; off < bytes; off += half, ++i) {
-    const uint64_t len = std::min(half, bytes - off);
+// `copier` moves each half into pinned memory on several threads. Whole
+// rows per chunk, unless the matrix is dense (then any bytes).
+cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const void* src) {
+  const uint64_t half = lane.staging_bytes / 2, row = dst.row_bytes();
+  const uint64_t bytes = row * dst.rows, chunk = dst.ld == dst.cols ? half : half / row * row;
+  for (uint64_t off = 0, i = 0; off < bytes; off += chunk, ++i) {
+    const uint64_t len = std::min(chunk, bytes - off);
     char* buf = lane.staging + (i % 2) * half;
     if (auto e = cudaEventSynchronize(lane.staged[i % 2]); e != cudaSuccess) return e;
     copier.Copy(buf, static_cast<const char*>(src) + off, len);
-    if (auto e = cudaMemcpyAsync(static_cast<char*>(dst) + off, buf, len, cudaMemcpyHostToDevice, lane.copy);
-        e != cudaSuccess)
-      return e;
+    cudaError_t e = dst.ld == dst.cols
+                        ? cudaMemcpyAsync(reinterpret_cast<char*>(dst.data) + off, buf, len, cudaMemcpyHostToDevice,
+                                          lane.copy)
+                        : cudaMemcpy2DAsync(dst.data + off / row * dst.ld, dst.ld * 2, buf, row, row, len / row,
+                                            cudaMemcpyHostToDevice, lane.copy);
+    if (e != cudaSuccess) return e;
     if (auto e = cudaEventRecord(lane.staged[i % 2], lane.copy); e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
 // Device -> host the same way: chunk i copies while chunk i-1 is unpacked.
-cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const void* src, uint64_t bytes) {
-  const uint64_t half = lane.staging_bytes / 2;
-  const uint64_t chunks = (bytes + half - 1) / half;
+cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const DeviceMatrix& src) {
+  const uint64_t half = lane.staging_bytes / 2, row = src.row_bytes();
+  const uint64_t bytes = row * src.rows, chunk = src.ld == src.cols ? half : half / row * row;
+  const uint64_t chunks = (bytes + chunk - 1) / chunk;
   for (uint64_t i = 0; i <= chunks; ++i) {
     if (i < chunks) {
-      const uint64_t off = i * half, len = std::min(half, bytes - off);
-      if (auto e = cudaMemcpyAsync(lane.staging + (i % 2) * half, static_cast<const char*>(src) + off, len,
-                                   cudaMemcpyDeviceToHost, lane.copy);
-          e != cudaSuccess)
-        return e;
+      const uint64_t off = i * chunk, len = std::min(chunk, bytes - off);
+      char* buf = lane.staging + (i % 2) * half;
+      cudaError_t e = src.ld == src.cols
+                          ? cudaMemcpyAsync(buf, reinterpret_cast<const char*>(src.data) + off, len,
+                                            cudaMemcpyDeviceToHost, lane.copy)
+                          : cudaMemcpy2DAsync(buf, row, src.data + off / row * src.ld, src.ld * 2, row, len / row,
+                                              cudaMemcpyDeviceToHost, lane.copy);
+      if (e != cudaSuccess) return e;
       if (auto e = cudaEventRecord(lane.staged[i % 2], lane.copy); e != cudaSuccess) return e;
     }
     if (i > 0) {
-      const uint64_t j = i - 1, off = j * half, len = std::min(half, bytes - off);
+      const uint64_t j = i - 1, off = j * chunk, len = std::min(chunk, bytes - off);
       if (auto e = cudaEventSynchronize(lane.staged[j % 2]); e != cudaSuccess) return e;
       copier.Copy(static_cast<char*>(dst) + off, lane.staging + (j % 2) * half, len);
     }
@@ -508,7 +536,9 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return dev.Fail("cudaSetDevice", e);
   const double timeout = options_.sync_timeout_seconds;
-  const uint64_t a_elems = job.m * job.k, b_elems = job.n * job.k, d_elems = job.m * job.n;
+  const uint64_t staging_half = lane->staging_bytes / 2;
+  DeviceMatrix a = Pitched(job.m, job.k, staging_half), b = Pitched(job.n, job.k, staging_half);
+  DeviceMatrix d = Pitched(job.m, job.n, staging_half), ref = d;
   GemmReport report;
 
   // Inputs: staged up from the host on the copy stream, or generated from a
@@ -516,26 +546,26 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   const bool host_inputs = job.a.kind == OperandView::Kind::kHost || job.b.kind == OperandView::Kind::kHost;
   cudaStream_t input_stream = host_inputs ? lane->copy : lane->compute;
   PoolBuffers buffers(dev.pool, input_stream, lane->compute, lane->scratch, kLaneScratchBytes);
-  __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
-  cudaError_t e = buffers.Allocate(&a, a_elems);
-  if (e == cudaSuccess) e = buffers.Allocate(&b, b_elems);
-  if (e == cudaSuccess) e = buffers.Allocate(&d, d_elems);
-  if (e == cudaSuccess && job.verify) e = buffers.Allocate(&ref, d_elems);
+  cudaError_t e = buffers.Allocate(&a.data, a.elements());
+  if (e == cudaSuccess) e = buffers.Allocate(&b.data, b.elements());
+  if (e == cudaSuccess) e = buffers.Allocate(&d.data, d.elements());
+  if (e == cudaSuccess && job.verify) e = buffers.Allocate(&ref.data, ref.elements());
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     size_t free_bytes = 0, total = 0;
     cudaMemGetInfo(&free_bytes, &total);
     return absl::ResourceExhaustedError(
-        dev.desc.id + " cannot hold this request: it needs " + std::to_string((a_elems + b_elems + d_elems * (job.verify ? 2 : 1)) * 2) +
+        dev.desc.id + " cannot hold this request: it needs " +
+        std::to_string((a.elements() + b.elements() + d.elements() * (job.verify ? 2 : 1)) * 2) +
         " bytes for A, B, D" + (job.verify ? " and the reference" : "") + "; " + std::to_string(free_bytes) + " of " +
         std::to_string(total) + " bytes are free");
   }
   if (e != cudaSuccess) return dev.Fail("allocation", e);
   if (!host_inputs) cudaEventRecord(lane->inputs_start, lane->compute);
-  for (auto [op, dst, count, id] : {std::tuple{&job.a, a, a_elems, gemm::OperandId::kA},
-                                    std::tuple{&job.b, b, b_elems, gemm::OperandId::kB}}) {
-    e = op->kind == OperandView::Kind::kRandom ? gemm::FillRandom(dst, count, op->seed, id, input_stream)
-                                               : StagedUpload(*lane, *dev.copier, dst, op->host, count * 2);
+  for (auto [op, dst, id] : {std::tuple{&job.a, &a, gemm::OperandId::kA}, std::tuple{&job.b, &b, gemm::OperandId::kB}}) {
+    e = op->kind == OperandView::Kind::kRandom
+            ? gemm::FillRandom(dst->data, dst->rows, dst->cols, dst->ld, op->seed, id, input_stream)
+            : StagedUpload(*lane, *dev.copier, *dst, op->host);
     if (e != cudaSuccess) return dev.Fail("upload", e);
   }
   if (host_inputs) {  // the compute stream waits for the copy stream's uploads
@@ -557,17 +587,17 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       lane->starts.push_back(s0);
       lane->stops.push_back(s1);
     }
-    const gemm::Problem problem{job.m, job.n, job.k, a, b, d};
+    const gemm::Problem problem{job.m, job.n, job.k, a.data, b.data, d.data, a.ld, b.ld, d.ld};
     // D is poisoned (outside the timed region) so that an element the
     // kernel does not write stays NaN and fails verification: once, when
     // the result is checked. Benchmark timing poisons and flushes L2 before
     // every repeat, so that no run finds what the previous one left in L2.
     if (job.verify && !job.benchmark) {
-      if ((e = gemm::Poison(d, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
+      if ((e = gemm::Poison(d.data, d.elements(), lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
     }
     for (uint32_t r = 0; r < repeats; ++r) {
       if (job.benchmark) {
-        if ((e = gemm::Poison(d, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
+        if ((e = gemm::Poison(d.data, d.elements(), lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
         if ((e = dev.l2_flush.Run(lane->compute)) != cudaSuccess) return dev.Fail("L2 flush", e);
       }
       cudaEventRecord(lane->starts[r], lane->compute);
@@ -578,20 +608,22 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       cudaEventRecord(lane->stops[r], lane->compute);
     }
     if (job.verify) {  // queued behind the kernels: one wait for both
-      if ((e = gemm::Poison(ref, d_elems, lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
+      if ((e = gemm::Poison(ref.data, ref.elements(), lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
       // The reference never shares a path with the step it checks: cuBLAS
       // for the ladder, and for cuBLAS itself a plain SIMT kernel of ours.
       if (job.step == gemm::kVendorStep) {
-        if ((e = gemm::ReferenceGemm(job.m, job.n, job.k, a, b, ref, lane->compute)) != cudaSuccess) {
+        if ((e = gemm::ReferenceGemm(job.m, job.n, job.k, a.data, a.ld, b.data, b.ld, ref.data, ref.ld,
+                                     lane->compute)) != cudaSuccess) {
           return dev.Fail("SIMT reference", e);
         }
-      } else if (auto err = gemm::Launch(gemm::kVendorStep, gemm::Problem{job.m, job.n, job.k, a, b, ref}, lane->ctx,
-                                         lane->compute);
+      } else if (auto err = gemm::Launch(gemm::kVendorStep,
+                                         gemm::Problem{job.m, job.n, job.k, a.data, b.data, ref.data, a.ld, b.ld, ref.ld},
+                                         lane->ctx, lane->compute);
                  !err.empty()) {
         return absl::InternalError(dev.desc.id + ": cuBLAS reference: " + err);
       }
-      e = gemm::Compare(d, ref, d_elems, static_cast<float>(kRtol), static_cast<float>(kAtol), lane->cmp,
-                        lane->compute);
+      e = gemm::Compare(d.data, ref.data, d.rows, d.cols, d.ld, static_cast<float>(kRtol), static_cast<float>(kAtol),
+                        lane->cmp, lane->compute);
       if (e == cudaSuccess) {
         e = cudaMemcpyAsync(lane->cmp_host, lane->cmp, sizeof(gemm::CompareResult), cudaMemcpyDeviceToHost,
                             lane->compute);
@@ -622,7 +654,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       v.mismatches = lane->cmp_host->mismatches;
       v.non_finite = lane->cmp_host->non_finite;
       v.max_abs_error = lane->cmp_host->max_abs_error;
-      v.elements = d_elems;
+      v.elements = static_cast<uint64_t>(job.m) * job.n;
       v.rtol = kRtol;
       v.atol = kAtol;
       v.reference = job.step == gemm::kVendorStep ? "gpu-simt-fp32" : "cublas";
@@ -632,7 +664,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
 
   if (job.d != nullptr) {
     const auto t = Clock::now();
-    if ((e = StagedDownload(*lane, *dev.copier, job.d, d, d_elems * 2)) != cudaSuccess) return dev.Fail("download", e);
+    if ((e = StagedDownload(*lane, *dev.copier, job.d, d)) != cudaSuccess) return dev.Fail("download", e);
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
     report.seconds.download = SecondsSince(t);
   }

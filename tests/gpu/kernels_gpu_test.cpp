@@ -81,6 +81,62 @@ TEST_F(KernelsGpuTest, CompareCatchesAPlantedWrongElementAndAnUnwrittenOne) {
   cudaFree(d);
 }
 
+// The pitched device helpers the engine uses: a fill gives each element the
+// value of its dense index and leaves the gaps; a compare reads no gap (they
+// hold poison here) and still catches a planted error; the SIMT reference
+// with leading dimensions matches cuBLAS with the same ones.
+TEST_F(KernelsGpuTest, PitchedFillCompareAndReferenceSkipTheGaps) {
+  const int64_t rows = 301, cols = 77, ld = 80, k = 77;
+  __half *x = nullptr, *y = nullptr, *b = nullptr;
+  ASSERT_CUDA(cudaMalloc(&x, rows * ld * 2));
+  ASSERT_CUDA(cudaMalloc(&y, rows * ld * 2));
+  ASSERT_CUDA(cudaMalloc(&b, rows * ld * 2));
+  ASSERT_CUDA(gemm::Poison(x, rows * ld, stream_));
+  ASSERT_CUDA(gemm::FillRandom(x, rows, cols, ld, 99, gemm::OperandId::kA, stream_));
+  std::vector<uint16_t> host(rows * ld);
+  ASSERT_CUDA(cudaMemcpyAsync(host.data(), x, host.size() * 2, cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < ld; ++c) {
+      if (c < cols) {
+        ASSERT_EQ(gemm::HalfToFloat(host[r * ld + c]), gemm::RandomValue(99, gemm::OperandId::kA, r * cols + c));
+      } else {
+        ASSERT_EQ(host[r * ld + c], 0xFFFF) << "a gap was written at " << r << ", " << c;
+      }
+    }
+  }
+  ASSERT_CUDA(cudaMemcpyAsync(y, x, rows * ld * 2, cudaMemcpyDeviceToDevice, stream_));
+  gemm::CompareResult host_cmp{};
+  auto compare = [&] {
+    EXPECT_EQ(gemm::Compare(x, y, rows, cols, ld, 1e-3f, 1e-2f, cmp_, stream_), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(&host_cmp, cmp_, sizeof host_cmp, cudaMemcpyDeviceToHost, stream_), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  };
+  compare();
+  EXPECT_EQ(host_cmp.mismatches, 0u) << "the poisoned gaps were read";
+  const __half wrong = __float2half(7.5f);
+  ASSERT_CUDA(cudaMemcpyAsync(y + 17 * ld + 76, &wrong, 2, cudaMemcpyHostToDevice, stream_));
+  compare();
+  EXPECT_EQ(host_cmp.mismatches, 1u);
+
+  // D = X·Bᵀ with X as A (rows×k at pitch ld), B rows×k at pitch ld, D at pitch ld.
+  ASSERT_CUDA(gemm::FillRandom(b, rows, k, ld, 7, gemm::OperandId::kB, stream_));
+  __half *d = nullptr, *ref = nullptr;
+  const int64_t ldd = rows + 3;
+  ASSERT_CUDA(cudaMalloc(&d, rows * ldd * 2));
+  ASSERT_CUDA(cudaMalloc(&ref, rows * ldd * 2));
+  ASSERT_CUDA(gemm::Poison(d, rows * ldd, stream_));
+  ASSERT_CUDA(gemm::Poison(ref, rows * ldd, stream_));
+  ASSERT_CUDA(gemm::ReferenceGemm(rows, rows, k, x, ld, b, ld, d, ldd, stream_));
+  ASSERT_EQ(gemm::Launch(gemm::kVendorStep, {rows, rows, k, x, b, ref, ld, ld, ldd}, ctx_, stream_), "");
+  EXPECT_EQ(gemm::Compare(d, ref, rows, rows, ldd, 1e-3f, 1e-2f, cmp_, stream_), cudaSuccess);
+  ASSERT_CUDA(cudaMemcpyAsync(&host_cmp, cmp_, sizeof host_cmp, cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(host_cmp.mismatches, 0u);
+  EXPECT_EQ(host_cmp.non_finite, 0u);
+  for (__half* p : {x, y, b, d, ref}) cudaFree(p);
+}
+
 // The SIMT reference (step 0's independent check) against cuBLAS on
 // squares, ragged shapes and K not a multiple of 8, D poisoned first.
 TEST_F(KernelsGpuTest, ReferenceGemmMatchesCublas) {

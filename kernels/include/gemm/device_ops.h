@@ -14,6 +14,11 @@ namespace gemm {
 
 // dst[i] = RandomValue(seed, operand, i), the generator every engine shares.
 cudaError_t FillRandom(__half* dst, uint64_t count, uint64_t seed, OperandId operand, cudaStream_t stream);
+// The same rows×cols matrix with its rows `ld` elements apart: element
+// (r, c) is RandomValue(seed, operand, r·cols + c), whatever the pitch; the
+// gaps between rows are left as they are.
+cudaError_t FillRandom(__half* dst, int64_t rows, int64_t cols, int64_t ld, uint64_t seed, OperandId operand,
+                       cudaStream_t stream);
 
 // Every element becomes 0xFFFF, an fp16 NaN: an element a kernel does not
 // write then fails verification.
@@ -28,6 +33,10 @@ struct CompareResult {
 // Compares d with ref into *result (device memory, zeroed by this call).
 cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rtol, float atol,
                     CompareResult* result, cudaStream_t stream);
+// The same over rows×cols matrices whose rows lie `ld` elements apart (both
+// d and ref); the gaps between rows are not read.
+cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld, float rtol,
+                    float atol, CompareResult* result, cudaStream_t stream);
 
 // D = A·Bᵀ (Problem's layout) by a plain SIMT kernel: fp32 products and
 // sums on the CUDA cores, one rounding to fp16. Slow next to the tensor
@@ -35,6 +44,9 @@ cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rt
 // ladder, so it is the independent reference for step 0 (cuBLAS itself).
 cudaError_t ReferenceGemm(int64_t m, int64_t n, int64_t k, const __half* a, const __half* b, __half* d,
                           cudaStream_t stream);
+// With leading dimensions (rows lda, ldb, ldd elements apart).
+cudaError_t ReferenceGemm(int64_t m, int64_t n, int64_t k, const __half* a, int64_t lda, const __half* b, int64_t ldb,
+                          __half* d, int64_t ldd, cudaStream_t stream);
 
 // Evicts what earlier work left in L2 by writing a buffer twice the L2's
 // size. Run before every timed GEMM (outside the timed region) so that each

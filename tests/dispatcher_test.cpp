@@ -9,6 +9,7 @@
 #include <future>
 #include <latch>
 #include <map>
+#include <thread>
 
 namespace gemmd {
 namespace {
@@ -235,6 +236,102 @@ TEST(Dispatcher, QueueDepthIsPublishedInTheOrderItChanged) {
   std::lock_guard lock(mu);
   ASSERT_FALSE(published.empty());
   EXPECT_EQ(published.back(), 0u);
+}
+
+// What the batching tests record: each run as the list of task ids it ran.
+struct RunLog {
+  std::mutex mu;
+  std::vector<std::vector<int>> runs;
+  void Add(std::vector<int> ids) {
+    std::lock_guard lock(mu);
+    runs.push_back(std::move(ids));
+  }
+};
+
+Dispatcher::Task BatchTask(int id, uint64_t key, RunLog* log, std::latch* gate = nullptr) {
+  Dispatcher::Task t;
+  t.work = 1;
+  t.batch_key = key;
+  t.payload = std::make_shared<int>(id);
+  t.run = [id, log, gate](int) {
+    if (gate != nullptr) gate->wait();
+    log->Add({id});
+  };
+  t.run_batch = [log](int, std::vector<Dispatcher::Task>& batch) {
+    std::vector<int> ids;
+    for (const auto& b : batch) ids.push_back(*std::static_pointer_cast<int>(b.payload));
+    log->Add(ids);
+  };
+  return t;
+}
+
+// Behind a running task, tasks of one key queue up among others: the next
+// worker run takes every task of its key (up to max_batch) as one batch,
+// in queue order, and leaves the others, unbatched keys included, alone.
+TEST(Dispatcher, QueuedTasksOfOneKeyRunAsOneBatchUpToTheLimit) {
+  FakeEngine engine(1);
+  DispatcherOptions o;
+  o.queue_capacity = 100;
+  o.max_batch = 4;
+  RunLog log;
+  std::latch gate(1);
+  {
+    Dispatcher d(engine, o);
+    ASSERT_TRUE(d.Submit(BatchTask(0, 0, &log, &gate)).ok());  // holds the only worker
+    while (d.queued() != 0) std::this_thread::yield();
+    for (auto [id, key] : std::vector<std::pair<int, uint64_t>>{
+             {1, 7}, {2, 9}, {3, 7}, {4, 0}, {5, 7}, {6, 7}, {7, 7}, {8, 9}}) {
+      ASSERT_TRUE(d.Submit(BatchTask(id, key, &log)).ok());
+    }
+    gate.count_down();
+    d.Shutdown();
+  }
+  const std::vector<std::vector<int>> expected = {{0}, {1, 3, 5, 6}, {2, 8}, {4}, {7}};
+  EXPECT_EQ(log.runs, expected);
+}
+
+// With a window, a worker that took one task waits for more of its key.
+TEST(Dispatcher, AWorkerWaitsUpToTheWindowToFillABatch) {
+  FakeEngine engine(1);
+  DispatcherOptions o;
+  o.max_batch = 3;
+  o.batch_window = std::chrono::seconds(10);  // long: the batch fills well before
+  RunLog log;
+  {
+    Dispatcher d(engine, o);
+    for (int id = 0; id < 3; ++id) {
+      ASSERT_TRUE(d.Submit(BatchTask(id, 5, &log)).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the worker took the first already
+    }
+    d.Shutdown();
+  }
+  const std::vector<std::vector<int>> expected = {{0, 1, 2}};
+  EXPECT_EQ(log.runs, expected);
+
+  // A short window that nothing fills: the lone task runs by itself.
+  o.batch_window = std::chrono::milliseconds(5);
+  RunLog alone;
+  Dispatcher d(engine, o);
+  ASSERT_TRUE(d.Submit(BatchTask(0, 5, &alone)).ok());
+  d.Shutdown();
+  EXPECT_EQ(alone.runs, std::vector<std::vector<int>>{{0}});
+}
+
+// max_batch 1 (the default) never batches: each task's own run.
+TEST(Dispatcher, WithoutBatchingEveryTaskRunsAlone) {
+  FakeEngine engine(1);
+  RunLog log;
+  std::latch gate(1);
+  {
+    Dispatcher d(engine, {});
+    ASSERT_TRUE(d.Submit(BatchTask(0, 7, &log, &gate)).ok());
+    while (d.queued() != 0) std::this_thread::yield();
+    for (int id = 1; id < 4; ++id) ASSERT_TRUE(d.Submit(BatchTask(id, 7, &log)).ok());
+    gate.count_down();
+    d.Shutdown();
+  }
+  const std::vector<std::vector<int>> expected = {{0}, {1}, {2}, {3}};
+  EXPECT_EQ(log.runs, expected);
 }
 
 }  // namespace

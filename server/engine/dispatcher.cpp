@@ -53,7 +53,36 @@ void Dispatcher::Enqueue(int device, Task task) {
   dev.queue_size.store(dev.queue.size(), std::memory_order_release);
   ++queued_;
   options_.on_queue_depth(device, dev.queue.size());
-  dev.ready.notify_one();
+  // A worker waiting to fill a batch may not take this task: wake them all.
+  if (options_.max_batch > 1) {
+    dev.ready.notify_all();
+  } else {
+    dev.ready.notify_one();
+  }
+}
+
+Dispatcher::Task Dispatcher::Take(int device, size_t index) {
+  Device& dev = *devices_[device];
+  Task task = std::move(dev.queue[index]);
+  dev.queue.erase(dev.queue.begin() + static_cast<std::ptrdiff_t>(index));
+  dev.queue_size.store(dev.queue.size(), std::memory_order_release);
+  dev.queued_work -= task.work;
+  if (dev.queue.empty()) dev.queued_work = 0;  // no float drift
+  --queued_;
+  options_.on_queue_depth(device, dev.queue.size());
+  return task;
+}
+
+void Dispatcher::TakeMatching(int device, std::vector<Task>* batch) {
+  Device& dev = *devices_[device];
+  const uint64_t key = batch->front().batch_key;
+  for (size_t i = 0; i < dev.queue.size() && i < kBatchScan && batch->size() < options_.max_batch;) {
+    if (dev.queue[i].batch_key == key) {
+      batch->push_back(Take(device, i));
+    } else {
+      ++i;
+    }
+  }
 }
 
 absl::Status Dispatcher::Submit(Task task) {
@@ -96,13 +125,7 @@ void Dispatcher::WorkerLoop(int device) {
     dev.ready.wait(lock, [&] { return stopping_ || !dev.queue.empty(); });
     --dev.idle_workers;
     if (dev.queue.empty()) return;  // stopping, and nothing left to drain
-    Task task = std::move(dev.queue.front());
-    dev.queue.pop_front();
-    dev.queue_size.store(dev.queue.size(), std::memory_order_release);
-    dev.queued_work -= task.work;
-    if (dev.queue.empty()) dev.queued_work = 0;  // no float drift
-    --queued_;
-    options_.on_queue_depth(device, dev.queue.size());
+    Task task = Take(device, 0);
     if (!engine_.healthy(device)) {
       // The device left service while this task waited: a healthy one
       // takes it. With none left, it runs here and fails fast as UNAVAILABLE.
@@ -111,15 +134,36 @@ void Dispatcher::WorkerLoop(int device) {
         continue;
       }
     }
-    dev.running_work += task.work;
-    ++dev.running;
+    std::vector<Task> batch;
+    batch.push_back(std::move(task));
+    if (batch.front().batch_key != 0 && options_.max_batch > 1) {
+      TakeMatching(device, &batch);
+      const auto until = std::chrono::steady_clock::now() + options_.batch_window;
+      while (batch.size() < options_.max_batch && !stopping_ && options_.batch_window.count() > 0) {
+        const bool timed_out = dev.ready.wait_until(lock, until) == std::cv_status::timeout;
+        TakeMatching(device, &batch);
+        if (timed_out) break;
+      }
+    }
+    double work = 0;
+    for (const Task& t : batch) work += t.work;
+    const size_t count = batch.size();
+    dev.running_work += work;
+    dev.running += count;
     lock.unlock();
-    task.run(device);
+    if (count == 1) {
+      batch.front().run(device);
+    } else {
+      auto run_batch = batch.front().run_batch;
+      run_batch(device, batch);
+    }
+    batch.clear();  // the tasks' captures go before the lock is taken again
     lock.lock();
-    if (--dev.running == 0) {
+    dev.running -= count;
+    if (dev.running == 0) {
       dev.running_work = 0;  // no float drift
     } else {
-      dev.running_work -= task.work;
+      dev.running_work -= work;
     }
   }
 }

@@ -2,11 +2,16 @@
 // worker threads per device, each task to a healthy device that can run its
 // step: one with an idle worker first, else the one with the least work
 // (queued and running, in FLOPs). A task queued on a device that has left
-// service moves to a healthy one when its turn comes.
+// service moves to a healthy one when its turn comes. Tasks that share a
+// batch key may run as one: the worker that takes one takes the others of
+// its key queued on that device too (up to max_batch, waiting up to
+// batch_window for more), and hands them all to the first one's run_batch.
 #pragma once
 
-#include <atomic>
 #include <absl/status/status.h>
+
+#include <atomic>
+#include <chrono>
 
 #include <condition_variable>
 #include <cstdint>
@@ -29,6 +34,12 @@ struct DispatcherOptions {
   // under the dispatcher's lock so that gauges see the changes in order:
   // it must not call back into the dispatcher.
   std::function<void(int, size_t)> on_queue_depth = [](int, size_t) {};
+  // Batching: at most this many tasks of one key run together (1: never),
+  // and a worker holding fewer waits this long for more to arrive (0: it
+  // takes what is queued and goes). Later tasks of the key overtake others
+  // queued before them, within the first kBatchScan of the queue.
+  size_t max_batch = 1;
+  std::chrono::microseconds batch_window{0};
 };
 
 class Dispatcher {
@@ -37,7 +48,15 @@ class Dispatcher {
     int step = 0;
     double work = 0;                  // FLOPs, to balance devices
     std::function<void(int)> run;     // called on a worker with the device index
+    // Batching (see DispatcherOptions): 0 never batches. With more than one
+    // task taken, run_batch(device, tasks) of the first runs them all and
+    // no task's run is called. `payload` is the submitter's, for run_batch.
+    uint64_t batch_key = 0;
+    std::function<void(int, std::vector<Task>&)> run_batch;
+    std::shared_ptr<void> payload;
   };
+  // How far down a device's queue a worker looks for tasks of its key.
+  static constexpr size_t kBatchScan = 256;
 
   Dispatcher(Engine& engine, DispatcherOptions options);
   ~Dispatcher();
@@ -72,6 +91,10 @@ class Dispatcher {
   // The device for a task of `step`, under mu_; `except` is left out.
   Choice Choose(int step, int except) const;
   void Enqueue(int device, Task task);  // under mu_
+  // Takes queue[index] off `device`'s queue with its accounting, under mu_.
+  Task Take(int device, size_t index);
+  // Adds to `batch` the queued tasks of its key, up to max_batch, under mu_.
+  void TakeMatching(int device, std::vector<Task>* batch);
   void WorkerLoop(int device);
 
   Engine& engine_;

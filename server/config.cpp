@@ -32,6 +32,14 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
   app.add_option("--queue-capacity", c.queue_capacity,
                  "requests that may wait for a device; more get RESOURCE_EXHAUSTED")
       ->envname("GEMMD_QUEUE_CAPACITY")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--batch-max", c.batch_max,
+                 "up to this many small step-0 requests of one shape (m*n*k <= 512^3) waiting for a device run "
+                 "as one batched cuBLAS launch, each still verified and answered on its own; 1 turns batching off")
+      ->envname("GEMMD_BATCH_MAX")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--batch-window-us", c.batch_window_us,
+                 "with batching, how long a device worker holding a batchable request waits for more of its shape "
+                 "(adds up to this much latency); 0 takes only what is already queued")
+      ->envname("GEMMD_BATCH_WINDOW_US")->check(CLI::Range(0, 1000000))->capture_default_str();
   app.add_option("--max-dim", c.max_dim, "largest m, n or k of one request")
       ->envname("GEMMD_MAX_DIM")->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX}))->capture_default_str();
   app.add_option("--max-request-bytes", c.max_request_bytes, "largest A+B+D (fp16 bytes) of one request")

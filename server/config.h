@@ -16,6 +16,10 @@ struct ServerConfig {
   uint64_t max_message_bytes = 64ull << 20;       // gRPC cap, both directions
   uint32_t workers_per_device = 1;
   uint32_t queue_capacity = 64;                   // requests waiting across devices
+  // Batching: up to this many small step-0 requests of one shape share a
+  // launch (1: off), a worker waiting this long for more to arrive.
+  uint32_t batch_max = 1;
+  uint32_t batch_window_us = 0;
   int64_t max_dim = 65536;                        // largest m, n or k; at most 2^31-1
   uint64_t max_request_bytes = 4ull << 30;        // A + B + D of one Multiply
   uint64_t matrix_quota_bytes = 8ull << 30;       // all stored matrices together

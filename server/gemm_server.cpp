@@ -77,6 +77,11 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   DispatcherOptions dopts;
   dopts.queue_capacity = config_.queue_capacity;
   dopts.workers_per_device = config_.workers_per_device;
+  BatchPolicy batching;
+  batching.max_batch = config_.batch_max;
+  batching.window = std::chrono::microseconds(config_.batch_window_us);
+  dopts.max_batch = batching.max_batch;
+  dopts.batch_window = batching.window;
   dopts.on_queue_depth = [this, devices](int device, size_t depth) {
     metrics_.SetQueueDepth(devices[device].id, depth);
   };
@@ -88,6 +93,7 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   sopts.limits.max_message_bytes = config_.max_message_bytes;
   sopts.limits.max_repeats = config_.max_repeats;
   sopts.queue_capacity = config_.queue_capacity;
+  sopts.batching = batching;
   std::vector<NamedToken> tokens = config_.auth_tokens;
   if (!config_.auth_token.empty()) tokens.push_back({config_.auth_token, kDefaultIdentity});
   sopts.identity = CallerIdentity(BearerAuth(std::move(tokens)), config_.operators);

@@ -38,6 +38,22 @@ class GatedEngine final : public Engine {
     ++runs_;
     return inner_.Run(device, job);
   }
+  // Batches pass the gate once, and are recorded by size.
+  std::vector<absl::StatusOr<GemmReport>> RunBatch(int device, const std::vector<const GemmJob*>& jobs) override {
+    {
+      std::unique_lock lock(mu_);
+      ++arrived_;
+      batch_sizes_.push_back(jobs.size());
+      arrived_cv_.notify_all();
+      open_cv_.wait(lock, [&] { return open_; });
+    }
+    runs_ += static_cast<int>(jobs.size());
+    return inner_.RunBatch(device, jobs);
+  }
+  std::vector<size_t> batch_sizes() {
+    std::lock_guard lock(mu_);
+    return batch_sizes_;
+  }
 
   void Close() {
     std::lock_guard lock(mu_);
@@ -61,6 +77,7 @@ class GatedEngine final : public Engine {
   std::condition_variable open_cv_, arrived_cv_;
   bool open_ = true;
   int arrived_ = 0;
+  std::vector<size_t> batch_sizes_;
   std::atomic<int> runs_{0};
 };
 

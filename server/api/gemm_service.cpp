@@ -84,6 +84,8 @@ struct GemmService::MultiplyCall {
   Clock::time_point start = Clock::now();
   Clock::time_point enqueued;
   Clock::time_point engine_done;  // the engine handed back its report
+  double queued_seconds = 0;
+  uint64_t batch_key = 0;         // engine/batching.h; 0: runs alone
   std::chrono::system_clock::time_point deadline;
   GemmJob job;
   // Keep stored operands alive while the job reads them, even if deleted.
@@ -218,34 +220,65 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
   Dispatcher::Task task;
   task.step = job.step;
   task.work = 2.0 * job.m * job.n * job.k;
-  task.run = [this, call](int device) { RunMultiply(call, device); };
+  task.run = [this, call](int device) { RunMultiplies({call}, device); };
+  call->batch_key = task.batch_key = BatchKey(job, options_.batching);
+  if (task.batch_key != 0) {
+    task.payload = call;
+    task.run_batch = [this](int device, std::vector<Dispatcher::Task>& tasks) {
+      std::vector<std::shared_ptr<MultiplyCall>> calls;
+      for (const auto& t : tasks) calls.push_back(std::static_pointer_cast<MultiplyCall>(t.payload));
+      RunMultiplies(std::move(calls), device);
+    };
+  }
   if (auto st = dispatcher_.Submit(std::move(task)); !st.ok()) FinishMultiply(call, st);
   return call->reactor;
 }
 
-void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int device) {
-  const double queued = SecondsSince(call->enqueued);
-  call->device = devices_[device].id;
-  if (auto st = call->StopReason(
-          [queued] { return "after " + std::to_string(queued) + " s in the queue; the GEMM was not run"; });
-      !st.ok()) {
-    FinishMultiply(call, st);
-    return;
+void GemmService::RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls, int device) {
+  // A call stopped while it waited finishes here; the others run together.
+  std::vector<std::shared_ptr<MultiplyCall>> live;
+  for (auto& call : calls) {
+    const double queued = call->queued_seconds = SecondsSince(call->enqueued);
+    call->device = devices_[device].id;
+    if (auto st = call->StopReason(
+            [queued] { return "after " + std::to_string(queued) + " s in the queue; the GEMM was not run"; });
+        !st.ok()) {
+      FinishMultiply(call, st);
+      continue;
+    }
+    const auto deadline = call->deadline;
+    const MultiplyReactor* reactor = call->reactor;  // alive until Finish
+    call->job.should_stop = [reactor, deadline] {
+      return reactor->cancelled() || std::chrono::system_clock::now() > deadline;
+    };
+    live.push_back(std::move(call));
   }
-  const auto deadline = call->deadline;
-  const MultiplyReactor* reactor = call->reactor;  // alive until Finish
-  call->job.should_stop = [reactor, deadline] {
-    return reactor->cancelled() || std::chrono::system_clock::now() > deadline;
-  };
+  if (live.empty()) return;
 
   const auto engine_start = Clock::now();
-  auto report = engine_.Run(device, call->job);
-  call->engine_done = Clock::now();
+  std::vector<absl::StatusOr<GemmReport>> reports;
+  if (live.size() == 1) {
+    reports.push_back(engine_.Run(device, live.front()->job));
+  } else {
+    std::vector<const GemmJob*> jobs;
+    for (const auto& call : live) jobs.push_back(&call->job);
+    reports = engine_.RunBatch(device, jobs);
+  }
+  const auto engine_done = Clock::now();
+  if (live.front()->batch_key != 0) metrics_.RecordBatch(live.size());
   PublishDeviceState(device);
   if (!engine_.healthy(device)) {  // a sticky error takes the other devices with it
     for (size_t d = 0; d < devices_.size(); ++d) PublishDeviceState(static_cast<int>(d));
     if (options_.on_device_lost) options_.on_device_lost();
   }
+  for (size_t i = 0; i < live.size(); ++i) {
+    live[i]->engine_done = engine_done;
+    CompleteMultiply(live[i], std::move(reports[i]), engine_start);
+  }
+}
+
+void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, absl::StatusOr<GemmReport> report,
+                                   Clock::time_point engine_start) {
   if (!report.ok()) {
     absl::Status st = report.status();
     if (st.code() == absl::StatusCode::kCancelled) {
@@ -280,7 +313,7 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
   const PhaseSeconds& p = report->seconds;
   auto* t = resp->mutable_timing();
   t->set_prepare_seconds(std::chrono::duration<double>(call->enqueued - call->start).count());
-  t->set_queue_seconds(queued);
+  t->set_queue_seconds(call->queued_seconds);
   t->set_upload_seconds(p.upload);
   // Compute is the engine's time between its upload and its download: the
   // repeats, the verification, and the engine's own set-up and clean-up.
@@ -290,6 +323,7 @@ void GemmService::RunMultiply(const std::shared_ptr<MultiplyCall>& call, int dev
   t->set_download_seconds(p.download);
   t->set_verify_seconds(p.verify);
   t->set_repeats(p.repeats);
+  t->set_batch_size(report->batch_size);
   resp->set_tflops(p.kernel > 0 ? flops / p.kernel / 1e12 : 0);
 
   metrics_.RecordGemm(job.step, call->device, p.kernel, flops * p.repeats, v.performed && !v.passed);

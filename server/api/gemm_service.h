@@ -11,6 +11,7 @@
 #include "api/caller_identity.h"
 #include "api/request_validation.h"
 #include "api/stream_watchdog.h"
+#include "engine/batching.h"
 #include "engine/dispatcher.h"
 #include "engine/engine.h"
 #include "engine/matrix_store.h"
@@ -26,6 +27,7 @@ struct ServiceOptions {
   // An upload or download that makes no progress for this long is cancelled.
   double stream_idle_seconds = 60;
   CallerIdentity identity;  // who each call is (bearer token, mTLS subject)
+  BatchPolicy batching;     // which requests may share a launch (engine/batching.h)
   // Called after a GEMM that left its device out of service.
   std::function<void()> on_device_lost;
   // The device's SM clock in MHz from the telemetry (0: none), for replies.
@@ -79,7 +81,11 @@ class GemmService final : public gemm::v1::GemmService::CallbackService {
  private:
   struct MultiplyCall;
   class MultiplyReactor;
-  void RunMultiply(const std::shared_ptr<MultiplyCall>& call, int device);
+  // Runs the calls' GEMMs on `device`, together when there are several (a
+  // batch), and finishes each call.
+  void RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls, int device);
+  void CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, absl::StatusOr<GemmReport> report,
+                        std::chrono::steady_clock::time_point engine_start);
   void FinishMultiply(const std::shared_ptr<MultiplyCall>& call, const absl::Status& status);
 
   Engine& engine_;

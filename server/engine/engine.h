@@ -83,6 +83,9 @@ struct DeviceMemory {
 struct GemmReport {
   VerificationResult verification;
   PhaseSeconds seconds;
+  // GEMMs launched together with this one, itself included (RunBatch); the
+  // kernel time is then this job's share, the launch's time over the size.
+  uint32_t batch_size = 1;
 };
 
 class Engine {
@@ -99,6 +102,15 @@ class Engine {
 
   // Runs on a dispatcher worker of `device`; at most one call per worker.
   virtual absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) = 0;
+
+  // Jobs the dispatcher took together (Dispatcher's batching), one report
+  // each, in order. An engine that can launch them as one does; this
+  // default runs each in turn.
+  virtual std::vector<absl::StatusOr<GemmReport>> RunBatch(int device, const std::vector<const GemmJob*>& jobs) {
+    std::vector<absl::StatusOr<GemmReport>> reports;
+    for (const GemmJob* job : jobs) reports.push_back(Run(device, *job));
+    return reports;
+  }
 
   // Device memory, for the metrics; zeros where the engine keeps none.
   virtual DeviceMemory memory(int) const { return {}; }

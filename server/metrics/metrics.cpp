@@ -54,6 +54,11 @@ Metrics::Metrics()
                            .Help("How long the server took to refuse an RPC with RESOURCE_EXHAUSTED (queue or "
                                  "quota full), arrival to reply: refusals must be prompt under overload")
                            .Register(*registry_)),
+      batch_size_(BuildHistogram()
+                      .Name("gemm_batch_size")
+                      .Help("Requests whose GEMMs ran in one launch (--batch-max), per launch; 1: alone")
+                      .Register(*registry_)
+                      .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128})),
       flops_(BuildCounter()
                  .Name("gemm_floating_point_operations_total")
                  .Help("2*m*n*k per kernel run; rate() gives sustained FLOP/s")
@@ -124,6 +129,8 @@ Metrics::Metrics()
                       .Name("gemm_build_info")
                       .Help("Always 1; labels carry the version and engine")
                       .Register(*registry_)) {}
+
+void Metrics::RecordBatch(size_t size) { batch_size_.Observe(static_cast<double>(size)); }
 
 void Metrics::Serve(const std::string& address) {
   exposer_ = std::make_unique<prometheus::Exposer>(address);

@@ -37,6 +37,8 @@ class Metrics {
   // One GEMM that ran on a device.
   void RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,
                   bool verification_failed);
+  // One engine launch that ran `size` requests' GEMMs together (batching).
+  void RecordBatch(size_t size);
   // Creates the zero-valued series of a (step, device) pair that can run,
   // so dashboards and rate() see 0 instead of nothing before the first GEMM.
   void InitSeries(int step, const std::string& device);
@@ -63,6 +65,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& kernel_seconds_;
   prometheus::Family<prometheus::Histogram>& phase_seconds_;
   prometheus::Family<prometheus::Histogram>& refusal_seconds_;
+  prometheus::Histogram& batch_size_;
   prometheus::Family<prometheus::Counter>& flops_;
   prometheus::Family<prometheus::Counter>& gemms_;
   prometheus::Family<prometheus::Counter>& verification_failures_;

@@ -1,0 +1,115 @@
+// Batching of small GEMMs (--batch-max): requests of one small step-0 shape
+// that queue while the device is busy reach the engine together, and each
+// still gets its own verified reply; other shapes, other steps and
+// benchmark timing run alone; with batching off nothing is batched.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "server_fixture.h"
+#include "test_util.h"
+
+namespace gemmd {
+namespace {
+
+using namespace gemmd::testing;
+using gemm::v1::MultiplyRequest;
+using gemm::v1::MultiplyResponse;
+
+class BatchingTest : public ServerFixture {
+ protected:
+  void Start(uint32_t batch_max) {
+    auto engine = std::make_unique<GatedEngine>();
+    gate_ = engine.get();
+    ServerConfig c = LoopbackConfig();
+    c.batch_max = batch_max;
+    StartServer(c, std::move(engine));
+  }
+  void TearDown() override {
+    if (gate_) gate_->Open();
+    ServerFixture::TearDown();
+  }
+
+  // Holds the device with a first request, queues `reqs` behind it, opens
+  // the gate and collects every reply (the first one's last).
+  std::vector<std::pair<grpc::Status, MultiplyResponse>> QueueBehindABusyDevice(
+      const std::vector<MultiplyRequest>& reqs) {
+    gate_->Close();
+    std::vector<std::pair<grpc::Status, MultiplyResponse>> out(reqs.size() + 1);
+    std::vector<std::thread> threads;
+    threads.emplace_back([&] { out.back().first = client().Multiply(SeededRequest(32, 32, 32, 1, 2), &out.back().second); });
+    gate_->WaitArrived(1);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      threads.emplace_back([&, i] { out[i].first = client().Multiply(reqs[i], &out[i].second); });
+    }
+    for (int i = 0; i < 2000 && server().queued() < reqs.size(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_EQ(server().queued(), reqs.size());
+    gate_->Open();
+    for (auto& t : threads) t.join();
+    return out;
+  }
+
+  GatedEngine* gate_ = nullptr;
+};
+
+TEST_F(BatchingTest, QueuedSmallRequestsOfOneShapeReachTheEngineTogether) {
+  Start(8);
+  std::vector<MultiplyRequest> reqs;
+  for (uint64_t seed = 10; seed < 16; ++seed) reqs.push_back(SeededRequest(64, 48, 80, seed, seed + 100));
+  reqs.push_back(SeededRequest(64, 48, 81, 7, 8));  // another shape
+  MultiplyRequest ladder = SeededRequest(64, 48, 80, 9, 9);
+  ladder.set_step(3);  // no GPU here: refused up front, never queued
+  MultiplyRequest timed = SeededRequest(64, 48, 80, 5, 6);
+  timed.set_benchmark(true);  // benchmark timing runs alone
+  reqs.push_back(timed);
+  for (auto& r : reqs) r.set_output(gemm::v1::OUTPUT_INLINE);
+
+  const auto replies = QueueBehindABusyDevice(reqs);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    ASSERT_TRUE(replies[i].first.ok()) << i << ": " << replies[i].first.error_message();
+    const MultiplyResponse& resp = replies[i].second;
+    EXPECT_TRUE(resp.verification().passed()) << i;
+    if (i < reqs.size()) {
+      // Each reply carries its own D: its own seeds' product.
+      const auto& s = reqs[i].shape();
+      const auto a = SeededOperand(reqs[i].a().random().seed(), gemm::OperandId::kA, s.m() * s.k());
+      const auto b = SeededOperand(reqs[i].b().random().seed(), gemm::OperandId::kB, s.n() * s.k());
+      EXPECT_EQ(CountMismatches(resp.d(), ReferenceGemm(a, b, s.m(), s.n(), s.k())), 0) << i;
+    }
+  }
+  // The holder alone; the six of one shape as one batch; the rest alone.
+  EXPECT_EQ(gate_->batch_sizes(), std::vector<size_t>{6});
+  EXPECT_EQ(gate_->runs(), 9);
+  const std::string metrics = MetricsText(server());
+  EXPECT_EQ(Sample(metrics, "gemm_batch_size_count"), 3);  // holder, the six, the other shape (benchmark: not batchable)
+  EXPECT_EQ(Sample(metrics, "gemm_batch_size_sum"), 8);
+}
+
+TEST_F(BatchingTest, UpToTheLimitPerBatch) {
+  Start(4);
+  std::vector<MultiplyRequest> reqs;
+  for (uint64_t seed = 0; seed < 10; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
+  for (const auto& [status, resp] : QueueBehindABusyDevice(reqs)) {
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_TRUE(resp.verification().passed());
+  }
+  EXPECT_EQ(gate_->batch_sizes(), (std::vector<size_t>{4, 4, 2}));
+}
+
+TEST_F(BatchingTest, WithBatchingOffEveryRequestRunsAlone) {
+  Start(1);
+  std::vector<MultiplyRequest> reqs;
+  for (uint64_t seed = 0; seed < 5; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
+  for (const auto& [status, resp] : QueueBehindABusyDevice(reqs)) {
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(resp.timing().batch_size(), 1u);
+  }
+  EXPECT_TRUE(gate_->batch_sizes().empty());
+  EXPECT_EQ(Sample(MetricsText(server()), "gemm_batch_size_count"), 0);
+}
+
+}  // namespace
+}  // namespace gemmd

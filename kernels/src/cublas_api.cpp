@@ -29,6 +29,7 @@ const CublasApi* Cublas(std::string* error) {
     bind(api.SetWorkspace, "cublasSetWorkspace_v2");
     bind(api.SetMathMode, "cublasSetMathMode");
     bind(api.GemmEx, "cublasGemmEx");
+    bind(api.GemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
     bind(api.GetStatusName, "cublasGetStatusName");
     bind(api.GetStatusString, "cublasGetStatusString");
   });

@@ -24,6 +24,10 @@ struct CublasApi {
   cublasStatus_t (*GemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  cublasStatus_t (*GemmStridedBatchedEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                         const void*, const void*, cudaDataType, int, long long, const void*,
+                                         cudaDataType, int, long long, const void*, void*, cudaDataType, int,
+                                         long long, int, cublasComputeType_t, cublasGemmAlgo_t);
   decltype(&cublasGetStatusName) GetStatusName;
   decltype(&cublasGetStatusString) GetStatusString;
 };

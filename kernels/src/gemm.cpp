@@ -65,6 +65,32 @@ std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_
 
 void testing::PlantVendorFault(bool on) { vendor_fault = on; }
 
+std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a, int64_t stride_b, int64_t stride_d,
+                              const DeviceContext& ctx, cudaStream_t stream) {
+  if (first.m < 1 || first.n < 1 || first.k < 1 || count < 1) return "m, n, k and the count must be >= 1";
+  Problem p = first;
+  if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd); !err.empty()) return err;
+  if (stride_a < p.m * p.lda || stride_b < p.n * p.ldb || stride_d < p.m * p.ldd) {
+    return "batch strides must keep the problems apart (at least m*lda, n*ldb and m*ldd elements)";
+  }
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.lda > INT32_MAX || p.ldb > INT32_MAX ||
+      p.ldd > INT32_MAX) {
+    return "cuBLAS takes dimensions and leading dimensions below 2^31";
+  }
+  const detail::CublasApi& cublas = *detail::Cublas(nullptr);
+  if (auto s = cublas.SetStream(ctx.cublas, stream); s != CUBLAS_STATUS_SUCCESS) return CublasError("cublasSetStream", s);
+  const float alpha = 1.0f, beta = 0.0f;
+  const int k_used = vendor_fault.load(std::memory_order_relaxed) ? std::max(static_cast<int>(p.k) / 2, 1)
+                                                                  : static_cast<int>(p.k);
+  // As in LaunchCublas: row-major D = A·Bᵀ is column-major Dᵀ = op(B)·A.
+  auto s = cublas.GemmStridedBatchedEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(p.n),
+                                       static_cast<int>(p.m), k_used, &alpha, p.b, CUDA_R_16F,
+                                       static_cast<int>(p.ldb), stride_b, p.a, CUDA_R_16F, static_cast<int>(p.lda),
+                                       stride_a, &beta, p.d, CUDA_R_16F, static_cast<int>(p.ldd), stride_d, count,
+                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmStridedBatchedEx", s);
+}
+
 std::string CreateContext(int device, DeviceContext* ctx) {
   *ctx = DeviceContext{};
   ctx->device = device;

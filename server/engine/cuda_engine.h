@@ -48,7 +48,7 @@ class CudaEngine final : public Engine {
   // against cuBLAS; "" if every one passed, else a reason for ListKernels.
   std::string SelfTestStep(int device, int step);
 
-  struct Device;  // defined in cuda_engine.cpp
+  struct Device;  // defined in cuda_device.h
 
  private:
   explicit CudaEngine(CudaEngineOptions options);

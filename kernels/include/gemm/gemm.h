@@ -55,4 +55,11 @@ StepSupport Supports(int step, const DeviceContext& ctx);
 // (a launch error, a shape the step does not take).
 std::string Launch(int step, const Problem& p, const DeviceContext& ctx, cudaStream_t stream);
 
+// Step 0 (cuBLAS) over `count` problems of `first`'s shape and leading
+// dimensions, problem i's A, B and D lying i·stride_a, i·stride_b and
+// i·stride_d elements after first's: one strided batched GEMM, so many
+// small GEMMs cost one launch. Asynchronous; "" or what went wrong.
+std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a, int64_t stride_b, int64_t stride_d,
+                              const DeviceContext& ctx, cudaStream_t stream);
+
 }  // namespace gemm

@@ -1,0 +1,221 @@
+// The CUDA engine's device state, shared by its files (cuda_engine.cpp,
+// cuda_batch.cpp): a device's lanes (one per dispatcher worker) and the
+// lease of one, a request's buffers, the pitched layout of matrices on the
+// device and the staged copies through pinned memory.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/cuda_engine.h"
+#include "engine/host_copier.h"
+#include "gemm/device_ops.h"
+#include "gemm/gemm.h"
+
+namespace gemmd {
+
+using Clock = std::chrono::steady_clock;
+
+inline double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string ErrorText(cudaError_t e);
+
+// Errors after which the context is unusable: the device serves no more.
+bool IsSticky(cudaError_t e);
+
+// Device memory each lane keeps for small requests: 1000x1000x1000 fits.
+constexpr uint64_t kLaneScratchBytes = 8ull << 20;
+
+// One worker's private resources on a device: its own cuBLAS handle, streams,
+// events and pinned staging, so several workers never share mutable state.
+struct Lane {
+  gemm::DeviceContext ctx;
+  cudaStream_t copy = nullptr, compute = nullptr;
+  cudaEvent_t staged[2] = {nullptr, nullptr};
+  cudaEvent_t inputs_ready = nullptr;
+  cudaEvent_t inputs_start = nullptr, verified = nullptr;  // timed: generated inputs, verification
+  std::vector<cudaEvent_t> starts, stops;
+  char* staging = nullptr;  // pinned, two halves used alternately
+  char* scratch = nullptr;  // device, kLaneScratchBytes: a small request's A, B, D and reference
+  uint64_t staging_bytes = 0;
+  gemm::CompareResult* cmp = nullptr;       // device
+  gemm::CompareResult* cmp_host = nullptr;  // pinned
+  bool busy = false;
+};
+
+struct CudaEngine::Device {
+  int ordinal = 0;
+  DeviceDescription desc;
+  cudaMemPool_t pool = nullptr;
+  std::vector<std::unique_ptr<Lane>> lanes;
+  std::mutex lanes_mu;
+  std::condition_variable lane_free;
+  // Kernels and verification of one request at a time: timings stay clean,
+  // while another lane's upload or download overlaps them.
+  std::mutex compute_mu;
+  gemm::L2Flush l2_flush;  // before benchmark-timed runs, under compute_mu
+  std::unique_ptr<HostCopier> copier;  // staging copies of big inline operands and D
+  std::atomic<int64_t> last_request_ns{0};  // steady clock, for the keep-warm
+  cudaStream_t keep_warm_stream = nullptr;
+  std::atomic<uint64_t> keep_warm_launches{0};
+  __half* keep_warm_word = nullptr;
+  mutable std::mutex state_mu;
+  std::atomic<bool> healthy{true};
+  std::string unhealthy_reason;
+  std::vector<StepAvailability> steps;
+  // Called with the message when a sticky error is met: it takes every
+  // device of the engine out of service (see Fail).
+  std::function<void(const std::string&)> on_sticky_error;
+
+  void MarkUnhealthy(const std::string& why) {
+    std::lock_guard lock(state_mu);
+    if (healthy.exchange(false)) {
+      unhealthy_reason = why;
+      spdlog::error("device {} marked unhealthy: {}", desc.id, why);
+    }
+  }
+  absl::Status Fail(const char* what, cudaError_t e) {
+    if (e == cudaErrorMemoryAllocation) {
+      return absl::ResourceExhaustedError(desc.id + ": " + what + ": out of device memory");
+    }
+    const std::string msg = desc.id + ": " + what + ": " + ErrorText(e);
+    if (IsSticky(e)) {
+      // The CUDA runtime makes a sticky error the whole process's: every
+      // later call on every device returns it (seen on 2×H200: the other
+      // GPU's next allocation failed the same way). So every device goes.
+      MarkUnhealthy(msg);
+      if (on_sticky_error) on_sticky_error(msg);
+      return absl::InternalError(msg + " (the device's context is lost; this process serves no more requests "
+                                       "and must be restarted)");
+    }
+    return absl::InternalError(msg);
+  }
+  // Waits for `stream`; a kernel still running after `timeout` is presumed
+  // hung, and the device is taken out of service rather than the server.
+  absl::Status Wait(cudaStream_t stream, double timeout) {
+    const auto start = Clock::now();
+    for (int spins = 0;; ++spins) {
+      const cudaError_t e = cudaStreamQuery(stream);
+      if (e == cudaSuccess) return absl::OkStatus();
+      if (e != cudaErrorNotReady) return Fail("stream", e);
+      if (SecondsSince(start) > timeout) {
+        MarkUnhealthy("a kernel ran past " + std::to_string(timeout) + " s and is presumed hung");
+        return absl::DeadlineExceededError(desc.id + ": a kernel ran past " + std::to_string(timeout) +
+                                           " s; the device is out of service");
+      }
+      if (spins < 2000) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+  }
+};
+
+
+// Borrows a free lane of a device for one request.
+class LaneLease {
+ public:
+  explicit LaneLease(CudaEngine::Device& dev) : dev_(dev) {
+    std::unique_lock lock(dev.lanes_mu);
+    dev.lane_free.wait(lock, [&] {
+      for (auto& l : dev.lanes)
+        if (!l->busy) return true;
+      return false;
+    });
+    for (auto& l : dev.lanes) {
+      if (!l->busy) {
+        lane_ = l.get();
+        lane_->busy = true;
+        break;
+      }
+    }
+  }
+  ~LaneLease() {
+    std::lock_guard lock(dev_.lanes_mu);
+    lane_->busy = false;
+    dev_.lane_free.notify_one();
+  }
+  Lane& operator*() { return *lane_; }
+  Lane* operator->() { return lane_; }
+
+ private:
+  CudaEngine::Device& dev_;
+  Lane* lane_ = nullptr;
+};
+
+// A request's device buffers: carved from the lane's scratch while they fit
+// (small requests then make no allocator calls at all), else stream-ordered
+// allocations from the device's pool, freed on `free_stream` after
+// everything queued there.
+class PoolBuffers {
+ public:
+  PoolBuffers(cudaMemPool_t pool, cudaStream_t alloc_stream, cudaStream_t free_stream, char* scratch,
+              uint64_t scratch_bytes)
+      : pool_(pool), alloc_(alloc_stream), free_(free_stream), scratch_(scratch), scratch_left_(scratch_bytes) {}
+  ~PoolBuffers() {
+    cudaStreamSynchronize(alloc_);  // idle already on success; on an error path, nothing may still read
+    cudaStreamSynchronize(free_);   // nor write the scratch the lane's next request gets
+    for (void* p : ptrs_) cudaFreeAsync(p, free_);
+  }
+  cudaError_t Allocate(__half** out, uint64_t elements) {
+    const uint64_t bytes = (std::max<uint64_t>(elements, 1) * sizeof(__half) + 255) / 256 * 256;
+    if (bytes <= scratch_left_) {
+      *out = reinterpret_cast<__half*>(scratch_);
+      scratch_ += bytes;
+      scratch_left_ -= bytes;
+      return cudaSuccess;
+    }
+    void* p = nullptr;
+    cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_, alloc_);
+    if (e == cudaSuccess) ptrs_.push_back(p);
+    *out = static_cast<__half*>(p);
+    return e;
+  }
+
+ private:
+  cudaMemPool_t pool_;
+  cudaStream_t alloc_, free_;
+  char* scratch_;
+  uint64_t scratch_left_;
+  std::vector<void*> ptrs_;
+};
+
+// A row-major rows×cols matrix on the device, its rows `ld` elements apart.
+// The engine stores operands and D at a 16-byte pitch (K or N rounded up to
+// 8), so that the TMA steps read and write them in place instead of making
+// a padded copy: the host's dense rows are spread to that pitch by the copy
+// engine on the way up (cudaMemcpy2D) and gathered on the way down, and
+// server-generated inputs are born at it. Rows too long for half the
+// staging buffer stay dense (the kernel library copies them if it must).
+struct DeviceMatrix {
+  __half* data = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0;
+  uint64_t elements() const { return static_cast<uint64_t>(rows) * ld; }
+  uint64_t row_bytes() const { return static_cast<uint64_t>(cols) * 2; }
+};
+
+// The layout the engine stores a rows×cols matrix in (see DeviceMatrix).
+DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t staging_half);
+
+// Host -> device through the lane's pinned staging, two halves in flight;
+// `copier` moves each half into pinned memory on several threads. Whole
+// rows per chunk, unless the matrix is dense (then any bytes).
+cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const void* src);
+
+// Device -> host the same way: chunk i copies while chunk i-1 is unpacked.
+cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const DeviceMatrix& src);
+
+}  // namespace gemmd

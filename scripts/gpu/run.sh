@@ -206,6 +206,39 @@ for keep in ("0", "5"):
           f"{float(m.get('gemm_gpu_sm_clock_hertz', 'nan'))/1e6:.0f} MHz")
 PY
 
+# 2e. Batching (--batch-max), off and on in turn, in the same benchmark:
+# small step-0 GEMMs at 32 in flight, unverified (gemm-client's default)
+# and verified.
+for batch in 1 32; do
+  "$bin/gemmd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/bport$batch" --workers 2 \
+    --batch-max $batch 2>"$OUT/gemmd_batch$batch.log" &
+  bpid=$!
+  for _ in $(seq 600); do [[ -s $work/bport$batch ]] && break; sleep 0.1; done
+  export GEMM_TARGET=127.0.0.1:$(cat "$work/bport$batch")
+  "$bin/gemm-client" health --wait 120 >/dev/null
+  for case in "64x64x64:" "64x64x64:--verify" "256x256x256:--verify"; do
+    "$bin/gemm-client" bench --shapes "${case%%:*}" --steps 0 --concurrency 32 --duration 4 ${case#*:} \
+      >"$OUT/batch${batch}_${case%%:*}${case#*:}.txt" 2>&1
+  done
+  bport=$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd_batch$batch.log" | grep -o '[0-9]*$')
+  curl -s "http://127.0.0.1:$bport/metrics" | grep -E '^gemm_batch_size_(sum|count)' >"$OUT/batch${batch}_metrics.txt"
+  kill -TERM $bpid; wait $bpid
+done
+python3 - "$OUT" <<'PY' | tee -a "$summary"
+import re, sys
+out = sys.argv[1]
+def rate(path):
+    rows = [l.split() for l in open(path) if re.match(r"\d+x\d+x\d+ ", l)]
+    return float(rows[0][4]) if rows else 0.0
+for case in ("64x64x64", "64x64x64--verify", "256x256x256--verify"):
+    off, on = rate(f"{out}/batch1_{case}.txt"), rate(f"{out}/batch32_{case}.txt")
+    print(f"batching {case}, 32 in flight: off {off:.0f} req/s, on (--batch-max 32) {on:.0f} req/s: "
+          f"x{on / off if off else 0:.2f}")
+m = dict(l.split() for l in open(f"{out}/batch32_metrics.txt") if l.strip())
+count, total = float(m.get("gemm_batch_size_count", 0)), float(m.get("gemm_batch_size_sum", 0))
+print(f"batching on: {count:.0f} launches, mean batch {total / count if count else 0:.1f} requests")
+PY
+
 # 2d. The soak across faults, longer than CI's: two gemmd replicas on this
 # GPU behind a loopback DNS name, one killed with SIGKILL, then each rolled
 # with SIGTERM, under verified load through steps 0 and 10.

@@ -40,6 +40,8 @@ class CudaEngine final : public Engine {
   bool healthy(int device) const override;
   absl::Status Warmup(int device) override;
   absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) override;
+  // Small step-0 GEMMs of one shape: one strided batched launch (cuda_batch.cpp).
+  std::vector<absl::StatusOr<GemmReport>> RunBatch(int device, const std::vector<const GemmJob*>& jobs) override;
   DeviceMemory memory(int device) const override;
   // Keep-warm kernels launched on `device` so far (CudaEngineOptions::keep_warm_ms).
   uint64_t keep_warm_launches(int device) const;

@@ -86,6 +86,56 @@ TEST(CudaEngineGpu, UnalignedShapesThroughPitchedStorageMatchAnFp64Reference) {
             0);
 }
 
+// A batch of one small shape runs as one strided batched launch: each job's
+// D is its own product (server-generated and host inputs mixed, K and N
+// unaligned), each is verified on its own, and a planted cuBLAS fault fails
+// every one. Mixed shapes run job by job.
+TEST(CudaEngineGpu, ABatchOfOneShapeIsOneLaunchAndEachJobIsItsOwn) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  const int64_t m = 61, n = 47, k = 79;
+  std::vector<std::string> ds(5, std::string(m * n * 2, '\0'));
+  const std::string a_host = RandomHalfBytes(m, k, 31), b_host = RandomHalfBytes(n, k, 32);
+  std::vector<GemmJob> jobs;
+  for (int i = 0; i < 4; ++i) {
+    jobs.push_back(SeededJob(m, n, k, 500 + i));
+    jobs.back().d = reinterpret_cast<uint16_t*>(ds[i].data());
+  }
+  jobs.push_back(HostJob(m, n, k, a_host, b_host, ds[4]));
+  jobs[2].verify = false;
+  std::vector<const GemmJob*> batch;
+  for (const auto& j : jobs) batch.push_back(&j);
+
+  auto reports = engine->RunBatch(0, batch);
+  ASSERT_EQ(reports.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE(reports[i].ok()) << i << ": " << reports[i].status();
+    EXPECT_EQ(reports[i]->batch_size, 5u);
+    EXPECT_GT(reports[i]->seconds.kernel, 0);
+    EXPECT_EQ(reports[i]->verification.performed, i != 2) << i;
+    if (i != 2) EXPECT_TRUE(reports[i]->verification.passed) << i;
+    const auto expected = i < 4 ? ReferenceGemm(SeededOperand(500 + i, gemm::OperandId::kA, m * k),
+                                                SeededOperand(500 + i, gemm::OperandId::kB, n * k), m, n, k)
+                                : ReferenceGemm(ToDouble(a_host), ToDouble(b_host), m, n, k);
+    EXPECT_EQ(CountMismatches(ds[i], expected), 0) << i;
+  }
+
+  gemm::testing::PlantVendorFault(true);
+  auto faulty = engine->RunBatch(0, batch);
+  gemm::testing::PlantVendorFault(false);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE(faulty[i].ok()) << faulty[i].status();
+    if (i != 2) EXPECT_FALSE(faulty[i]->verification.passed) << i;
+  }
+
+  GemmJob other = SeededJob(m, n, k + 1, 9);
+  batch.back() = &other;
+  for (const auto& r : engine->RunBatch(0, batch)) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->batch_size, 1u) << "mixed shapes run job by job";
+  }
+}
+
 TEST(CudaEngineGpu, ServerGeneratedInputsAreTheDocumentedOnes) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();

@@ -161,6 +161,17 @@ class SoakTest : public ::testing::Test {
     std::filesystem::remove_all(work_);
   }
 
+  // The i-th request of a client: D inline, the steps taking turns.
+  MultiplyRequest Request(int64_t m, int64_t n, int64_t k, int i) const {
+    MultiplyRequest req;
+    req.mutable_shape()->set_m(m);
+    req.mutable_shape()->set_n(n);
+    req.mutable_shape()->set_k(k);
+    req.set_step(config_.steps[i % config_.steps.size()]);
+    req.set_output(gemm::v1::OUTPUT_INLINE);
+    return req;
+  }
+
   // Inline A and B through the DNS name: whichever replica round_robin picks.
   void InlineClient(int id, const std::atomic<bool>& stop) {
     gemmc::GemmClient client({.target = dns_->Target(replicas_[0]->port()), .timeout_seconds = 30});
@@ -168,12 +179,7 @@ class SoakTest : public ::testing::Test {
     for (int i = 0; !stop; ++i) {
       std::uniform_int_distribution<int64_t> dim(8, 96);
       const int64_t m = dim(rng), n = dim(rng), k = dim(rng);
-      MultiplyRequest req;
-      req.mutable_shape()->set_m(m);
-      req.mutable_shape()->set_n(n);
-      req.mutable_shape()->set_k(k);
-      req.set_step(config_.steps[i % config_.steps.size()]);
-      req.set_output(gemm::v1::OUTPUT_INLINE);
+      MultiplyRequest req = Request(m, n, k, i);
       req.mutable_a()->set_data(RandomHalfBytes(m, k, rng()));
       req.mutable_b()->set_data(RandomHalfBytes(n, k, rng()));
       Check(client, req, ReferenceGemm(ToDouble(req.a().data()), ToDouble(req.b().data()), m, n, k), &rng,
@@ -208,12 +214,7 @@ class SoakTest : public ::testing::Test {
     const Stored* b = upload(n, k);
     for (int i = 0; a != nullptr && b != nullptr && !stop; ++i) {
       if (i > 0 && i % 8 == 0 && (b = upload(n, k)) == nullptr) break;
-      MultiplyRequest req;
-      req.mutable_shape()->set_m(m);
-      req.mutable_shape()->set_n(n);
-      req.mutable_shape()->set_k(k);
-      req.set_step(config_.steps[i % config_.steps.size()]);
-      req.set_output(gemm::v1::OUTPUT_INLINE);
+      MultiplyRequest req = Request(m, n, k, i);
       req.mutable_a()->set_handle(a->handle);
       req.mutable_b()->set_handle(b->handle);
       Check(client, req, ReferenceGemm(ToDouble(a->bytes), ToDouble(b->bytes), m, n, k), &rng,

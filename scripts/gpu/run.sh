@@ -16,6 +16,20 @@ bin=$PWD/.bundle/bin
 summary=$OUT/summary.txt
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
+# start_gemmd NAME [ARGS...]: a gemmd on loopback ports, logging to
+# $OUT/gemmd_NAME.log; sets gemmd_pid and GEMM_TARGET, and waits until SERVING.
+start_gemmd() {
+  local name=$1
+  shift
+  "$bin/gemmd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port_$name" "$@" \
+    2>"$OUT/gemmd_$name.log" &
+  gemmd_pid=$!
+  for _ in $(seq 600); do [[ -s $work/port_$name ]] && break; sleep 0.1; done
+  export GEMM_TARGET=127.0.0.1:$(cat "$work/port_$name" 2>/dev/null)
+  "$bin/gemm-client" health --wait 120 >/dev/null || note "gemmd $name is not SERVING"
+}
+# metrics_of NAME: that gemmd's /metrics.
+metrics_of() { curl -s "http://127.0.0.1:$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd_$1.log" | grep -o '[0-9]*$')/metrics"; }
 
 nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 gpus=$(nvidia-smi -L | wc -l)
@@ -178,18 +192,12 @@ grep -B2 -A30 "SIGSEGV\|SIGABRT\|\*\*\* " "$OUT/gemmd.log" | head -60 | tee -a "
 # 2c. The keep-warm option, off and on, in turn: idle power, and the first
 # request after a 1 s idle gap against steady ones.
 for keep in 0 5; do
-  "$bin/gemmd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port$keep" --keep-warm-ms $keep \
-    2>"$OUT/gemmd_keep$keep.log" &
-  kpid=$!
-  for _ in $(seq 600); do [[ -s $work/port$keep ]] && break; sleep 0.1; done
-  export GEMM_TARGET=127.0.0.1:$(cat "$work/port$keep")
-  "$bin/gemm-client" health --wait 120 >/dev/null
+  start_gemmd keep$keep --keep-warm-ms $keep
   for i in 1 2 3 4 5; do run4096 --no-verify; done >"$OUT/keep${keep}_steady.json"
   for i in 1 2 3 4 5; do sleep 1; run4096 --no-verify; done >"$OUT/keep${keep}_after_idle.json"
   sleep 3
-  kport=$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd_keep$keep.log" | grep -o '[0-9]*$')
-  curl -s "http://127.0.0.1:$kport/metrics" | grep -E '^gemm_gpu_(power_watts|sm_clock_hertz)' >"$OUT/keep${keep}_idle.txt"
-  kill -TERM $kpid; wait $kpid
+  metrics_of keep$keep | grep -E '^gemm_gpu_(power_watts|sm_clock_hertz)' >"$OUT/keep${keep}_idle.txt"
+  kill -TERM $gemmd_pid; wait $gemmd_pid
 done
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import json, re, statistics, sys
@@ -210,19 +218,13 @@ PY
 # small step-0 GEMMs at 32 in flight, unverified (gemm-client's default)
 # and verified.
 for batch in 1 32; do
-  "$bin/gemmd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/bport$batch" --workers 2 \
-    --batch-max $batch 2>"$OUT/gemmd_batch$batch.log" &
-  bpid=$!
-  for _ in $(seq 600); do [[ -s $work/bport$batch ]] && break; sleep 0.1; done
-  export GEMM_TARGET=127.0.0.1:$(cat "$work/bport$batch")
-  "$bin/gemm-client" health --wait 120 >/dev/null
+  start_gemmd batch$batch --workers 2 --batch-max $batch
   for case in "64x64x64:" "64x64x64:--verify" "256x256x256:--verify"; do
     "$bin/gemm-client" bench --shapes "${case%%:*}" --steps 0 --concurrency 32 --duration 4 ${case#*:} \
       >"$OUT/batch${batch}_${case%%:*}${case#*:}.txt" 2>&1
   done
-  bport=$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd_batch$batch.log" | grep -o '[0-9]*$')
-  curl -s "http://127.0.0.1:$bport/metrics" | grep -E '^gemm_batch_size_(sum|count)' >"$OUT/batch${batch}_metrics.txt"
-  kill -TERM $bpid; wait $bpid
+  metrics_of batch$batch | grep -E '^gemm_batch_size_(sum|count)' >"$OUT/batch${batch}_metrics.txt"
+  kill -TERM $gemmd_pid; wait $gemmd_pid
 done
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import re, sys

@@ -1,5 +1,7 @@
 #include "common/tma_problem.h"
 
+#include "common/tensor_map_cache.h"
+
 #include <cudaTypedefs.h>
 
 #include <cstdint>
@@ -30,16 +32,19 @@ PFN_cuTensorMapEncodeTiled_v12000 EncodeFn() {
 // them on stores.
 std::string Encode(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, int64_t ld, uint32_t box_cols,
                    uint32_t box_rows) {
-  auto encode = EncodeFn();
-  if (encode == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
-  const cuuint32_t box[2] = {box_cols, box_rows};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box,
-                            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? "" : "cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")";
+  thread_local TensorMapCache<CUtensorMap> cache;
+  return cache.Get({base, rows, cols, ld, box_cols, box_rows}, map, [&](CUtensorMap* fresh) -> std::string {
+    auto encode = EncodeFn();
+    if (encode == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
+    const cuuint32_t box[2] = {box_cols, box_rows};
+    const cuuint32_t element_strides[2] = {1, 1};
+    const CUresult r = encode(fresh, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box,
+                              element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? "" : "cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")";
+  });
 }
 
 int64_t RoundUp8(int64_t x) { return (x + 7) / 8 * 8; }

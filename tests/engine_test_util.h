@@ -13,8 +13,8 @@ inline GemmJob SeededJob(int64_t m, int64_t n, int64_t k, uint64_t seed) {
   job.m = m;
   job.n = n;
   job.k = k;
-  job.a = {OperandView::Kind::kRandom, nullptr, seed};
-  job.b = {OperandView::Kind::kRandom, nullptr, seed};
+  job.a = {OperandView::Kind::kRandom, {}, seed};
+  job.b = {OperandView::Kind::kRandom, {}, seed};
   return job;
 }
 
@@ -24,8 +24,8 @@ inline GemmJob HostJob(int64_t m, int64_t n, int64_t k, const std::string& a, co
   job.m = m;
   job.n = n;
   job.k = k;
-  job.a = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(a.data()), 0};
-  job.b = {OperandView::Kind::kHost, reinterpret_cast<const uint16_t*>(b.data()), 0};
+  job.a = {OperandView::Kind::kHost, HostBytes(a.data(), a.size()), 0};
+  job.b = {OperandView::Kind::kHost, HostBytes(b.data(), b.size()), 0};
   job.d = reinterpret_cast<uint16_t*>(d.data());
   return job;
 }

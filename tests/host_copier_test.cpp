@@ -38,5 +38,37 @@ TEST(HostCopier, BackToBackCopiesDoNotMix) {
   }
 }
 
+// Bytes in pieces (a request's inline operand as gRPC's slices): any range,
+// across any number of pieces, comes out as from the pieces joined.
+TEST(HostCopier, RangesOfPiecesComeOutAsFromThePiecesJoined) {
+  std::mt19937 rng(11);
+  const size_t total = HostCopier::kMinSplitBytes * 2 + 777;
+  std::vector<uint8_t> joined(total);
+  for (auto& b : joined) b = static_cast<uint8_t>(rng());
+  // Pieces of 1 byte to 64 KB, each in its own allocation.
+  std::vector<std::vector<uint8_t>> storage;
+  HostBytes pieces;
+  for (size_t at = 0; at < total;) {
+    const size_t n = std::min<size_t>(total - at, 1 + rng() % 65536);
+    storage.emplace_back(joined.begin() + static_cast<long>(at), joined.begin() + static_cast<long>(at + n));
+    pieces.Append(reinterpret_cast<const char*>(storage.back().data()), n);
+    at += n;
+  }
+  ASSERT_EQ(pieces.size(), total);
+  EXPECT_EQ(pieces.block(), nullptr);
+  for (unsigned threads : {0u, 3u}) {
+    HostCopier copier(threads);
+    for (auto [offset, bytes] : {std::pair<size_t, size_t>{0, total}, {1, 1}, {65535, 3}, {12345, total - 12345},
+                                 {total / 3, HostCopier::kMinSplitBytes + 5}, {total - 1, 1}}) {
+      std::vector<uint8_t> dst(bytes + 2, 0xAB);
+      copier.Copy(dst.data() + 1, pieces, offset, bytes);
+      EXPECT_EQ(dst.front(), 0xAB);
+      EXPECT_EQ(dst.back(), 0xAB);
+      EXPECT_TRUE(std::equal(dst.begin() + 1, dst.end() - 1, joined.begin() + static_cast<long>(offset)))
+          << threads << " threads, [" << offset << ", +" << bytes << ")";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gemmd

@@ -168,7 +168,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
     switch (side.op.source_case()) {
       case gemm::v1::Operand::kData:
         side.view.kind = OperandView::Kind::kHost;
-        side.view.host = reinterpret_cast<const uint16_t*>(side.op.data().data());
+        side.view.host = HostBytes(side.op.data().data(), side.op.data().size());
         break;
       case gemm::v1::Operand::kRandom:
         side.view.kind = OperandView::Kind::kRandom;
@@ -192,7 +192,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
         }
         side.keep = *stored;
         side.view.kind = OperandView::Kind::kHost;
-        side.view.host = side.keep->data();
+        side.view.host = HostBytes(side.keep->data(), static_cast<size_t>(desc.rows) * desc.cols * 2);
         break;
       }
       case gemm::v1::Operand::SOURCE_NOT_SET:

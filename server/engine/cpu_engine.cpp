@@ -29,7 +29,14 @@ template <typename T>
 std::vector<T> Materialize(const OperandView& op, gemm::OperandId id, size_t count) {
   std::vector<T> out(count);
   if (op.kind == OperandView::Kind::kHost) {
-    for (size_t i = 0; i < count; ++i) out[i] = gemm::HalfToFloat(op.host[i]);
+    std::vector<uint16_t> gathered;
+    const auto* h = reinterpret_cast<const uint16_t*>(op.host.block());
+    if (h == nullptr) {  // in pieces: this engine is not the fast path, gather them
+      gathered.resize(count);
+      op.host.CopyTo(reinterpret_cast<char*>(gathered.data()), 0, count * 2);
+      h = gathered.data();
+    }
+    for (size_t i = 0; i < count; ++i) out[i] = gemm::HalfToFloat(h[i]);
   } else {
     for (size_t i = 0; i < count; ++i) out[i] = gemm::RandomValue(op.seed, id, i);
   }

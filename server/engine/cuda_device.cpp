@@ -29,14 +29,14 @@ DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t staging_half) {
   return {nullptr, rows, cols, static_cast<uint64_t>(ld) * 2 <= staging_half ? ld : cols};
 }
 
-cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const void* src) {
+cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const HostBytes& src) {
   const uint64_t half = lane.staging_bytes / 2, row = dst.row_bytes();
   const uint64_t bytes = row * dst.rows, chunk = dst.ld == dst.cols ? half : half / row * row;
   for (uint64_t off = 0, i = 0; off < bytes; off += chunk, ++i) {
     const uint64_t len = std::min(chunk, bytes - off);
     char* buf = lane.staging + (i % 2) * half;
     if (auto e = cudaEventSynchronize(lane.staged[i % 2]); e != cudaSuccess) return e;
-    copier.Copy(buf, static_cast<const char*>(src) + off, len);
+    copier.Copy(buf, src, off, len);
     cudaError_t e = dst.ld == dst.cols
                         ? cudaMemcpyAsync(reinterpret_cast<char*>(dst.data) + off, buf, len, cudaMemcpyHostToDevice,
                                           lane.copy)

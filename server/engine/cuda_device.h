@@ -213,7 +213,7 @@ DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t staging_half);
 // Host -> device through the lane's pinned staging, two halves in flight;
 // `copier` moves each half into pinned memory on several threads. Whole
 // rows per chunk, unless the matrix is dense (then any bytes).
-cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const void* src);
+cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const HostBytes& src);
 
 // Device -> host the same way: chunk i copies while chunk i-1 is unpacked.
 cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const DeviceMatrix& src);

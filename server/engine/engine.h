@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/host_bytes.h"
+
 namespace gemmd {
 
 struct DeviceDescription {
@@ -36,8 +38,8 @@ struct StepAvailability {
 struct OperandView {
   enum class Kind { kHost, kRandom };
   Kind kind = Kind::kRandom;
-  const uint16_t* host = nullptr;  // kHost: row-major fp16, rows·cols elements
-  uint64_t seed = 0;               // kRandom: see gemm/random_fill.h
+  HostBytes host;     // kHost: row-major fp16, rows·cols·2 bytes, in one block or in pieces
+  uint64_t seed = 0;  // kRandom: see gemm/random_fill.h
 };
 
 struct GemmJob {

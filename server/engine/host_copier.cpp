@@ -28,9 +28,9 @@ HostCopier::~HostCopier() {
   for (auto& t : threads_) t.join();
 }
 
-void HostCopier::Copy(void* dst, const void* src, size_t bytes) {
+void HostCopier::Copy(void* dst, const HostBytes& src, size_t offset, size_t bytes) {
   if (bytes < kMinSplitBytes || threads_.empty()) {
-    std::memcpy(dst, src, bytes);
+    src.CopyTo(static_cast<char*>(dst), offset, bytes);
     return;
   }
   std::lock_guard one_at_a_time(copy_mu_);
@@ -38,7 +38,8 @@ void HostCopier::Copy(void* dst, const void* src, size_t bytes) {
   {
     std::lock_guard lock(mu_);
     dst_ = static_cast<char*>(dst);
-    src_ = static_cast<const char*>(src);
+    src_ = &src;
+    offset_ = offset;
     bytes_ = bytes;
     parts_ = parts;
     pending_ = static_cast<unsigned>(threads_.size());
@@ -47,7 +48,7 @@ void HostCopier::Copy(void* dst, const void* src, size_t bytes) {
   work_cv_.notify_all();
   size_t begin, end;
   PartRange(bytes, parts, 0, &begin, &end);
-  std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
+  src.CopyTo(static_cast<char*>(dst) + begin, offset + begin, end - begin);
   std::unique_lock lock(mu_);
   done_cv_.wait(lock, [&] { return pending_ == 0; });
 }
@@ -60,11 +61,12 @@ void HostCopier::Worker(unsigned index) {
     if (stop_) return;
     seen = generation_;
     char* dst = dst_;
-    const char* src = src_;
+    const HostBytes* src = src_;
+    const size_t offset = offset_;
     size_t begin, end;
     PartRange(bytes_, parts_, index + 1, &begin, &end);
     lock.unlock();
-    if (end > begin) std::memcpy(dst + begin, src + begin, end - begin);
+    if (end > begin) src->CopyTo(dst + begin, offset + begin, end - begin);
     lock.lock();
     if (--pending_ == 0) done_cv_.notify_one();
   }

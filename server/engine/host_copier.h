@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/host_bytes.h"
+
 namespace gemmd {
 
 class HostCopier {
@@ -23,7 +25,9 @@ class HostCopier {
 
   // memcpy(dst, src, bytes); returns once every part is copied. Below
   // kMinSplitBytes the caller copies alone (threads cost more than they save).
-  void Copy(void* dst, const void* src, size_t bytes);
+  void Copy(void* dst, const void* src, size_t bytes) { Copy(dst, HostBytes(src, bytes), 0, bytes); }
+  // Bytes [offset, offset + bytes) of `src`, in one block or in pieces.
+  void Copy(void* dst, const HostBytes& src, size_t offset, size_t bytes);
 
   static constexpr size_t kMinSplitBytes = 4 << 20;
 
@@ -35,8 +39,8 @@ class HostCopier {
   std::vector<std::thread> threads_;
   // The job in hand: part i of `parts` goes to helper i - 1 (the caller does part 0).
   char* dst_ = nullptr;
-  const char* src_ = nullptr;
-  size_t bytes_ = 0, parts_ = 0;
+  const HostBytes* src_ = nullptr;
+  size_t offset_ = 0, bytes_ = 0, parts_ = 0;
   unsigned long generation_ = 0;
   unsigned pending_ = 0;
   bool stop_ = false;

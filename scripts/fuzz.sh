@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The libFuzzer targets (tests/fuzz), each run for FUZZ_SECONDS (default
 # 30) from its committed seed corpus: request validation, the upload state
-# machine, the flag parser. Built with clang, coverage instrumentation,
+# machine, the flag parser, Multiply's zero-copy wire parser. Built with clang, coverage instrumentation,
 # ASan and UBSan in build-fuzz; a crash, a sanitizer report, a leak or a
 # timeout fails the run, and the input that did it is kept in
 # build-fuzz/findings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-30}
-targets=(request_validation upload_sequence config)
+targets=(request_validation upload_sequence config multiply_wire)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DGEMMD_FUZZ=ON -DGEMMD_CUDA=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/%/_fuzz}" >/dev/null

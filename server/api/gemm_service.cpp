@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/matrix_streams.h"
+#include "api/multiply_wire.h"
 #include "gemm/steps.h"
 #include "version.h"
 
@@ -79,8 +80,11 @@ struct GemmService::MultiplyCall {
   grpc::CallbackServerContext* ctx;
   Caller caller;
   MultiplyReactor* reactor;
-  const MultiplyRequest* req;
-  MultiplyResponse* resp;
+  MultiplyWireRequest wire;        // the request, its inline matrices left in gRPC's slices
+  const MultiplyRequest* req = &wire.fields;
+  MultiplyResponse reply;
+  MultiplyResponse* resp = &reply;
+  grpc::ByteBuffer* response = nullptr;  // where the reply goes out (SerializeMultiplyResponse)
   Clock::time_point start = Clock::now();
   Clock::time_point enqueued;
   Clock::time_point engine_done;  // the engine handed back its report
@@ -108,8 +112,8 @@ struct GemmService::MultiplyCall {
   }
 };
 
-grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx, const MultiplyRequest* req,
-                                                MultiplyResponse* resp) {
+grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                grpc::ByteBuffer* response) {
   Caller caller;
   if (auto* rejected = RejectUnauthenticated("Multiply", ctx, &caller)) return rejected;
   // A client's gRPC retry policy marks retried attempts; echoed back so the
@@ -121,17 +125,23 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
   call->ctx = ctx;
   call->caller = caller;
   call->reactor = new MultiplyReactor(ctx, store_, std::move(caller));
-  call->req = req;
-  call->resp = resp;
+  call->response = response;
   call->deadline = ctx->deadline();
   metrics_.AddInFlight(1);
 
+  if (auto st = ParseMultiplyRequest(*request, &call->wire); !st.ok()) {
+    FinishMultiply(call, st);
+    return call->reactor;
+  }
   if (!ready_) {
     FinishMultiply(call, absl::UnavailableError("the server is warming up its devices (start-up self-test); "
                                                 "retry in a moment"));
     return call->reactor;
   }
-  if (auto st = ValidateMultiply(*req, options_.limits); !st.ok()) {
+  const MultiplyRequest* req = call->req;
+  MultiplyResponse* resp = call->resp;
+  const std::array<uint64_t, 2> inline_bytes = {call->wire.a_data.size(), call->wire.b_data.size()};
+  if (auto st = ValidateMultiply(*req, options_.limits, &inline_bytes); !st.ok()) {
     FinishMultiply(call, st);
     return call->reactor;
   }
@@ -160,15 +170,16 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
     const char* dims;
     const gemm::v1::Operand& op;
     int64_t rows, cols;
+    const HostBytes& inline_data;  // the wire parser left it in gRPC's slices
     OperandView& view;
     std::shared_ptr<const StoredMatrix>& keep;
   };
-  for (Side side : {Side{"a", "m x k", req->a(), s.m(), s.k(), job.a, call->a_stored},
-                    Side{"b", "n x k", req->b(), s.n(), s.k(), job.b, call->b_stored}}) {
+  for (Side side : {Side{"a", "m x k", req->a(), s.m(), s.k(), call->wire.a_data, job.a, call->a_stored},
+                    Side{"b", "n x k", req->b(), s.n(), s.k(), call->wire.b_data, job.b, call->b_stored}}) {
     switch (side.op.source_case()) {
       case gemm::v1::Operand::kData:
         side.view.kind = OperandView::Kind::kHost;
-        side.view.host = HostBytes(side.op.data().data(), side.op.data().size());
+        side.view.host = side.inline_data;
         break;
       case gemm::v1::Operand::kRandom:
         side.view.kind = OperandView::Kind::kRandom;
@@ -384,6 +395,7 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
                  call->ctx->peer(), std::string(status.message()));
   }
   call->d_pending.reset();  // an unfinished D returns its quota now
+  if (status.ok()) SerializeMultiplyResponse(call->resp, call->response);
   if (status.ok() && before_reply_for_test_) before_reply_for_test_(call->ctx);
   call->reactor->Finish(ToGrpc(status));
 }

@@ -34,13 +34,16 @@ struct ServiceOptions {
   std::function<uint32_t(const std::string& device)> sm_clock_mhz;
 };
 
-class GemmService final : public gemm::v1::GemmService::CallbackService {
+// Multiply is a raw method (its messages as byte buffers: multiply_wire.h),
+// so that inline matrices are not copied on their way in or out.
+class GemmService final
+    : public gemm::v1::GemmService::WithRawCallbackMethod_Multiply<gemm::v1::GemmService::CallbackService> {
  public:
   GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& store, Metrics& metrics,
               ServiceOptions options);
 
-  grpc::ServerUnaryReactor* Multiply(grpc::CallbackServerContext* ctx, const gemm::v1::MultiplyRequest* req,
-                                     gemm::v1::MultiplyResponse* resp) override;
+  grpc::ServerUnaryReactor* Multiply(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListKernels(grpc::CallbackServerContext* ctx,
                                         const gemm::v1::ListKernelsRequest* req,
                                         gemm::v1::ListKernelsResponse* resp) override;

@@ -12,8 +12,8 @@ using gemm::v1::Operand;
 
 std::string Dims(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
-absl::Status CheckOperand(const char* name, const char* dims, const Operand& op, int64_t rows,
-                          int64_t cols) {
+absl::Status CheckOperand(const char* name, const char* dims, const Operand& op, int64_t rows, int64_t cols,
+                          const uint64_t* inline_bytes) {
   switch (op.source_case()) {
     case Operand::SOURCE_NOT_SET:
       return absl::InvalidArgumentError(std::string(name) +
@@ -21,9 +21,10 @@ absl::Status CheckOperand(const char* name, const char* dims, const Operand& op,
     case Operand::kData: {
       uint64_t want = 0;
       MatrixBytes(rows, cols, &want);  // cannot overflow: checked by the caller
-      if (op.data().size() != want) {
+      const uint64_t have = inline_bytes != nullptr ? *inline_bytes : op.data().size();
+      if (have != want) {
         return absl::InvalidArgumentError(std::string(name) + ".data has " +
-                                          std::to_string(op.data().size()) + " bytes, but a " + dims +
+                                          std::to_string(have) + " bytes, but a " + dims +
                                           " = " + Dims(rows, cols) + " fp16 matrix needs " +
                                           std::to_string(want));
       }
@@ -47,7 +48,8 @@ bool MatrixBytes(int64_t rows, int64_t cols, uint64_t* bytes) {
          !__builtin_mul_overflow(*bytes, uint64_t{2}, bytes);
 }
 
-absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& limits) {
+absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& limits,
+                              const std::array<uint64_t, 2>* inline_bytes) {
   if (!req.has_shape()) return absl::InvalidArgumentError("shape is missing: set m, n and k");
   const auto& s = req.shape();
   for (auto [dim, value] : {std::pair{"m", s.m()}, {"n", s.n()}, {"k", s.k()}}) {
@@ -98,8 +100,11 @@ absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& l
         std::to_string(limits.max_message_bytes) + " bytes; ask for OUTPUT_HANDLE and DownloadMatrix");
   }
 
-  if (auto st = CheckOperand("a", "m x k", req.a(), s.m(), s.k()); !st.ok()) return st;
-  return CheckOperand("b", "n x k", req.b(), s.n(), s.k());
+  if (auto st = CheckOperand("a", "m x k", req.a(), s.m(), s.k(), inline_bytes ? &(*inline_bytes)[0] : nullptr);
+      !st.ok()) {
+    return st;
+  }
+  return CheckOperand("b", "n x k", req.b(), s.n(), s.k(), inline_bytes ? &(*inline_bytes)[1] : nullptr);
 }
 
 }  // namespace gemmd

@@ -2,6 +2,8 @@
 // carries the gRPC code a client can act on and a sentence a person can read.
 #pragma once
 
+#include <array>
+
 #include <absl/status/status.h>
 
 #include <cstdint>
@@ -20,7 +22,10 @@ struct RequestLimits {
 // Shape, step number, enum values, repeat count, operand sizes, and the
 // byte limits. Does not look at handles (the store does) or at whether this
 // server offers the step (the engine does).
-absl::Status ValidateMultiply(const gemm::v1::MultiplyRequest& req, const RequestLimits& limits);
+// `inline_bytes`, when given, are the sizes of A's and B's inline data where
+// the request itself does not hold them (the zero-copy path: multiply_wire.h).
+absl::Status ValidateMultiply(const gemm::v1::MultiplyRequest& req, const RequestLimits& limits,
+                              const std::array<uint64_t, 2>* inline_bytes = nullptr);
 
 // fp16 bytes of a rows×cols matrix; false on overflow.
 bool MatrixBytes(int64_t rows, int64_t cols, uint64_t* bytes);

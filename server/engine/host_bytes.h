@@ -31,6 +31,7 @@ class HostBytes {
 
   // Bytes [offset, offset + len) to dst; the range must lie within size().
   void CopyTo(char* dst, size_t offset, size_t len) const {
+    if (len == 0) return;  // an empty HostBytes may have no block at all
     if (pieces_.empty()) {
       std::memcpy(dst, block_ + offset, len);
       return;

@@ -37,7 +37,8 @@ class PrometheusFiles(unittest.TestCase):
         rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text())
         names = {r["alert"] for g in rules["groups"] for r in g["rules"]}
         self.assertEqual(names, {"GemmdDown", "GemmdHighErrorRatio", "GemmdHighP99Latency",
-                                 "GemmdVerificationFailures", "GemmdGpuUnhealthy", "GemmdQueueSaturated", "GemmdGpuPowerCapped"})
+                                 "GemmdVerificationFailures", "GemmdGpuUnhealthy", "GemmdQueueSaturated", "GemmdGpuPowerCapped",
+                                 "GemmdStepWithdrawn"})
 
 
 class Manifests(unittest.TestCase):
@@ -86,7 +87,7 @@ class Dashboard(unittest.TestCase):
         for metric in ("gemm_requests_total", "gemm_request_duration_seconds_bucket",
                        "gemm_floating_point_operations_total", "gemm_kernel_duration_seconds_sum",
                        "gemm_verification_failures_total", "gemm_queue_depth", "gemm_device_memory_used_bytes",
-                       "gemm_device_healthy"):
+                       "gemm_device_healthy", "gemm_batch_size_count", "gemm_request_phase_seconds_sum"):
             self.assertIn(metric, exprs)
         self.assertEqual(len({p["id"] for p in d["panels"]}), len(d["panels"]))
 

@@ -134,6 +134,7 @@ int CmdList(GemmClient& client) {
     std::printf("  %2u %-17s %-13s %s%s\n", k.step(), k.name().c_str(), k.available() ? "available" : "unavailable",
                 k.description().c_str(), limits.empty() ? "" : (" [" + limits.substr(1) + "]").c_str());
     if (!k.available()) std::printf("     %-17s %s\n", "", k.unavailable_reason().c_str());
+    if (!k.poor_fit().empty()) std::printf("     %-17s poor fit: %s\n", "", k.poor_fit().c_str());
   }
   std::printf("\ndevices:\n");
   for (const auto& d : r.devices()) {

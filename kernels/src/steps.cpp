@@ -8,18 +8,30 @@ namespace {
 
 // Steps 1 and 2 compute a single 128×128 output tile (the seed's first two
 // kernels); from step 3 on, any shape is taken (TMA fills and clips edges).
+// poor_fit says where a step's one idea leaves the GPU idle; issue 19's
+// sweep measures it (gemm-bench --sweep). Tiles are those of the Hopper
+// family (sm_100a: kernels/README).
+constexpr std::string_view kFewTiles =
+    "M*N of fewer output tiles than SMs leaves SMs idle, and long K with small M*N has no split-K: one CTA walks "
+    "all of K";
 constexpr std::array<StepInfo, kLastStep + 1> kSteps{{
     {0, "vendor", "vendor library: cuBLAS on GPUs, the BLAS on the CPU engine", 0, 0, 0},
     {1, "single-tile", "one 128x128x64 tile: synchronous loads to shared memory, one MMA", 128, 128, 64},
     {2, "k-loop", "one 128x128 output tile, K loop accumulating in place", 128, 128, 0},
-    {3, "tiled", "2-D grid of CTAs, one 128x128 output tile each", 0, 0, 0},
-    {4, "tma", "TMA loads completing on an mbarrier (expect_tx), TMA store of D", 0, 0, 0},
-    {5, "pipelined", "2-stage software pipeline: load tile k+1 while multiplying tile k", 0, 0, 0},
-    {6, "persistent", "persistent grid (only as many CTAs as fit at once), L2-friendly grouped tile order", 0, 0, 0},
-    {7, "warp-specialized", "TMA producer and MMA consumer on full/empty barriers (sm_100a: a writeback warpgroup reads TMEM)", 0, 0, 0},
-    {8, "deep-pipeline", "warp specialization with a deeper pipeline (sm_90a: 3 stages, 2 CTAs per SM; sm_100a: 4 stages)", 0, 0, 0},
-    {9, "cluster", "2-CTA cluster sharing the B tile (sm_90a: TMA multicast; sm_100a: the pair MMA, cta_group::2)", 0, 0, 0},
-    {10, "two-consumers", "two MMA consumers per CTA: the final kernel", 0, 0, 0},
+    {3, "tiled", "2-D grid of CTAs, one 128x128 output tile each", 0, 0, 0,
+     "large problems: every load is synchronous, so the tensor cores wait on memory"},
+    {4, "tma", "TMA loads completing on an mbarrier (expect_tx), TMA store of D", 0, 0, 0,
+     "large problems: one tile per CTA and no overlap of loads with MMAs"},
+    {5, "pipelined", "2-stage software pipeline: load tile k+1 while multiplying tile k", 0, 0, 0, kFewTiles},
+    {6, "persistent", "persistent grid (only as many CTAs as fit at once), L2-friendly grouped tile order", 0, 0, 0,
+     kFewTiles},
+    {7, "warp-specialized", "TMA producer and MMA consumer on full/empty barriers (sm_100a: a writeback warpgroup reads TMEM)", 0, 0, 0, kFewTiles},
+    {8, "deep-pipeline", "warp specialization with a deeper pipeline (sm_90a: 3 stages, 2 CTAs per SM; sm_100a: 4 stages)", 0, 0, 0, kFewTiles},
+    {9, "cluster", "2-CTA cluster sharing the B tile (sm_90a: TMA multicast; sm_100a: the pair MMA, cta_group::2)", 0, 0, 0,
+     "M*N of fewer 2-CTA cluster tiles than SM pairs leaves SMs idle, and long K with small M*N has no split-K"},
+    {10, "two-consumers", "two MMA consumers per CTA: the final kernel", 0, 0, 0,
+     "M*N of fewer 128x256 tiles than SMs (below about 4M elements of D on an H100) leaves SMs idle, and long K "
+     "with small M*N has no split-K: one CTA walks all of K"},
 }};
 
 }  // namespace

@@ -432,6 +432,7 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
     k->set_step(info.step);
     k->set_name(std::string(info.name));
     k->set_description(std::string(info.description));
+    k->set_poor_fit(std::string(info.poor_fit));
     k->mutable_limits()->set_max_m(info.max_m);
     k->mutable_limits()->set_max_n(info.max_n);
     k->mutable_limits()->set_max_k(info.max_k);

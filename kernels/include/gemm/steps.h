@@ -21,6 +21,9 @@ struct StepInfo {
   int64_t max_m;
   int64_t max_n;
   int64_t max_k;
+  // Shapes the step's design serves poorly (it still computes them right);
+  // empty where nothing stands out. For ListKernels.
+  std::string_view poor_fit = {};
 };
 
 // Steps 0..kLastStep, in order.

@@ -203,6 +203,11 @@ int main(int argc, char** argv) {
     CHECK_CUDA(gemm::FillRandom(b, s.n, s.k, ldb, seed, gemm::OperandId::kB, stream));
     CHECK_CUDA(cudaMalloc(&d, d_elems * 2));
     CHECK_CUDA(cudaMalloc(&ref, d_elems * 2));
+    // Poisoned like every D: an element the reference leaves unwritten is a
+    // NaN that fails every comparison, not stale memory (which is also what
+    // compute-sanitizer's initcheck saw read at 256^3, 65,536 reads per
+    // comparison: cuBLAS's store there is one initcheck does not track).
+    CHECK_CUDA(gemm::Poison(ref, d_elems, stream));
     gemm::Problem p{s.m, s.n, s.k, a, b, ref, lda, ldb, ldd};
     if (auto err = gemm::Launch(0, p, ctx, stream); !err.empty()) {
       std::fprintf(stderr, "cuBLAS reference failed: %s\n", err.c_str());

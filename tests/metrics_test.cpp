@@ -53,6 +53,8 @@ TEST_F(MetricsTest, CountersMoveWithRequests) {
   EXPECT_EQ(Sample(before, "gemm_step_available{step=\"7\"}"), 0);
   EXPECT_EQ(Sample(before, "gemm_device_healthy{device=\"cpu:0\"}"), 1);
   EXPECT_EQ(Sample(before, "gemm_queue_depth{device=\"cpu:0\"}"), 0);
+  // Kept steps read 0, so the withdrawn-step alert has a series to watch.
+  EXPECT_EQ(Sample(before, "gemm_step_withdrawn{device=\"cpu:0\",step=\"0\"}"), 0);
 
   gemm::v1::MultiplyRequest req = SeededRequest(64, 32, 16, 1, 2);
   req.set_repeats(2);

@@ -152,7 +152,7 @@ class RealPrometheus(unittest.TestCase):
     def test_alert_rules_load_and_evaluate_cleanly(self):
         reply = json.load(urllib.request.urlopen(self.prom + "/api/v1/rules"))
         rules = [r for g in reply["data"]["groups"] for r in g["rules"]]
-        self.assertEqual(len(rules), 7)
+        self.assertEqual(len(rules), 8)
         for r in rules:
             self.assertEqual(r["health"], "ok", r)
         firing = [r["name"] for r in rules if r["state"] != "inactive"]

@@ -78,7 +78,7 @@ Metrics::Metrics()
       step_withdrawn_(BuildGauge()
                           .Name("gemm_step_withdrawn")
                           .Help("1 for a step whose kernel failed, faulted or hung in the start-up self-test on "
-                                "the device (ListKernels says why)")
+                                "the device (ListKernels says why), 0 for a step the device offers")
                           .Register(*registry_)),
       device_healthy_(BuildGauge()
                           .Name("gemm_device_healthy")
@@ -173,6 +173,7 @@ void Metrics::InitSeries(int step, const std::string& device) {
   flops_.Add({{"step", s}, {"device", device}});
   gemms_.Add({{"step", s}, {"device", device}});
   verification_failures_.Add({{"step", s}, {"device", device}});
+  step_withdrawn_.Add({{"step", s}, {"device", device}});  // 0: the self-test kept it
 }
 
 void Metrics::SetStepAvailable(int step, bool available) {

@@ -11,8 +11,12 @@
 // Environment (CI runs the defaults; scripts/gpu/run.sh a longer one):
 //   GEMMD_SOAK_SECONDS (12), GEMMD_SOAK_CLIENTS (6), GEMMD_SOAK_ENGINE (cpu),
 //   GEMMD_SOAK_STEPS (0; e.g. 0,10 on a GPU), GEMMD_SOAK_RSS_MIB (256).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -72,16 +76,19 @@ struct Tally {
   }
 };
 
-// Retries what the server did not do (down, draining, queue full) with
-// exponential backoff and jitter, for up to a minute: longer than a restart.
+// Retries what the server did not do (down, draining, queue full, or
+// cancelled unrun by a shutdown: gemm_client.h) with exponential backoff
+// and jitter, for up to a minute, longer than a restart: gRPC's own retries
+// stop once its throttling budget is spent, as in a burst of failures.
 template <typename Call>
 grpc::Status Persist(Call call, Tally* tally, std::mt19937* rng, bool* retried) {
   const auto give_up = Clock::now() + std::chrono::seconds(60);
   double backoff_s = 0.05;
   for (;;) {
     grpc::Status st = call();
-    const bool transient =
-        st.error_code() == grpc::StatusCode::UNAVAILABLE || st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+    const bool transient = st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+                           st.error_code() == grpc::StatusCode::CANCELLED;
     if (st.ok() || !transient || Clock::now() > give_up) return st;
     *retried = true;
     ++tally->client_retries;
@@ -90,13 +97,34 @@ grpc::Status Persist(Call call, Tally* tally, std::mt19937* rng, bool* retried) 
   }
 }
 
+// A port free on both loopback addresses, below Linux's ephemeral range
+// (32768 and up), so that no other test's port-0 server takes it while a
+// replica is down between its kill and its restart.
+int FreePortOutsideTheEphemeralRange() {
+  std::mt19937 rng(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(Clock::now().time_since_epoch().count()));
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = std::uniform_int_distribution(20000, 32000)(rng);
+    bool free = true;
+    for (const char* address : {"127.0.0.1", "127.0.0.2"}) {
+      const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      sa.sin_port = htons(static_cast<uint16_t>(port));
+      inet_pton(AF_INET, address, &sa.sin_addr);
+      free &= fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
+      if (fd >= 0) close(fd);
+    }
+    if (free) return port;
+  }
+  throw std::runtime_error("no free port below 32000 on 127.0.0.1 and 127.0.0.2");
+}
+
 class Replica {
  public:
   Replica(std::string address, const SoakConfig& config, const std::filesystem::path& work)
       : address_(std::move(address)), config_(config), work_(work), dir_(work / ("store-" + address_)) {}
 
-  // The first start picks the port (0); every later one reuses it, so that
-  // the DNS name's single port reaches both replicas.
+  // Every start of either replica uses the one port the DNS name carries.
   void Start(int port) {
     port_ = port;
     const std::string port_file = (work_ / ("port-" + address_)).string();
@@ -152,8 +180,9 @@ class SoakTest : public ::testing::Test {
     std::filesystem::create_directories(work_);
     replicas_.push_back(std::make_unique<Replica>("127.0.0.1", config_, work_));
     replicas_.push_back(std::make_unique<Replica>("127.0.0.2", config_, work_));
-    replicas_[0]->Start(0);
-    replicas_[1]->Start(replicas_[0]->port());
+    const int port = FreePortOutsideTheEphemeralRange();
+    replicas_[0]->Start(port);
+    replicas_[1]->Start(port);
     dns_ = std::make_unique<LoopbackDns>("gemmd.soak.test", std::vector<std::string>{"127.0.0.1", "127.0.0.2"});
   }
   void TearDown() override {

@@ -45,19 +45,30 @@ const detail::LadderKernel* FindLadderKernel(int step, const DeviceContext& ctx)
 // row-major leading dimension is cuBLAS's column-major one.
 std::atomic<bool> vendor_fault{false};  // testing::PlantVendorFault
 
-std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
+// What both cuBLAS launches do first: check that the sizes fit its 32-bit
+// ints, bind the stream, and give the K to pass (halved by a planted vendor
+// fault). "" on success.
+std::string PrepareCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream, int* k_used) {
   if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.lda > INT32_MAX || p.ldb > INT32_MAX ||
       p.ldd > INT32_MAX) {
     return "cuBLAS takes dimensions and leading dimensions below 2^31";
   }
   const detail::CublasApi& cublas = *detail::Cublas(nullptr);  // loaded by CreateContext
   if (auto s = cublas.SetStream(ctx.cublas, stream); s != CUBLAS_STATUS_SUCCESS) return CublasError("cublasSetStream", s);
+  const int k = static_cast<int>(p.k);
+  *k_used = vendor_fault.load(std::memory_order_relaxed) ? std::max(k / 2, 1) : k;
+  return "";
+}
+
+std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
+  int k_used = 0;
+  if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
   const float alpha = 1.0f, beta = 0.0f;
-  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-  const int k_used = vendor_fault.load(std::memory_order_relaxed) ? std::max(k / 2, 1) : k;
-  auto s = cublas.GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k_used, &alpha, p.b, CUDA_R_16F,
-                         static_cast<int>(p.ldb), p.a, CUDA_R_16F, static_cast<int>(p.lda), &beta, p.d, CUDA_R_16F,
-                         static_cast<int>(p.ldd), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n);
+  auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k_used, &alpha, p.b,
+                                           CUDA_R_16F, static_cast<int>(p.ldb), p.a, CUDA_R_16F,
+                                           static_cast<int>(p.lda), &beta, p.d, CUDA_R_16F, static_cast<int>(p.ldd),
+                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmEx", s);
 }
 
@@ -73,21 +84,14 @@ std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a,
   if (stride_a < p.m * p.lda || stride_b < p.n * p.ldb || stride_d < p.m * p.ldd) {
     return "batch strides must keep the problems apart (at least m*lda, n*ldb and m*ldd elements)";
   }
-  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.lda > INT32_MAX || p.ldb > INT32_MAX ||
-      p.ldd > INT32_MAX) {
-    return "cuBLAS takes dimensions and leading dimensions below 2^31";
-  }
-  const detail::CublasApi& cublas = *detail::Cublas(nullptr);
-  if (auto s = cublas.SetStream(ctx.cublas, stream); s != CUBLAS_STATUS_SUCCESS) return CublasError("cublasSetStream", s);
+  int k_used = 0;
+  if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
   const float alpha = 1.0f, beta = 0.0f;
-  const int k_used = vendor_fault.load(std::memory_order_relaxed) ? std::max(static_cast<int>(p.k) / 2, 1)
-                                                                  : static_cast<int>(p.k);
   // As in LaunchCublas: row-major D = A·Bᵀ is column-major Dᵀ = op(B)·A.
-  auto s = cublas.GemmStridedBatchedEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(p.n),
-                                       static_cast<int>(p.m), k_used, &alpha, p.b, CUDA_R_16F,
-                                       static_cast<int>(p.ldb), stride_b, p.a, CUDA_R_16F, static_cast<int>(p.lda),
-                                       stride_a, &beta, p.d, CUDA_R_16F, static_cast<int>(p.ldd), stride_d, count,
-                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  auto s = detail::Cublas(nullptr)->GemmStridedBatchedEx(
+      ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(p.n), static_cast<int>(p.m), k_used, &alpha, p.b,
+      CUDA_R_16F, static_cast<int>(p.ldb), stride_b, p.a, CUDA_R_16F, static_cast<int>(p.lda), stride_a, &beta, p.d,
+      CUDA_R_16F, static_cast<int>(p.ldd), stride_d, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmStridedBatchedEx", s);
 }
 

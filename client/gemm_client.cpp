@@ -154,23 +154,7 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   SerializeWithoutCopyingData(req, &request);
   timing->serialize_seconds = lap();
 
-  grpc::Status status;
-  {
-    grpc::ClientContext ctx;
-    Prepare(&ctx);
-    std::mutex mu;
-    std::condition_variable done_cv;
-    bool done = false;
-    generic_->UnaryCall(&ctx, "/gemm.v1.GemmService/Multiply", grpc::StubOptions(), &request, &reply,
-                        [&](grpc::Status s) {
-                          std::lock_guard lock(mu);
-                          status = std::move(s);
-                          done = true;
-                          done_cv.notify_one();
-                        });
-    std::unique_lock lock(mu);
-    done_cv.wait(lock, [&] { return done; });
-  }
+  grpc::Status status = MultiplyBytes(request, &reply);
   request.Clear();
   timing->call_seconds = lap();
   if (!status.ok()) return status;
@@ -178,6 +162,25 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   status = grpc::GenericDeserialize<grpc::ProtoBufferReader, gemm::v1::MultiplyResponse>(&reply, resp);
   reply.Clear();
   timing->deserialize_seconds = lap();
+  return status;
+}
+
+grpc::Status GemmClient::MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  grpc::Status status;
+  generic_->UnaryCall(&ctx, "/gemm.v1.GemmService/Multiply", grpc::StubOptions(), &request, reply,
+                      [&](grpc::Status s) {
+                        std::lock_guard lock(mu);
+                        status = std::move(s);
+                        done = true;
+                        done_cv.notify_one();
+                      });
+  std::unique_lock lock(mu);
+  done_cv.wait(lock, [&] { return done; });
   return status;
 }
 

@@ -69,6 +69,9 @@ class GemmClient {
   // generic stub, so that each of the client's phases can be timed.
   grpc::Status MultiplyTimed(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
                              ClientTiming* timing);
+  // Multiply with the request already in the wire format and the reply left
+  // in it (what MultiplyTimed times; tests send malformed bytes through it).
+  grpc::Status MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply);
   grpc::Status ListKernels(gemm::v1::ListKernelsResponse* resp);
   // Every page, merged into `resp` (its next_page_token empty).
   grpc::Status ListMatrices(gemm::v1::ListMatricesResponse* resp);

@@ -29,24 +29,13 @@ class GatedEngine final : public Engine {
   bool healthy(int device) const override { return inner_.healthy(device); }
   absl::Status Warmup(int device) override { return inner_.Warmup(device); }
   absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) override {
-    {
-      std::unique_lock lock(mu_);
-      ++arrived_;
-      arrived_cv_.notify_all();
-      open_cv_.wait(lock, [&] { return open_; });
-    }
+    PassGate(0);
     ++runs_;
     return inner_.Run(device, job);
   }
   // Batches pass the gate once, and are recorded by size.
   std::vector<absl::StatusOr<GemmReport>> RunBatch(int device, const std::vector<const GemmJob*>& jobs) override {
-    {
-      std::unique_lock lock(mu_);
-      ++arrived_;
-      batch_sizes_.push_back(jobs.size());
-      arrived_cv_.notify_all();
-      open_cv_.wait(lock, [&] { return open_; });
-    }
+    PassGate(jobs.size());
     runs_ += static_cast<int>(jobs.size());
     return inner_.RunBatch(device, jobs);
   }
@@ -72,6 +61,16 @@ class GatedEngine final : public Engine {
   int runs() const { return runs_; }
 
  private:
+  // Counts an arrival (a batch of `batch_size` jobs is recorded too; 0: a
+  // single Run) and waits while the gate is closed.
+  void PassGate(size_t batch_size) {
+    std::unique_lock lock(mu_);
+    ++arrived_;
+    if (batch_size > 0) batch_sizes_.push_back(batch_size);
+    arrived_cv_.notify_all();
+    open_cv_.wait(lock, [&] { return open_; });
+  }
+
   CpuEngine inner_;
   std::mutex mu_;
   std::condition_variable open_cv_, arrived_cv_;

@@ -43,14 +43,9 @@ done
 
 # 2. The server end to end on every GPU.
 work=$(mktemp -d)
-"$bin/gemmd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" --workers 2 \
-  --max-message-bytes 256M 2>"$OUT/gemmd.log" &
-pid=$!
-export GEMM_TARGET
-for _ in $(seq 600); do [[ -s $work/port ]] && break; sleep 0.1; done
-GEMM_TARGET=127.0.0.1:$(cat "$work/port" 2>/dev/null)
-"$bin/gemm-client" health --wait 120 >/dev/null || note "server not SERVING"
-grep -E "warm in|unavailable|serving" "$OUT/gemmd.log" | sed 's/^/  /' | tee -a "$summary"
+start_gemmd main --workers 2 --max-message-bytes 256M
+pid=$gemmd_pid
+grep -E "warm in|unavailable|serving" "$OUT/gemmd_main.log" | sed 's/^/  /' | tee -a "$summary"
 run4096() { "$bin/gemm-client" run --m 4096 --n 4096 --k 4096 --step 0 "$@" --json; }
 # The first request of a shape no request has used yet, against its steady state.
 "$bin/gemm-client" run --m 3000 --n 2000 --k 1000 --no-verify --json >"$OUT/new_shape.json"
@@ -178,8 +173,7 @@ done
 # Spread over GPUs: a burst of concurrent requests, then the per-device counters.
 "$bin/gemm-client" bench --shapes 4096x4096x4096 --concurrency $((4 * gpus)) --count $((40 * gpus)) \
   >"$OUT/server_bench.txt" 2>&1
-metrics_port=$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd.log" | grep -o '[0-9]*$')
-curl -s "http://127.0.0.1:$metrics_port/metrics" >"$OUT/metrics.txt"
+metrics_of main >"$OUT/metrics.txt"
 note "kernel runs per device: $(grep '^gemm_kernel_runs_total' "$OUT/metrics.txt" | tr '\n' ' ')"
 note "server bench: $(grep '^total' "$OUT/server_bench.txt")"
 note "GPU telemetry: $(grep -E '^gemm_gpu_(power_watts|power_limit_watts|sm_clock_hertz|temperature_celsius|utilization_ratio)' \
@@ -187,7 +181,7 @@ note "GPU telemetry: $(grep -E '^gemm_gpu_(power_watts|power_limit_watts|sm_cloc
 note "  clock held by: $(grep -E '^gemm_gpu_clock_event_active.* 1$' "$OUT/metrics.txt" | grep -o 'reason="[a-z_]*"' | tr '\n' ' ')"
 note "  phases (count, sum s): $(grep -E '^gemm_request_phase_seconds_(count|sum)' "$OUT/metrics.txt" | tr '\n' ' ' | cut -c1-600)"
 kill -TERM $pid; wait $pid; note "gemmd exit after SIGTERM: $?"
-grep -B2 -A30 "SIGSEGV\|SIGABRT\|\*\*\* " "$OUT/gemmd.log" | head -60 | tee -a "$summary"
+grep -B2 -A30 "SIGSEGV\|SIGABRT\|\*\*\* " "$OUT/gemmd_main.log" | head -60 | tee -a "$summary"
 
 # 2c. The keep-warm option, off and on, in turn: idle power, and the first
 # request after a 1 s idle gap against steady ones.

@@ -6,7 +6,8 @@
 // markdown table; writes CSV and markdown files when asked.
 //
 // --layout pitched stores every operand at a 16-byte pitch (lda = ldb = K
-// and ldd = N rounded up to 8), as the server does; dense (the default)
+// and ldd = N rounded up to 8) and lets a TMA store write row tails there
+// (d_tail_is_scratch), as the server does; dense (the default)
 // leaves the TMA steps a pitched copy to make when K or N is not a
 // multiple of 8. --sweep N runs N random shapes from --seed in four classes
 // (shape_sweep.h) and reports, per class and overall, each step's median,
@@ -229,7 +230,7 @@ int main(int argc, char** argv) {
         r.status = "skipped: shape";
       } else {
         CHECK_CUDA(gemm::Poison(d, d_elems, stream));
-        gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd};
+        gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
         if (auto err = gemm::Launch(st, q, ctx, stream); !err.empty()) {
           r.status = "FAIL: " + err;
         } else {
@@ -253,7 +254,7 @@ int main(int argc, char** argv) {
     for (int it = -opt.warmup; it < opt.iters; ++it) {
       for (size_t i = 0; i < shape_rows.size(); ++i) {
         if (!shape_rows[i].ran) continue;
-        gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd};
+        gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
         CHECK_CUDA(l2_flush.Run(stream));
         CHECK_CUDA(cudaEventRecord(start, stream));
         gemm::Launch(shape_rows[i].step, q, ctx, stream);

@@ -17,12 +17,21 @@ namespace gemm {
 // n); 0 means dense. The TMA steps read and write in place when a pitch is a
 // multiple of 8 elements (16 bytes) and the base 16-byte aligned; any other
 // layout goes through a padded copy, which costs a pass over the operand.
+//
+// TMA stores write whole 16-byte pieces: on an H100 a row of D whose length
+// is not a multiple of 8 elements gets its tail overwritten up to the next
+// 16 bytes (run.sh's StepPitchTest caught it; triton-lang/triton#11583 saw
+// the same). So the TMA steps write such a D in place only when the caller
+// says those elements are its own padding (d_tail_is_scratch, as the server's
+// pitched buffers are); otherwise D goes through a copy and comes back n
+// columns wide.
 struct Problem {
   int64_t m = 0, n = 0, k = 0;
   const __half* a = nullptr;
   const __half* b = nullptr;
   __half* d = nullptr;
   int64_t lda = 0, ldb = 0, ldd = 0;
+  bool d_tail_is_scratch = false;
 };
 
 // What one device needs to run any step; created once per device and owner

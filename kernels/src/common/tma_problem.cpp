@@ -79,7 +79,9 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
     b = b_pad_;
   }
   __half* d = p.d;
-  if (!Vectorizable(p.d, p.ldd)) {
+  // A TMA store writes a row's tail up to the next 16 bytes (gemm.h).
+  const bool tail_overwritten = p.n % 8 != 0 && !p.d_tail_is_scratch;
+  if (!Vectorizable(p.d, p.ldd) || tail_overwritten) {
     if (auto err = PitchedCopy(&d_pad_, &ldd_pad_, nullptr, p.m, p.n, p.ldd, stream); !err.empty()) return err;
     d = d_pad_;
   }

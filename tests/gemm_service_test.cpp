@@ -189,7 +189,7 @@ TEST_F(GemmServiceTest, ListKernelsDescribesEveryStepDeviceAndLimit) {
   EXPECT_EQ(r.kernels(2).limits().max_m(), 128);
   // Where a step's design serves shapes poorly, ListKernels says so.
   EXPECT_TRUE(r.kernels(0).poor_fit().empty());
-  EXPECT_THAT(r.kernels(10).poor_fit(), ::testing::AllOf(HasSubstr("SMs idle"), HasSubstr("no split-K")));
+  EXPECT_THAT(r.kernels(10).poor_fit(), ::testing::AllOf(HasSubstr("SMs idle"), HasSubstr("splits K")));
   ASSERT_EQ(r.devices_size(), 1);
   EXPECT_EQ(r.devices(0).id(), "cpu:0");
   EXPECT_TRUE(r.devices(0).healthy());

@@ -174,7 +174,10 @@ std::vector<StepShape> AllStepShapes() {
       {129, 4095, 8},  {300, 200, 13},  {255, 257, 1023},
       // Cluster and wide tiles (steps 9, 10): one cluster tile, an odd count
       // of tile-rows (the pair's lower CTA has no rows), many tiles per CTA.
-      {256, 128, 64},  {128, 256, 64},  {384, 640, 192}, {4096, 8192, 128}};
+      {256, 128, 64},  {128, 256, 64},  {384, 640, 192}, {4096, 8192, 128},
+      // Long K on few tiles: step 10 splits K (common/split_k.h), into 2 to
+      // 66 ranges on an H100, a range ending mid k-tile where K is ragged.
+      {16, 16, 16384}, {56, 151, 16853}, {1, 1306, 7895}, {872, 644, 14932}, {300, 700, 20000}};
   std::vector<StepShape> out;
   for (const auto& info : gemm::AllSteps()) {
     for (const auto& s : shapes) {
@@ -230,6 +233,31 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, StepCorrectnessTest, ::testing::ValuesIn(AllS
                                   std::to_string(p.n) + "x" + std::to_string(p.k);
                          });
 
+// Split-K sums its ranges in one fixed order: D is the same bits every run,
+// on shapes that split into few ranges and into many.
+TEST_F(KernelsGpuTest, SplitKIsBitIdenticalFromRunToRun) {
+  if (!gemm::Supports(10, ctx_).supported) GTEST_SKIP() << "step 10 does not run here";
+  for (const auto& s : std::vector<std::array<int64_t, 3>>{{56, 151, 16853}, {872, 644, 14932}, {1, 1306, 7895}}) {
+    const int64_t m = s[0], n = s[1], k = s[2];
+    __half *a, *b, *d;
+    ASSERT_CUDA(cudaMalloc(&a, m * k * 2));
+    ASSERT_CUDA(cudaMalloc(&b, n * k * 2));
+    ASSERT_CUDA(cudaMalloc(&d, m * n * 2));
+    const uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed() * 31ull + k;
+    ASSERT_CUDA(gemm::FillRandom(a, m * k, seed, gemm::OperandId::kA, stream_));
+    ASSERT_CUDA(gemm::FillRandom(b, n * k, seed, gemm::OperandId::kB, stream_));
+    std::vector<uint16_t> first(m * n), again(m * n);
+    for (int run = 0; run < 4; ++run) {
+      ASSERT_CUDA(gemm::Poison(d, m * n, stream_));
+      ASSERT_EQ(gemm::Launch(10, {m, n, k, a, b, d}, ctx_, stream_), "");
+      ASSERT_CUDA(cudaStreamSynchronize(stream_));
+      ASSERT_CUDA(cudaMemcpy((run == 0 ? first : again).data(), d, m * n * 2, cudaMemcpyDeviceToHost));
+      if (run > 0) EXPECT_EQ(again, first) << m << "x" << n << "x" << k << ", run " << run;
+    }
+    for (__half* p : {a, b, d}) cudaFree(p);
+  }
+}
+
 // Leading dimensions: operands and D with rows further apart than their
 // length, at pitches TMA takes in place (multiples of 8) and at pitches it
 // cannot (odd ones: a pitched copy). The gaps hold random numbers in A and B
@@ -248,7 +276,8 @@ std::vector<PitchCase> AllPitchCases() {
       {300, 200, 13, 21, 16, 205},       // odd A and D, aligned B
       {384, 640, 192, 200, 193, 648},    // wider than the row, aligned and odd
       {1000, 1001, 999, 1000, 1000, 1008},
-      {200, 130, 64, 64, 64, 144}};     // room past N's 16-byte tail: even scratch stops there
+      {200, 130, 64, 64, 64, 144},      // room past N's 16-byte tail: even scratch stops there
+      {40, 300, 9000, 9001, 9008, 301}}; // step 10 splits K: odd A, aligned B, odd D
   std::vector<PitchCase> out;
   for (const auto& info : gemm::AllSteps()) {
     for (const auto& c : cases) {

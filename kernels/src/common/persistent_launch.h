@@ -1,6 +1,7 @@
 // The host side every persistent TMA step shares: tensor maps (and padded
 // staging), a grid of as many CTAs as are resident but no more than have
-// work, the launch, and D back from its padded copy.
+// work, the launch, and D back from its padded copy; and the same for a
+// split-K launch.
 #pragma once
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include "gemm/gemm.h"
 #include "common/kernel_basics.h"
 #include "common/resident_grid.h"
+#include "common/split_k.h"
+#include "common/split_k_sum.h"
 #include "common/tma_problem.h"
 
 namespace gemm::common {
@@ -26,6 +29,39 @@ std::string LaunchOnResidentGrid(const Problem& p, const DeviceContext& ctx, cud
   kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n, p.k);
   if (auto err = LaunchError(); !err.empty()) return err;
   return tma.Finish(stream);
+}
+
+// Split-K (split_k.h) for a cluster kernel whose units are tile × range:
+// kSplitKernel(a_map, b_map, m, n, k, partials, ldw, splits) writes each
+// range's fp32 sums, then one kernel adds them up into D. Returns "" and
+// sets *split when it ran; *split false, having launched nothing, when
+// `tiles` already keep half the resident clusters busy or K is too short.
+template <auto kSplitKernel, int kThreads, int kSmemBytes, int kClusterSize>
+std::string LaunchSplitKOnResidentGrid(const Problem& p, const DeviceContext& ctx, cudaStream_t stream, int tiles,
+                                       TmaBoxRows boxes, bool* split) {
+  static ResidentGrid grid(reinterpret_cast<const void*>(kSplitKernel), kThreads, kSmemBytes, kClusterSize);
+  const int resident = grid.Ctas(ctx.device, ctx.sm_count);
+  const int splits = ChooseSplits(tiles, resident / kClusterSize, static_cast<int>(CeilDiv(p.k, kTileK)), p.m, p.n);
+  *split = splits > 1;
+  if (!*split) return "";
+  TmaProblem tma;
+  if (auto err = tma.Prepare(p, stream, boxes, /*d_map=*/false); !err.empty()) return err;
+  const int64_t ldw = SplitKPitch(p.n);
+  float* partials = nullptr;
+  cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&partials), sizeof(float) * splits * p.m * ldw, stream);
+  if (e != cudaSuccess) {
+    (void)tma.Finish(stream);  // frees any staging
+    return std::string("split-K workspace: ") + cudaGetErrorString(e);
+  }
+  const int ctas = std::min(tiles * splits * kClusterSize, resident);
+  kSplitKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), p.m, p.n, p.k, partials, ldw, splits);
+  std::string err = LaunchError();
+  if (err.empty() && (e = SumSplitsToHalf(partials, splits, ldw, p.m, p.n, p.d, p.ldd, stream)) != cudaSuccess) {
+    err = std::string("split-K sum: ") + cudaGetErrorString(e);
+  }
+  cudaFreeAsync(partials, stream);
+  const std::string finished = tma.Finish(stream);
+  return err.empty() ? finished : err;
 }
 
 }  // namespace gemm::common

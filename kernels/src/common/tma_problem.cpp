@@ -64,7 +64,7 @@ std::string PitchedCopy(__half** out, int64_t* out_ld, const __half* src, int64_
 
 }  // namespace
 
-std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes) {
+std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes, bool d_map) {
   p_ = p;
   const __half* a = p.a;
   const __half* b = p.b;
@@ -78,6 +78,9 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
     if (auto err = PitchedCopy(&b_pad_, &ldb, p.b, p.n, p.k, p.ldb, stream); !err.empty()) return err;
     b = b_pad_;
   }
+  if (auto err = Encode(&a_, a, p.m, p.k, lda, kTileK, boxes.a); !err.empty()) return err;
+  if (auto err = Encode(&b_, b, p.n, p.k, ldb, kTileK, boxes.b); !err.empty()) return err;
+  if (!d_map) return "";
   __half* d = p.d;
   // A TMA store writes a row's tail up to the next 16 bytes (gemm.h).
   const bool tail_overwritten = p.n % 8 != 0 && !p.d_tail_is_scratch;
@@ -85,8 +88,6 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
     if (auto err = PitchedCopy(&d_pad_, &ldd_pad_, nullptr, p.m, p.n, p.ldd, stream); !err.empty()) return err;
     d = d_pad_;
   }
-  if (auto err = Encode(&a_, a, p.m, p.k, lda, kTileK, boxes.a); !err.empty()) return err;
-  if (auto err = Encode(&b_, b, p.n, p.k, ldb, kTileK, boxes.b); !err.empty()) return err;
   return Encode(&d_, d, p.m, p.n, ldd_pad_, kTileK, boxes.d);
 }
 

@@ -25,8 +25,9 @@ struct TmaBoxRows {
 
 class TmaProblem {
  public:
-  // Stages what needs staging and encodes the maps; "" on success.
-  std::string Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes = {});
+  // Stages what needs staging and encodes the maps; "" on success. A
+  // kernel that writes D without TMA (split-K's sum) asks for no D map.
+  std::string Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes = {}, bool d_map = true);
   // After the kernel: copies a padded D back and frees the staging.
   std::string Finish(cudaStream_t stream);
 

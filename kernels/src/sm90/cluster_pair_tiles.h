@@ -6,12 +6,17 @@
 // may be refilled only when the consumers of both CTAs are done with it:
 // every consumer arrives on the "empty" barrier of both CTAs. The producer
 // also decides when its CTA may exit (Produce's tail).
+//
+// With kSplitK, a unit of work is a cluster tile and one of `splits` ranges
+// of its k-tiles (common/split_k.h); without, a unit is a whole tile and
+// the code folds to what it was before split-K existed.
 #pragma once
 
 #include <cstdint>
 
 #include "common/barrier.h"
 #include "common/cluster.h"
+#include "common/split_k.h"
 #include "common/tile_layout.h"
 #include "common/tile_scheduler.h"
 #include "common/tma.h"
@@ -22,7 +27,7 @@ using namespace gemm::common;  // the primitives both families share
 
 // A stage holds one kTileRows × kTileK tile of A (kATileBytes) and one
 // kTileCols × kTileK tile of B (kBTileBytes), B right after A.
-template <int kTileCols, int kATileBytes, int kBTileBytes>
+template <int kTileCols, int kATileBytes, int kBTileBytes, bool kSplitK = false>
 class ClusterPairTiles {
  public:
   static constexpr int kClusterSize = 2;
@@ -32,31 +37,50 @@ class ClusterPairTiles {
   // Arrivals that free a stage: each consumer warpgroup of both CTAs.
   static constexpr uint32_t EmptyArrivals(int consumers) { return static_cast<uint32_t>(consumers * kClusterSize); }
 
-  // CTAs with work for an m×n problem: two per cluster tile.
-  __host__ __device__ static int WorkCtas(int64_t m, int64_t n) {
-    return TileScheduler(m, n, kClusterSize * kTileRows, kTileCols).tiles() * kClusterSize;
+  // Cluster tiles of an m×n problem.
+  __host__ __device__ static int Tiles(int64_t m, int64_t n) {
+    return TileScheduler(m, n, kClusterSize * kTileRows, kTileCols).tiles();
+  }
+  // CTAs with work for an m×n problem: two per unit.
+  __host__ __device__ static int WorkCtas(int64_t m, int64_t n, int splits = 1) {
+    return Tiles(m, n) * splits * kClusterSize;
   }
 
-  __device__ ClusterPairTiles(int64_t m, int64_t n, int64_t k)
+  __device__ ClusterPairTiles(int64_t m, int64_t n, int64_t k, int splits = 1)
       : scheduler_(m, n, kClusterSize * kTileRows, kTileCols),
         rank_(ClusterRank()),
         cluster_(static_cast<int>(blockIdx.x) / kClusterSize),
         clusters_(static_cast<int>(gridDim.x) / kClusterSize),
         k_tiles_(static_cast<int>((k + kTileK - 1) / kTileK)),
         m_(m),
-        n_(n) {}
+        n_(n),
+        splits_(splits) {}
 
   __device__ int k_tiles() const { return k_tiles_; }
-  // Output tiles of this CTA; the same count in both CTAs of the pair.
-  __device__ int tiles() const { return (scheduler_.tiles() - cluster_ + clusters_ - 1) / clusters_; }
+  __device__ int splits() const {
+    if constexpr (kSplitK) return splits_;
+    return 1;
+  }
+  // Units of this CTA (`tile` below counts them); the same count in both CTAs of the pair.
+  __device__ int tiles() const { return (scheduler_.tiles() * splits() - cluster_ + clusters_ - 1) / clusters_; }
 
   // Top-left corner of this CTA's `tile`-th output tile. Below the matrix
   // (m0 >= m) for the lower CTA of a pair on the last tile-row of an odd count.
   __device__ void Origin(int tile, int64_t* m0, int64_t* n0) const {
     int tile_m, tile_n;
-    scheduler_.Coordinates(cluster_ + tile * clusters_, &tile_m, &tile_n);
+    scheduler_.Coordinates((cluster_ + tile * clusters_) / splits(), &tile_m, &tile_n);
     *m0 = (int64_t{tile_m} * kClusterSize + rank_) * kTileRows;
     *n0 = int64_t{tile_n} * kTileCols;
+  }
+  // Which range of K the `tile`-th unit covers, and its k-tiles [begin, end).
+  __device__ int Split(int tile) const { return (cluster_ + tile * clusters_) % splits(); }
+  __device__ void KTiles(int tile, int* begin, int* end) const {
+    if constexpr (kSplitK) {
+      SplitKRange(Split(tile), splits_, k_tiles_, begin, end);
+    } else {
+      *begin = 0;
+      *end = k_tiles_;
+    }
   }
 
   // The producer thread's whole loop, over every (tile, k-tile) of this CTA:
@@ -81,7 +105,9 @@ class ClusterPairTiles {
       const uint32_t bytes = StageBytes(m0, n0);
       const bool load_a = m0 < m_, load_b = n0 + rank_ * kBShareRows < n_;
       const int32_t a_row = static_cast<int32_t>(m0), b_row = static_cast<int32_t>(n0 + rank_ * kBShareRows);
-      for (int kt = 0; kt < k_tiles_; ++kt, ++it) {
+      int kt_begin, kt_end;
+      KTiles(tile, &kt_begin, &kt_end);
+      for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
         const int s = it % kStages;
         wait_until_free(it);
         char* a_tile = stages + s * kStageBytes;
@@ -117,6 +143,7 @@ class ClusterPairTiles {
   uint32_t rank_;
   int cluster_, clusters_, k_tiles_;
   int64_t m_, n_;
+  int splits_;
 };
 
 }  // namespace gemm::sm90

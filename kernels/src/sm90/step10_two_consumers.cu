@@ -14,11 +14,19 @@
 // the next tile, while its wgmma run; consumer 1 stores on the k-tiles in
 // between, so the two never pause at once. Two 8 KB staging chunks per
 // consumer leave shared memory for four 48 KB stages.
+//
+// Shapes the idea does not fit: when M·N makes fewer cluster tiles than
+// half the resident clusters and K is long, the same kernel runs split-K
+// (common/split_k.h): each cluster takes one range of a tile's k-tiles and
+// writes fp32 partial sums (split_k_epilogue.h), and a second kernel adds
+// them up in a fixed order. Otherwise the one CTA pair of a 16×16×16K GEMM
+// walks all 256 k-tiles while 65 pairs idle.
 #include "common/barrier.h"
 #include "common/cluster.h"
 #include "cluster_pair_tiles.h"
 #include "common/persistent_launch.h"
 #include "smem_epilogue.h"
+#include "split_k_epilogue.h"
 #include "step_common.h"
 #include "steps_sm90.h"
 
@@ -33,7 +41,9 @@ constexpr int kConsumerRows = kTileRows / kConsumers;  // 64: one wgmma's M
 static_assert(kConsumerRows == kDChunkRows, "a consumer stores its rows as one row of D chunks");
 constexpr int kATileBytes = kTileBytes;                // 128×64
 constexpr int kBTileBytes = 2 * kTileBytes;            // 256×64
-using PairTiles = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes>;
+template <bool kSplitK>
+using PairTilesOf = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes, kSplitK>;
+using PairTiles = PairTilesOf<false>;
 constexpr int kClusterSize = PairTiles::kClusterSize;
 constexpr int kStageBytes = PairTiles::kStageBytes;
 constexpr int kDChunks = kTileCols / 64;         // D chunks (64×64) in a consumer's rows
@@ -41,15 +51,23 @@ constexpr int kStoringKTiles = kDChunks * kConsumers;  // the k-tiles of a tile 
 constexpr int kStagingBytes = kConsumers * 2 * kDChunkBytes;
 constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
 
-__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
-    TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                       const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
+// Where a split-K launch puts each range's fp32 sums (split_k.h).
+struct Partials {
+  float* sums = nullptr;
+  int64_t ldw = 0;
+  int splits = 1;
+};
+
+template <bool kSplitK>
+__device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUtensorMap* b_map,
+                                             const CUtensorMap* d_map, int64_t m, int64_t n, int64_t k,
+                                             Partials partials) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];
   __shared__ uint64_t empty[kStages];  // both consumers of both CTAs are done
-  const PairTiles pair(m, n, k);
+  const PairTilesOf<kSplitK> pair(m, n, k, partials.splits);
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -63,7 +81,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
     ReleaseRegisters<kProducerRegisters>();
-    if (threadIdx.x == 0) pair.Produce<kStages>(&a_map, &b_map, stages, full, empty);
+    if (threadIdx.x == 0) pair.template Produce<kStages>(a_map, b_map, stages, full, empty);
   } else {  // ----------------------------------------------------- consumers
     ClaimRegisters<ConsumerRegisters(1, kConsumers)>();
     const int consumer = warpgroup - 1;
@@ -79,45 +97,77 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
       IssueWideTileMma(acc, stages + s * kStageBytes + consumer * kConsumerRows * 128,
                        stages + s * kStageBytes + kATileBytes, /*accumulate=*/kt > 0);
       WaitForMma<1>(acc);  // k-tile kt-1 is done once at most this one is pending
-      if (leader && kt > 0) PairTiles::Release(&empty[(it - 1) % kStages]);
+      if (leader && kt > 0) PairTilesOf<kSplitK>::Release(&empty[(it - 1) % kStages]);
       ++it;
     };
     auto store_chunk = [&](int chunk) {
       if (pending_row >= m) return;
-      StoreChunk(pending, chunk, my_staging, 1 + consumer, leader, &d_map, pending_row, pending_n0, n);
+      StoreChunk(pending, chunk, my_staging, 1 + consumer, leader, d_map, pending_row, pending_n0, n);
     };
     const int k_tiles = pair.k_tiles();
     for (int tile = 0; tile < pair.tiles(); ++tile) {
       int64_t m0, n0;  // now, not after the k-loop, where it would delay the next tile's first wgmma
       pair.Origin(tile, &m0, &n0);
+      if constexpr (kSplitK) {  // one range of K, then its sums straight out: no D pipeline
+        int kt_begin, kt_end;
+        pair.KTiles(tile, &kt_begin, &kt_end);
+        for (int kt = kt_begin; kt < kt_end; ++kt) multiply(kt - kt_begin);
+        WaitForMma<0>(acc);
+        if (leader) PairTilesOf<kSplitK>::Release(&empty[(it - 1) % kStages]);
+        StorePartialSums(acc, partials.sums + pair.Split(tile) * m * partials.ldw, partials.ldw,
+                         m0 + consumer * kConsumerRows, n0, m, n);
+      } else {
 #pragma unroll
-      for (int kt = 0; kt < kStoringKTiles; ++kt) {  // all chunks are stored even if K has fewer k-tiles
-        if (kt < k_tiles) multiply(kt);
-        if (kt % kConsumers == consumer) store_chunk(kt / kConsumers);
+        for (int kt = 0; kt < kStoringKTiles; ++kt) {  // all chunks are stored even if K has fewer k-tiles
+          if (kt < k_tiles) multiply(kt);
+          if (kt % kConsumers == consumer) store_chunk(kt / kConsumers);
+        }
+        for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
+        WaitForMma<0>(acc);
+        if (leader) PairTilesOf<kSplitK>::Release(&empty[(it - 1) % kStages]);
+        PackAccumulators(acc, pending);
+        pending_row = m0 + consumer * kConsumerRows;
+        pending_n0 = n0;
       }
-      for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
-      WaitForMma<0>(acc);
-      if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
-      PackAccumulators(acc, pending);
-      pending_row = m0 + consumer * kConsumerRows;
-      pending_n0 = n0;
     }
+    if constexpr (!kSplitK) {
 #pragma unroll
-    for (int c = 0; c < kDChunks; ++c) store_chunk(c);  // the last tile's rows
-    DrainChunkStores(leader);
+      for (int c = 0; c < kDChunks; ++c) store_chunk(c);  // the last tile's rows
+      DrainChunkStores(leader);
+    }
   }
   // No barrier at exit: the producer's tail does that job (as in step 9).
+}
+
+__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
+    TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                       const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
+  TwoConsumers<false>(&a_map, &b_map, &d_map, m, n, k, {});
+}
+
+__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
+    TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                             int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
+  TwoConsumers<true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits});
 }
 
 }  // namespace
 
 cudaError_t PrepareTwoConsumers() {
-  return cudaFuncSetAttribute(TwoConsumersKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  const cudaError_t e =
+      cudaFuncSetAttribute(TwoConsumersKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(TwoConsumersSplitKKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
 }
 
 std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
+  const TmaBoxRows boxes{kTileRows, PairTiles::kBShareRows, kDChunkRows};
+  bool split = false;
+  auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel, kThreads, kSmemBytes, kClusterSize>(
+      p, ctx, stream, PairTiles::Tiles(p.m, p.n), boxes, &split);
+  if (split || !err.empty()) return err;
   return LaunchOnResidentGrid<TwoConsumersKernel, kThreads, kSmemBytes, kClusterSize>(
-      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
+      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), boxes);
 }
 
 }  // namespace gemm::sm90

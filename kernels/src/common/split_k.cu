@@ -1,0 +1,30 @@
+#include "common/split_k_sum.h"
+
+namespace gemm::common {
+namespace {
+
+// One thread per element of D: its ranges summed in order, rounded once.
+__global__ void SumSplitsKernel(const float* partials, int splits, int64_t ldw, int64_t m, int64_t n, __half* d,
+                                int64_t ldd) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= m * n) return;
+  const int64_t row = i / n, col = i % n;
+  const int64_t range = m * ldw;
+  const float* p = partials + row * ldw + col;
+  float sum = 0.0f;
+  for (int s = 0; s < splits; ++s) sum += p[s * range];
+  d[row * ldd + col] = __float2half_rn(sum);
+}
+
+}  // namespace
+
+cudaError_t SumSplitsToHalf(const float* partials, int splits, int64_t ldw, int64_t m, int64_t n, __half* d,
+                            int64_t ldd, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const int64_t blocks = (m * n + kThreads - 1) / kThreads;
+  if (blocks == 0) return cudaSuccess;
+  SumSplitsKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(partials, splits, ldw, m, n, d, ldd);
+  return cudaGetLastError();
+}
+
+}  // namespace gemm::common

@@ -13,6 +13,7 @@ namespace gemm {
 namespace {
 
 constexpr size_t kCublasWorkspaceBytes = 32u << 20;  // what cuBLAS asks for on Hopper
+constexpr uint64_t kPoolBytesKept = uint64_t{256} << 20;  // common/split_k.h: kMaxSplitWorkspaceBytes
 
 std::string CudaError(const char* what, cudaError_t e) {
   return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
@@ -124,6 +125,16 @@ std::string CreateContext(int device, DeviceContext* ctx) {
                                                      CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
       s != CUBLAS_STATUS_SUCCESS) {
     return CublasError("cublasSetMathMode", s);
+  }
+  // Split-K's workspace and the padded copies come from the stream-ordered
+  // pool, which by default hands its memory back at every synchronize, so
+  // that each launch maps pages again: split-K launches took 40 µs or more
+  // on an H100 for 5 µs of work. Keep up to the split-K workspace's cap.
+  cudaMemPool_t pool = nullptr;
+  if (auto e = cudaDeviceGetDefaultMemPool(&pool, device); e != cudaSuccess) return CudaError("memory pool", e);
+  uint64_t keep = kPoolBytesKept;
+  if (auto e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep); e != cudaSuccess) {
+    return CudaError("memory pool release threshold", e);
   }
   for (auto family : {detail::Sm90Kernels(), detail::Sm100Kernels()}) {
     for (const auto& k : family) {

@@ -26,6 +26,7 @@ struct Sample {
   double latency;  // client round trip, seconds
   double kernel;   // server's kernel seconds
   double tflops;
+  gemm::v1::Timing server;  // the server's phases
   grpc::StatusCode code;
   int retries;  // gRPC's retries before the answer (gemmd-previous-attempts)
 };
@@ -98,7 +99,7 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
         if (st.ok() && resp.verification().performed() && !resp.verification().passed()) {
           code = grpc::StatusCode::DATA_LOSS;  // counted as an error: wrong result
         }
-        mine.push_back({ci, lat, resp.timing().kernel_seconds(), resp.tflops(), code, retries});
+        mine.push_back({ci, lat, resp.timing().kernel_seconds(), resp.tflops(), resp.timing(), code, retries});
         // gRPC already retried a refusal a few times: past that, this
         // thread backs off (exponential, with jitter) instead of spinning.
         if (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::RESOURCE_EXHAUSTED) {
@@ -125,6 +126,9 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
               "p90 ms", "p99 ms", "kernel ms", "TFLOPS");
   for (size_t ci = 0; ci < combos.size(); ++ci) {
     std::vector<double> lat, kern, tf;
+    // The server's phases, to set beside the round trip: where a small
+    // request's time goes (docs/service-path.md).
+    std::map<std::string, std::vector<double>> phases;
     std::map<std::string, uint64_t> errors;
     uint64_t retries = 0;
     for (const auto& s : samples) {
@@ -134,6 +138,13 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
         lat.push_back(s.latency);
         kern.push_back(s.kernel);
         tf.push_back(s.tflops);
+        const gemm::v1::Timing& t = s.server;
+        for (auto [name, value] : {std::pair{"prepare", t.prepare_seconds()}, {"queue", t.queue_seconds()},
+                                   {"upload", t.upload_seconds()}, {"compute", t.compute_seconds()},
+                                   {"download", t.download_seconds()}, {"reply", t.reply_seconds()},
+                                   {"server total", t.total_seconds()}}) {
+          phases[name].push_back(value);
+        }
       } else {
         ++errors[s.code == grpc::StatusCode::DATA_LOSS ? "VERIFICATION_FAILED" : CodeName(s.code)];
       }
@@ -160,10 +171,19 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
                           {"latency_p99_ms", Percentile(lat, 99) * 1e3},
                           {"kernel_median_ms", Percentile(kern, 50) * 1e3},
                           {"tflops_median", Percentile(tf, 50)}};
-    rows.push_back(row);
     std::printf("%-18s %4u %7zu %6lu %9.1f %9.3f %9.3f %9.3f %10.4f %8.3f\n", shape.c_str(), c.step, lat.size(),
                 nerr, lat.size() / wall, Percentile(lat, 50) * 1e3, Percentile(lat, 90) * 1e3,
                 Percentile(lat, 99) * 1e3, Percentile(kern, 50) * 1e3, Percentile(tf, 50));
+    if (!lat.empty()) {
+      std::printf("    server p50 ms:");
+      for (const char* name : {"prepare", "queue", "upload", "compute", "download", "reply", "server total"}) {
+        std::sort(phases[name].begin(), phases[name].end());
+        std::printf(" %s %.3f", name, Percentile(phases[name], 50) * 1e3);
+        row["server_p50_ms"][name] = Percentile(phases[name], 50) * 1e3;
+      }
+      std::printf("\n");
+    }
+    rows.push_back(row);
     for (auto& [name, n] : errors) std::printf("    %lu x %s\n", n, name.c_str());
     if (retries > 0) std::printf("    %lu retries by gRPC's retry policy (not errors)\n", retries);
     total_retries += retries;

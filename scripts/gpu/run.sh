@@ -142,6 +142,8 @@ c1, c32 = bench(f"{out}/tiny_c1.txt"), bench(f"{out}/tiny_c32.txt")
 print(f"tiny 64^3 step 0, 1 in flight: p50 {c1[1]:.0f} us (target <= 120; bare gRPC echo {float(echo[0]['p50_us']):.0f} us, "
       f"gap {c1[1] - float(echo[0]['p50_us']):.0f} us, target <= 60)")
 print(f"tiny 64^3 step 0, 32 in flight: {c32[0]:.0f} req/s (target >= 40000; bare echo {float(echo[1]['calls_per_s']):.0f})")
+for path in ("tiny_c1", "tiny_c32"):
+    print(f"  {path}: " + "".join(l.strip() for l in open(f"{out}/{path}.txt") if "server p50" in l))
 runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/inline4096.json").read(), re.S)]
 d = sorted(runs, key=lambda r: r["client"]["roundTripSeconds"])[len(runs) // 2]
 t, c = d["timing"], d["client"]

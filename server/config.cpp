@@ -34,8 +34,9 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
       ->envname("GEMMD_QUEUE_CAPACITY")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--batch-max", c.batch_max,
                  "up to this many small step-0 requests of one shape (m*n*k <= 512^3) waiting for a device run "
-                 "as one batched cuBLAS launch, each still verified and answered on its own; 1 turns batching off")
-      ->envname("GEMMD_BATCH_MAX")->check(CLI::Range(1, 1024))->capture_default_str();
+                 "as one batched cuBLAS launch, each still verified and answered on its own; 1 turns batching off, 0 "
+                 "lets the engine choose (32 on GPUs, off on the CPU engine)")
+      ->envname("GEMMD_BATCH_MAX")->check(CLI::Range(0, 1024))->capture_default_str();
   app.add_option("--batch-window-us", c.batch_window_us,
                  "with batching, how long a device worker holding a batchable request waits for more of its shape "
                  "(adds up to this much latency); 0 takes only what is already queued")
@@ -139,6 +140,11 @@ std::string SelfTestHelperPath(const std::string& flag) {
   if (ec) return "";
   const auto helper = self.parent_path() / "gemmd-selftest";
   return access(helper.c_str(), X_OK) == 0 ? helper.string() : "";
+}
+
+uint32_t BatchMaxFor(const ServerConfig& config, std::string_view engine_name) {
+  if (config.batch_max != 0) return config.batch_max;
+  return engine_name == "cuda" ? 32 : 1;
 }
 
 }  // namespace gemmd

@@ -78,7 +78,7 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   dopts.queue_capacity = config_.queue_capacity;
   dopts.workers_per_device = config_.workers_per_device;
   BatchPolicy batching;
-  batching.max_batch = config_.batch_max;
+  batching.max_batch = BatchMaxFor(config_, engine_->name());
   batching.window = std::chrono::microseconds(config_.batch_window_us);
   dopts.max_batch = batching.max_batch;
   dopts.batch_window = batching.window;

@@ -93,6 +93,21 @@ TEST(Config, MaxDimStopsAtTheLargest32BitInt) {
   EXPECT_FALSE(Parse({"--max-dim", "2147483648"}).config);
 }
 
+TEST(Config, BatchingIsTheEnginesChoiceUnlessSet) {
+  auto p = Parse({});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->batch_max, 0u);
+  EXPECT_EQ(BatchMaxFor(*p.config, "cuda"), 32u);
+  EXPECT_EQ(BatchMaxFor(*p.config, "cpu"), 1u);
+  p = Parse({"--batch-max", "1"});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(BatchMaxFor(*p.config, "cuda"), 1u);
+  p = Parse({"--batch-max", "8"});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(BatchMaxFor(*p.config, "cpu"), 8u);
+  EXPECT_FALSE(Parse({"--batch-max", "1025"}).config);
+}
+
 TEST(Config, StreamIdleLimitAndMatrixCountAreSettable) {
   auto p = Parse({"--stream-idle-seconds", "2.5", "--max-matrices", "7"});
   ASSERT_TRUE(p.config);

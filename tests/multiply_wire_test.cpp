@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -132,6 +134,40 @@ TEST(MultiplyWire, TheReplyCarriesDAsASliceAndParsesBackWhole) {
   ASSERT_EQ(slices.size(), 1u);
   ASSERT_TRUE(back.ParseFromArray(slices[0].begin(), static_cast<int>(slices[0].size())));
   EXPECT_EQ(back.d_handle(), "m-7");
+}
+
+// D from a recycled buffer: the same message, and once gRPC lets go of the
+// bytes the buffer is back in its pool for the next reply.
+TEST(MultiplyWire, DFromAReplyBufferGoesBackToItsPoolOnceSent) {
+  auto pool = ReplyBuffers::Create(uint64_t{64} << 20);
+  const std::string d = testing::RandomHalfBytes(1024, 600, 5);  // 1.2 MB: a kept size
+  MultiplyResponse fields;
+  fields.set_step(3);
+  fields.set_device("cuda:0");
+  auto buffer = pool->Take(d.size());
+  std::copy(d.begin(), d.end(), buffer->data());
+  {
+    grpc::ByteBuffer out;
+    SerializeMultiplyResponse(fields, std::move(buffer), &out);
+    EXPECT_EQ(pool->kept_bytes(), 0u) << "the reply still holds D";
+    std::vector<grpc::Slice> slices;
+    ASSERT_TRUE(out.Dump(&slices).ok());
+    EXPECT_EQ(slices.back().size(), d.size()) << "D is a slice of its own";
+    std::string bytes;
+    for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    MultiplyResponse back;
+    ASSERT_TRUE(back.ParseFromString(bytes));
+    EXPECT_EQ(back.d(), d);
+    EXPECT_EQ(back.step(), 3u);
+    EXPECT_EQ(back.device(), "cuda:0");
+  }
+  EXPECT_EQ(pool->kept_bytes(), d.size());
+
+  grpc::ByteBuffer no_d;  // no buffer: the fields alone
+  SerializeMultiplyResponse(fields, nullptr, &no_d);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(no_d.Dump(&slices).ok());
+  ASSERT_EQ(slices.size(), 1u);
 }
 
 }  // namespace

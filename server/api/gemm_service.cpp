@@ -95,6 +95,7 @@ struct GemmService::MultiplyCall {
   // Keep stored operands alive while the job reads them, even if deleted.
   std::shared_ptr<const StoredMatrix> a_stored, b_stored;
   std::unique_ptr<PendingMatrix> d_pending;
+  std::unique_ptr<ReplyBuffer> d_inline;  // D, when the reply carries it
   std::string device = "-";
 
   // Why the call should stop, `when` saying at which point; OK if it may go
@@ -213,9 +214,8 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
 
   // Where D goes.
   if (req->output() == gemm::v1::OUTPUT_INLINE) {
-    std::string* d = resp->mutable_d();
-    d->resize(static_cast<size_t>(job.m) * job.n * 2);
-    job.d = reinterpret_cast<uint16_t*>(d->data());
+    call->d_inline = reply_buffers_->Take(static_cast<size_t>(job.m) * job.n * 2);
+    job.d = reinterpret_cast<uint16_t*>(call->d_inline->data());
   } else if (req->output() == gemm::v1::OUTPUT_HANDLE) {
     auto pending = store_.Reserve(job.m, job.n, "D of a step " + std::to_string(job.step) + " multiply",
                                   call->caller.identity);
@@ -395,7 +395,7 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
                  call->ctx->peer(), std::string(status.message()));
   }
   call->d_pending.reset();  // an unfinished D returns its quota now
-  if (status.ok()) SerializeMultiplyResponse(call->resp, call->response);
+  if (status.ok()) SerializeMultiplyResponse(*call->resp, std::move(call->d_inline), call->response);
   if (status.ok() && before_reply_for_test_) before_reply_for_test_(call->ctx);
   call->reactor->Finish(ToGrpc(status));
 }

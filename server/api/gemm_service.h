@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "api/caller_identity.h"
+#include "api/reply_buffers.h"
 #include "api/request_validation.h"
 #include "api/stream_watchdog.h"
 #include "engine/batching.h"
@@ -98,6 +99,9 @@ class GemmService final
   ServiceOptions options_;
   std::vector<DeviceDescription> devices_;
   StreamWatchdog watchdog_;
+  // Inline D's buffers, recycled: up to this many bytes wait for reuse.
+  static constexpr uint64_t kReplyBuffersKept = uint64_t{256} << 20;
+  std::shared_ptr<ReplyBuffers> reply_buffers_ = ReplyBuffers::Create(kReplyBuffersKept);
   std::atomic<bool> ready_{false};
   std::function<void(grpc::CallbackServerContext*)> before_reply_for_test_;
 };

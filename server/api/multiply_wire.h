@@ -9,8 +9,10 @@
 #include <absl/status/status.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include <memory>
 #include <vector>
 
+#include "api/reply_buffers.h"
 #include "engine/host_bytes.h"
 #include "gemm/v1/gemm.pb.h"
 
@@ -33,5 +35,9 @@ absl::Status ParseMultiplyRequest(const grpc::ByteBuffer& buffer, MultiplyWireRe
 // `resp` in the wire format; its `d` is moved into a slice of its own
 // (resp->d() is empty afterwards).
 void SerializeMultiplyResponse(gemm::v1::MultiplyResponse* resp, grpc::ByteBuffer* out);
+// The same with D in `d` (reply_buffers.h) instead of resp->d(): the slice
+// owns the buffer, which goes back to its pool once gRPC has sent it.
+void SerializeMultiplyResponse(const gemm::v1::MultiplyResponse& resp, std::unique_ptr<ReplyBuffer> d,
+                               grpc::ByteBuffer* out);
 
 }  // namespace gemmd

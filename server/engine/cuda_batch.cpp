@@ -51,9 +51,9 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return all(dev.Fail("cudaSetDevice", e));
   const double timeout = options_.sync_timeout_seconds;
-  const uint64_t half = lane->staging_bytes / 2;
-  DeviceMatrix a = Pitched(shape.m, shape.k, half), b = Pitched(shape.n, shape.k, half);
-  DeviceMatrix d = Pitched(shape.m, shape.n, half);
+  const uint64_t slot = lane->slot_bytes();
+  DeviceMatrix a = Pitched(shape.m, shape.k, slot), b = Pitched(shape.n, shape.k, slot);
+  DeviceMatrix d = Pitched(shape.m, shape.n, slot);
   // One slot per job, 256-byte aligned, as cuBLAS's batched kernels like them.
   const uint64_t slot_a = RoundUp(a.elements(), 128), slot_b = RoundUp(b.elements(), 128);
   const uint64_t slot_d = RoundUp(d.elements(), 128);

@@ -24,18 +24,19 @@ bool IsSticky(cudaError_t e) {
   }
 }
 
-DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t staging_half) {
+DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes) {
   const int64_t ld = (cols + 7) / 8 * 8;
-  return {nullptr, rows, cols, static_cast<uint64_t>(ld) * 2 <= staging_half ? ld : cols};
+  return {nullptr, rows, cols, static_cast<uint64_t>(ld) * 2 <= slot_bytes ? ld : cols};
 }
 
 cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const HostBytes& src) {
-  const uint64_t half = lane.staging_bytes / 2, row = dst.row_bytes();
-  const uint64_t bytes = row * dst.rows, chunk = dst.ld == dst.cols ? half : half / row * row;
+  constexpr int kSlots = Lane::kStagingSlots;
+  const uint64_t slot = lane.slot_bytes(), row = dst.row_bytes();
+  const uint64_t bytes = row * dst.rows, chunk = dst.ld == dst.cols ? slot : slot / row * row;
   for (uint64_t off = 0, i = 0; off < bytes; off += chunk, ++i) {
     const uint64_t len = std::min(chunk, bytes - off);
-    char* buf = lane.staging + (i % 2) * half;
-    if (auto e = cudaEventSynchronize(lane.staged[i % 2]); e != cudaSuccess) return e;
+    char* buf = lane.staging + (i % kSlots) * slot;
+    if (auto e = cudaEventSynchronize(lane.staged[i % kSlots]); e != cudaSuccess) return e;
     copier.Copy(buf, src, off, len);
     cudaError_t e = dst.ld == dst.cols
                         ? cudaMemcpyAsync(reinterpret_cast<char*>(dst.data) + off, buf, len, cudaMemcpyHostToDevice,
@@ -43,31 +44,33 @@ cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst
                         : cudaMemcpy2DAsync(dst.data + off / row * dst.ld, dst.ld * 2, buf, row, row, len / row,
                                             cudaMemcpyHostToDevice, lane.copy);
     if (e != cudaSuccess) return e;
-    if (auto e = cudaEventRecord(lane.staged[i % 2], lane.copy); e != cudaSuccess) return e;
+    if (auto e = cudaEventRecord(lane.staged[i % kSlots], lane.copy); e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
 cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const DeviceMatrix& src) {
-  const uint64_t half = lane.staging_bytes / 2, row = src.row_bytes();
-  const uint64_t bytes = row * src.rows, chunk = src.ld == src.cols ? half : half / row * row;
+  constexpr int kSlots = Lane::kStagingSlots;
+  const uint64_t slot = lane.slot_bytes(), row = src.row_bytes();
+  const uint64_t bytes = row * src.rows, chunk = src.ld == src.cols ? slot : slot / row * row;
   const uint64_t chunks = (bytes + chunk - 1) / chunk;
-  for (uint64_t i = 0; i <= chunks; ++i) {
+  // The DMA runs up to kSlots - 1 chunks ahead of the copy threads.
+  for (uint64_t i = 0; i < chunks + kSlots - 1; ++i) {
     if (i < chunks) {
       const uint64_t off = i * chunk, len = std::min(chunk, bytes - off);
-      char* buf = lane.staging + (i % 2) * half;
+      char* buf = lane.staging + (i % kSlots) * slot;
       cudaError_t e = src.ld == src.cols
                           ? cudaMemcpyAsync(buf, reinterpret_cast<const char*>(src.data) + off, len,
                                             cudaMemcpyDeviceToHost, lane.copy)
                           : cudaMemcpy2DAsync(buf, row, src.data + off / row * src.ld, src.ld * 2, row, len / row,
                                               cudaMemcpyDeviceToHost, lane.copy);
       if (e != cudaSuccess) return e;
-      if (auto e = cudaEventRecord(lane.staged[i % 2], lane.copy); e != cudaSuccess) return e;
+      if (auto e = cudaEventRecord(lane.staged[i % kSlots], lane.copy); e != cudaSuccess) return e;
     }
-    if (i > 0) {
-      const uint64_t j = i - 1, off = j * chunk, len = std::min(chunk, bytes - off);
-      if (auto e = cudaEventSynchronize(lane.staged[j % 2]); e != cudaSuccess) return e;
-      copier.Copy(static_cast<char*>(dst) + off, lane.staging + (j % 2) * half, len);
+    if (i >= kSlots - 1 && i - (kSlots - 1) < chunks) {
+      const uint64_t j = i - (kSlots - 1), off = j * chunk, len = std::min(chunk, bytes - off);
+      if (auto e = cudaEventSynchronize(lane.staged[j % kSlots]); e != cudaSuccess) return e;
+      copier.Copy(static_cast<char*>(dst) + off, lane.staging + (j % kSlots) * slot, len);
     }
   }
   return cudaSuccess;

@@ -43,13 +43,19 @@ constexpr uint64_t kLaneScratchBytes = 8ull << 20;
 struct Lane {
   gemm::DeviceContext ctx;
   cudaStream_t copy = nullptr, compute = nullptr;
-  cudaEvent_t staged[2] = {nullptr, nullptr};
+  // The staging is a ring of kStagingSlots chunks, each with the event of
+  // its last copy: with 8 MiB chunks (of 64 MiB) the copy threads fill the
+  // next chunk while the DMA moves the last, where two 32 MiB halves left a
+  // whole half's DMA (0.6 ms) unoverlapped at each end of a 4096² operand.
+  static constexpr int kStagingSlots = 8;
+  cudaEvent_t staged[kStagingSlots] = {};
   cudaEvent_t inputs_ready = nullptr;
   cudaEvent_t inputs_start = nullptr, verified = nullptr;  // timed: generated inputs, verification
   std::vector<cudaEvent_t> starts, stops;
-  char* staging = nullptr;  // pinned, two halves used alternately
+  char* staging = nullptr;  // pinned, kStagingSlots chunks used in turn
   char* scratch = nullptr;  // device, kLaneScratchBytes: a small request's A, B, D and reference
   uint64_t staging_bytes = 0;
+  uint64_t slot_bytes() const { return staging_bytes / kStagingSlots; }
   gemm::CompareResult* cmp = nullptr;       // device
   gemm::CompareResult* cmp_host = nullptr;  // pinned
   bool busy = false;
@@ -198,8 +204,8 @@ class PoolBuffers {
 // 8), so that the TMA steps read and write them in place instead of making
 // a padded copy: the host's dense rows are spread to that pitch by the copy
 // engine on the way up (cudaMemcpy2D) and gathered on the way down, and
-// server-generated inputs are born at it. Rows too long for half the
-// staging buffer stay dense (the kernel library copies them if it must).
+// server-generated inputs are born at it. Rows too long for one staging
+// slot stay dense (the kernel library copies them if it must).
 struct DeviceMatrix {
   __half* data = nullptr;
   int64_t rows = 0, cols = 0, ld = 0;
@@ -208,11 +214,11 @@ struct DeviceMatrix {
 };
 
 // The layout the engine stores a rows×cols matrix in (see DeviceMatrix).
-DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t staging_half);
+DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes);
 
-// Host -> device through the lane's pinned staging, two halves in flight;
-// `copier` moves each half into pinned memory on several threads. Whole
-// rows per chunk, unless the matrix is dense (then any bytes).
+// Host -> device through the lane's pinned staging, one slot per chunk, the
+// slots in turn; `copier` moves each chunk into pinned memory on several
+// threads. Whole rows per chunk, unless the matrix is dense (any bytes).
 cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const HostBytes& src);
 
 // Device -> host the same way: chunk i copies while chunk i-1 is unpacked.

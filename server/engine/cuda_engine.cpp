@@ -281,9 +281,9 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return dev.Fail("cudaSetDevice", e);
   const double timeout = options_.sync_timeout_seconds;
-  const uint64_t staging_half = lane->staging_bytes / 2;
-  DeviceMatrix a = Pitched(job.m, job.k, staging_half), b = Pitched(job.n, job.k, staging_half);
-  DeviceMatrix d = Pitched(job.m, job.n, staging_half), ref = d;
+  const uint64_t slot = lane->slot_bytes();
+  DeviceMatrix a = Pitched(job.m, job.k, slot), b = Pitched(job.n, job.k, slot);
+  DeviceMatrix d = Pitched(job.m, job.n, slot), ref = d;
   GemmReport report;
 
   // Inputs: staged up from the host on the copy stream, or generated from a

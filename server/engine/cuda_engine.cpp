@@ -180,6 +180,7 @@ DeviceMemory CudaEngine::memory(int device) const {
 
 std::string CudaEngine::SelfTestStep(int device, int step) {
   // Small and ragged shapes against cuBLAS, D poisoned (Run verifies). The
+  // long-K one makes step 10 on an H100 or H200 split K (seven ranges). The
   // last one gives every persistent CTA, and every pair of step 10 on a
   // B200, several tiles and every stage ring several rounds, so phases wrap
   // and TMEM accumulators are reused as they are under real load.
@@ -187,7 +188,7 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
     int64_t m, n, k;
   };
   const Shape self_test[] = {{128, 128, 64}, {77, 100, 50}, {128, 128, 1000}, {256, 512, 320}, {1000, 129, 77},
-                             {1, 300, 64},   {300, 1, 8},   {129, 257, 13},   {4100, 8000, 300}};
+                             {1, 300, 64},   {300, 1, 8},   {129, 257, 13},   {100, 300, 4000}, {4100, 8000, 300}};
   const gemm::StepInfo* info = gemm::FindStep(step);
   if (info == nullptr) return "is not a step of the ladder";
   for (const Shape& s : self_test) {

@@ -49,10 +49,7 @@ std::string LaunchSplitKOnResidentGrid(const Problem& p, const DeviceContext& ct
   const int64_t ldw = SplitKPitch(p.n);
   float* partials = nullptr;
   cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&partials), sizeof(float) * splits * p.m * ldw, stream);
-  if (e != cudaSuccess) {
-    (void)tma.Finish(stream);  // frees any staging
-    return std::string("split-K workspace: ") + cudaGetErrorString(e);
-  }
+  if (e != cudaSuccess) return std::string("split-K workspace: ") + cudaGetErrorString(e);
   const int ctas = std::min(tiles * splits * kClusterSize, resident);
   kSplitKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), p.m, p.n, p.k, partials, ldw, splits);
   std::string err = LaunchError();

@@ -64,8 +64,15 @@ std::string PitchedCopy(__half** out, int64_t* out_ld, const __half* src, int64_
 
 }  // namespace
 
+TmaProblem::~TmaProblem() {
+  for (__half* buf : {a_pad_, b_pad_, d_pad_}) {
+    if (buf != nullptr) cudaFreeAsync(buf, stream_);
+  }
+}
+
 std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes, bool d_map) {
   p_ = p;
+  stream_ = stream;
   const __half* a = p.a;
   const __half* b = p.b;
   int64_t lda = p.lda, ldb = p.ldb;

@@ -25,6 +25,13 @@ struct TmaBoxRows {
 
 class TmaProblem {
  public:
+  TmaProblem() = default;
+  TmaProblem(const TmaProblem&) = delete;
+  TmaProblem& operator=(const TmaProblem&) = delete;
+  // Staging still held (an error between Prepare and Finish) is freed on
+  // Prepare's stream, without copying D back.
+  ~TmaProblem();
+
   // Stages what needs staging and encodes the maps; "" on success. A
   // kernel that writes D without TMA (split-K's sum) asks for no D map.
   std::string Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes = {}, bool d_map = true);
@@ -37,6 +44,7 @@ class TmaProblem {
 
  private:
   Problem p_;
+  cudaStream_t stream_ = nullptr;
   __half *a_pad_ = nullptr, *b_pad_ = nullptr, *d_pad_ = nullptr;
   int64_t ldd_pad_ = 0;  // D's pitch as the kernel writes it
   CUtensorMap a_{}, b_{}, d_{};

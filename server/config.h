@@ -73,8 +73,8 @@ ParsedConfig ParseServerConfig(int argc, char** argv);
 std::string SelfTestHelperPath(const std::string& flag);
 
 // --batch-max 0 (the default): 32 on the CUDA engine, where one batched
-// launch served 64^3 requests x1.16-1.79 faster than one launch each (H100,
-// docs/service-path.md); 1 (off) on the CPU engine, which runs a batch job
+// launch served small requests x1.04-1.98 faster than one launch each
+// (H100, four runs, docs/service-path.md); 1 (off) on the CPU engine, which runs a batch job
 // by job and so only loses the other workers' parallelism.
 uint32_t BatchMaxFor(const ServerConfig& config, std::string_view engine_name);
 

@@ -192,43 +192,24 @@ absl::Status ParseMultiplyRequest(const grpc::ByteBuffer& buffer, MultiplyWireRe
   return absl::OkStatus();
 }
 
-namespace {
-
-// The reply's fields, then field 3 (MultiplyResponse.d) as `d_size` bytes
-// in `d_slice`: D is never copied into the message.
-void WithD(const gemm::v1::MultiplyResponse& fields, size_t d_size, grpc::Slice d_slice, grpc::ByteBuffer* out) {
-  std::string head = fields.SerializeAsString();
-  AppendVarint(&head, (3 << 3) | kWireLengthDelimited);
-  AppendVarint(&head, d_size);
-  grpc::Slice slices[2] = {grpc::Slice(head), std::move(d_slice)};
-  *out = grpc::ByteBuffer(slices, 2);
-}
-
-void WithoutD(const gemm::v1::MultiplyResponse& fields, grpc::ByteBuffer* out) {
-  grpc::Slice slice(fields.SerializeAsString());
-  *out = grpc::ByteBuffer(&slice, 1);
-}
-
-}  // namespace
-
-void SerializeMultiplyResponse(gemm::v1::MultiplyResponse* resp, grpc::ByteBuffer* out) {
-  auto* d = new std::string(std::move(*resp->mutable_d()));
-  resp->clear_d();
-  if (d->empty()) {
-    delete d;
-    return WithoutD(*resp, out);
-  }
-  const size_t size = d->size();
-  WithD(*resp, size, grpc::Slice(d->data(), size, [](void* s) { delete static_cast<std::string*>(s); }, d), out);
-}
-
 void SerializeMultiplyResponse(const gemm::v1::MultiplyResponse& resp, std::unique_ptr<ReplyBuffer> d,
                                grpc::ByteBuffer* out) {
-  if (d == nullptr || d->size() == 0) return WithoutD(resp, out);
+  std::string head = resp.SerializeAsString();
+  if (d == nullptr || d->size() == 0) {
+    grpc::Slice slice(head);
+    *out = grpc::ByteBuffer(&slice, 1);
+    return;
+  }
+  // Then field 3 (MultiplyResponse.d): its bytes are the buffer's own, never
+  // copied into the message.
   const size_t size = d->size();
+  AppendVarint(&head, (3 << 3) | kWireLengthDelimited);
+  AppendVarint(&head, size);
   ReplyBuffer* owned = d.release();
-  WithD(resp, size, grpc::Slice(owned->data(), size, [](void* b) { delete static_cast<ReplyBuffer*>(b); }, owned),
-        out);
+  grpc::Slice slices[2] = {
+      grpc::Slice(head),
+      grpc::Slice(owned->data(), size, [](void* b) { delete static_cast<ReplyBuffer*>(b); }, owned)};
+  *out = grpc::ByteBuffer(slices, 2);
 }
 
 }  // namespace gemmd

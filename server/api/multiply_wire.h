@@ -32,11 +32,9 @@ struct MultiplyWireRequest {
 // the parser to protobuf's own on arbitrary bytes).
 absl::Status ParseMultiplyRequest(const grpc::ByteBuffer& buffer, MultiplyWireRequest* out);
 
-// `resp` in the wire format; its `d` is moved into a slice of its own
-// (resp->d() is empty afterwards).
-void SerializeMultiplyResponse(gemm::v1::MultiplyResponse* resp, grpc::ByteBuffer* out);
-// The same with D in `d` (reply_buffers.h) instead of resp->d(): the slice
-// owns the buffer, which goes back to its pool once gRPC has sent it.
+// `resp` in the wire format, with D (when `d` is not null) as a slice of
+// its own: the slice owns the buffer (reply_buffers.h), which goes back to
+// its pool once gRPC has sent it. resp.d() is not used.
 void SerializeMultiplyResponse(const gemm::v1::MultiplyResponse& resp, std::unique_ptr<ReplyBuffer> d,
                                grpc::ByteBuffer* out);
 

@@ -64,10 +64,13 @@ std::string PitchedCopy(__half** out, int64_t* out_ld, const __half* src, int64_
 
 }  // namespace
 
-TmaProblem::~TmaProblem() {
+TmaProblem::~TmaProblem() { Release(); }
+
+void TmaProblem::Release() {
   for (__half* buf : {a_pad_, b_pad_, d_pad_}) {
     if (buf != nullptr) cudaFreeAsync(buf, stream_);
   }
+  a_pad_ = b_pad_ = d_pad_ = nullptr;
 }
 
 std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes, bool d_map) {
@@ -103,10 +106,8 @@ std::string TmaProblem::Finish(cudaStream_t stream) {
   if (d_pad_ != nullptr) {
     e = cudaMemcpy2DAsync(p_.d, p_.ldd * 2, d_pad_, ldd_pad_ * 2, p_.n * 2, p_.m, cudaMemcpyDeviceToDevice, stream);
   }
-  for (__half* buf : {a_pad_, b_pad_, d_pad_}) {
-    if (buf != nullptr) cudaFreeAsync(buf, stream);
-  }
-  a_pad_ = b_pad_ = d_pad_ = nullptr;
+  stream_ = stream;
+  Release();
   return e == cudaSuccess ? "" : std::string("copying D back from its pitched copy: ") + cudaGetErrorString(e);
 }
 

@@ -43,6 +43,8 @@ class TmaProblem {
   const CUtensorMap& d() const { return d_; }
 
  private:
+  void Release();  // frees the staging on stream_
+
   Problem p_;
   cudaStream_t stream_ = nullptr;
   __half *a_pad_ = nullptr, *b_pad_ = nullptr, *d_pad_ = nullptr;

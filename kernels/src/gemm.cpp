@@ -4,6 +4,7 @@
 #include <atomic>
 #include <string>
 
+#include "common/split_k.h"
 #include "cublas_api.h"
 #include "gemm/steps.h"
 #include "gemm/test_hooks.h"
@@ -13,7 +14,6 @@ namespace gemm {
 namespace {
 
 constexpr size_t kCublasWorkspaceBytes = 32u << 20;  // what cuBLAS asks for on Hopper
-constexpr uint64_t kPoolBytesKept = uint64_t{256} << 20;  // common/split_k.h: kMaxSplitWorkspaceBytes
 
 std::string CudaError(const char* what, cudaError_t e) {
   return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
@@ -132,7 +132,7 @@ std::string CreateContext(int device, DeviceContext* ctx) {
   // on an H100 for 5 µs of work. Keep up to the split-K workspace's cap.
   cudaMemPool_t pool = nullptr;
   if (auto e = cudaDeviceGetDefaultMemPool(&pool, device); e != cudaSuccess) return CudaError("memory pool", e);
-  uint64_t keep = kPoolBytesKept;
+  uint64_t keep = static_cast<uint64_t>(common::kMaxSplitWorkspaceBytes);
   if (auto e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep); e != cudaSuccess) {
     return CudaError("memory pool release threshold", e);
   }

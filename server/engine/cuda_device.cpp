@@ -29,10 +29,21 @@ DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes) {
   return {nullptr, rows, cols, static_cast<uint64_t>(ld) * 2 <= slot_bytes ? ld : cols};
 }
 
+namespace {
+
+// The bytes one staging slot carries of `m`: whole rows, unless the matrix
+// is dense on the device (then any bytes).
+uint64_t ChunkBytes(const Lane& lane, const DeviceMatrix& m) {
+  const uint64_t slot = lane.slot_bytes(), row = m.row_bytes();
+  return m.ld == m.cols ? slot : slot / row * row;
+}
+
+}  // namespace
+
 cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const HostBytes& src) {
   constexpr int kSlots = Lane::kStagingSlots;
   const uint64_t slot = lane.slot_bytes(), row = dst.row_bytes();
-  const uint64_t bytes = row * dst.rows, chunk = dst.ld == dst.cols ? slot : slot / row * row;
+  const uint64_t bytes = row * dst.rows, chunk = ChunkBytes(lane, dst);
   for (uint64_t off = 0, i = 0; off < bytes; off += chunk, ++i) {
     const uint64_t len = std::min(chunk, bytes - off);
     char* buf = lane.staging + (i % kSlots) * slot;
@@ -52,7 +63,7 @@ cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst
 cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const DeviceMatrix& src) {
   constexpr int kSlots = Lane::kStagingSlots;
   const uint64_t slot = lane.slot_bytes(), row = src.row_bytes();
-  const uint64_t bytes = row * src.rows, chunk = src.ld == src.cols ? slot : slot / row * row;
+  const uint64_t bytes = row * src.rows, chunk = ChunkBytes(lane, src);
   const uint64_t chunks = (bytes + chunk - 1) / chunk;
   // The DMA runs up to kSlots - 1 chunks ahead of the copy threads.
   for (uint64_t i = 0; i < chunks + kSlots - 1; ++i) {

@@ -10,6 +10,10 @@
 // With kSplitK, a unit of work is a cluster tile and one of `splits` ranges
 // of its k-tiles (common/split_k.h); without, a unit is a whole tile and
 // the code folds to what it was before split-K existed.
+//
+// With kCtas = 1 the same schedule runs without the pair: a plain CTA
+// loads all of B itself and frees stages locally. Step 10 takes it for
+// problems so small that nothing is left to share (its narrow tile).
 #pragma once
 
 #include <cstdint>
@@ -27,10 +31,11 @@ using namespace gemm::common;  // the primitives both families share
 
 // A stage holds one kTileRows × kTileK tile of A (kATileBytes) and one
 // kTileCols × kTileK tile of B (kBTileBytes), B right after A.
-template <int kTileCols, int kATileBytes, int kBTileBytes, bool kSplitK = false>
+template <int kTileCols, int kATileBytes, int kBTileBytes, bool kSplitK = false, int kCtas = 2>
 class ClusterPairTiles {
  public:
-  static constexpr int kClusterSize = 2;
+  static_assert(kCtas == 1 || kCtas == 2, "a pair, or a CTA alone");
+  static constexpr int kClusterSize = kCtas;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   static constexpr int kBShareRows = kTileCols / kClusterSize;  // rows of the B tile each CTA loads
   static constexpr int kBShareBytes = kBTileBytes / kClusterSize;
@@ -48,7 +53,7 @@ class ClusterPairTiles {
 
   __device__ ClusterPairTiles(int64_t m, int64_t n, int64_t k, int splits = 1)
       : scheduler_(m, n, kClusterSize * kTileRows, kTileCols),
-        rank_(ClusterRank()),
+        rank_(kClusterSize == 1 ? 0 : ClusterRank()),
         cluster_(static_cast<int>(blockIdx.x) / kClusterSize),
         clusters_(static_cast<int>(gridDim.x) / kClusterSize),
         k_tiles_(static_cast<int>((k + kTileK - 1) / kTileK)),
@@ -113,8 +118,12 @@ class ClusterPairTiles {
         char* a_tile = stages + s * kStageBytes;
         ArriveExpectTx(&full[s], bytes);
         if (load_b) {  // first: the peer's stage waits for this share too
-          TmaLoadMulticast(a_tile + kATileBytes + rank_ * kBShareBytes, b_map, kt * kTileK, b_row, &full[s],
-                           kWholeCluster);
+          if constexpr (kClusterSize == 1) {
+            TmaLoad(a_tile + kATileBytes, b_map, kt * kTileK, b_row, &full[s]);
+          } else {
+            TmaLoadMulticast(a_tile + kATileBytes + rank_ * kBShareBytes, b_map, kt * kTileK, b_row, &full[s],
+                             kWholeCluster);
+          }
         }
         if (load_a) TmaLoad(a_tile, a_map, kt * kTileK, a_row, &full[s]);
       }
@@ -124,7 +133,11 @@ class ClusterPairTiles {
 
   // A consumer warpgroup's leader, done with a stage: frees it in both CTAs.
   __device__ static void Release(uint64_t* empty_stage) {
-    for (uint32_t r = 0; r < kClusterSize; ++r) ArriveInCta(empty_stage, r);
+    if constexpr (kClusterSize == 1) {
+      Arrive(empty_stage);
+    } else {
+      for (uint32_t r = 0; r < kClusterSize; ++r) ArriveInCta(empty_stage, r);
+    }
   }
 
  private:

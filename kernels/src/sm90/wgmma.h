@@ -76,6 +76,21 @@ __device__ inline void WgmmaM64N256K16(float (&d)[128], uint64_t a_desc, uint64_
       : "l"(a_desc), "l"(b_desc), "r"(accumulate));
 }
 
+// d(64x64, f32) = A(64x16)·B(64x16)ᵀ + (accumulate ? d : 0): step 10's
+// narrow tile (tiny problems), where a wider wgmma would multiply mostly
+// padding. Same register layout, with i running to 31 and columns to 63.
+__device__ inline void WgmmaM64N64K16(float (&d)[32], uint64_t a_desc, uint64_t b_desc, int accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+}
+
 // One 128×128 output tile times one 64-wide k-tile: both 64-row halves of A
 // against B, four k16 steps each, as one committed wgmma group. The first
 // k16 step adds to `acc` only if `accumulate` (false at the start of a
@@ -95,15 +110,24 @@ __device__ inline void IssueTileMma(float (&acc)[2][64], const char* a_tile, con
   WgmmaCommit();
 }
 
-// A warpgroup's 64×256 slice of a tile times one 64-wide k-tile: its 64 rows
-// of A (`a_rows`) against 256 rows of B, four k16 steps as one committed
-// group. Returns at once: WaitForMma to finish.
-__device__ inline void IssueWideTileMma(float (&acc)[128], const char* a_rows, const char* b_rows, bool accumulate) {
+// A warpgroup's 64×256 slice of a tile (or 64×64, with acc[32]) times one
+// 64-wide k-tile: its 64 rows of A (`a_rows`) against 256 (64) rows of B,
+// four k16 steps as one committed group. Returns at once: WaitForMma to
+// finish.
+template <int kRegs>
+__device__ inline void IssueWideTileMma(float (&acc)[kRegs], const char* a_rows, const char* b_rows, bool accumulate) {
+  static_assert(kRegs == 128 || kRegs == 32, "m64n256 or m64n64");
   const uint64_t a_desc = SmemDescriptor(a_rows), b_desc = SmemDescriptor(b_rows);
   WgmmaFence();
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
-    WgmmaM64N256K16(acc, AdvanceDescriptor(a_desc, kk * 32), AdvanceDescriptor(b_desc, kk * 32), accumulate || kk > 0);
+    if constexpr (kRegs == 128) {
+      WgmmaM64N256K16(acc, AdvanceDescriptor(a_desc, kk * 32), AdvanceDescriptor(b_desc, kk * 32),
+                      accumulate || kk > 0);
+    } else {
+      WgmmaM64N64K16(acc, AdvanceDescriptor(a_desc, kk * 32), AdvanceDescriptor(b_desc, kk * 32),
+                     accumulate || kk > 0);
+    }
   }
   WgmmaCommit();
 }
@@ -111,8 +135,8 @@ __device__ inline void IssueWideTileMma(float (&acc)[128], const char* a_rows, c
 // Waits until at most kPending committed wgmma groups are still running;
 // with kPending = 1 the next k-tile's group can be issued before this one
 // is waited for, so the tensor cores never drain between k-tiles.
-template <int kPending>
-__device__ inline void WaitForMma(float (&acc)[128]) {
+template <int kPending, int kRegs>
+__device__ inline void WaitForMma(float (&acc)[kRegs]) {
   WgmmaWait<kPending>();
   FenceAccumulators(acc);
 }

@@ -174,7 +174,10 @@ std::vector<StepShape> AllStepShapes() {
       {129, 4095, 8},  {300, 200, 13},  {255, 257, 1023},
       // Cluster and wide tiles (steps 9, 10): one cluster tile, an odd count
       // of tile-rows (the pair's lower CTA has no rows), many tiles per CTA.
-      {256, 128, 64},  {128, 256, 64},  {384, 640, 192}, {4096, 8192, 128},
+      // Step 10 takes its narrow tile for the small ones (and most above:
+      // 1000^3, 4097x129, 1x8192...), so the last two keep its wide tile on
+      // an odd tile-row count and on edges ragged in M, N and K.
+      {256, 128, 64},  {128, 256, 64},  {384, 640, 192}, {4096, 8192, 128}, {2432, 4000, 192}, {3001, 1999, 517},
       // Long K on few tiles: step 10 splits K (common/split_k.h), into 2 to
       // 66 ranges on an H100, a range ending mid k-tile where K is ragged.
       {16, 16, 16384}, {56, 151, 16853}, {1, 1306, 7895}, {872, 644, 14932}, {300, 700, 20000}};

@@ -20,10 +20,17 @@
 // (common/split_k.h): each cluster takes one range of a tile's k-tiles and
 // writes fp32 partial sums (split_k_epilogue.h), and a second kernel adds
 // them up in a fixed order. Otherwise the one CTA pair of a 16×16×16K GEMM
-// walks all 256 k-tiles while 65 pairs idle.
+// walks all 256 k-tiles while 65 pairs idle. When K is short and the pair
+// tiles would still leave over half the SMs idle, a narrow tile takes over:
+// 128×64, each consumer on m64n64, one CTA without a cluster. A 64×64×64
+// GEMM then multiplies a quarter as much padding (the wide tile's wgmma
+// alone take about 2,000 cycles of a 12,000-cycle kernel), pays no cluster
+// launch or handshake, and M·N of up to 132 narrow tiles spreads over
+// four times as many SMs.
 #include "common/barrier.h"
 #include "common/cluster.h"
 #include "cluster_pair_tiles.h"
+#include "common/narrow_tiles.h"
 #include "common/persistent_launch.h"
 #include "smem_epilogue.h"
 #include "split_k_epilogue.h"
@@ -36,20 +43,27 @@ namespace {
 constexpr int kStages = 4;
 constexpr int kConsumers = 2;
 constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kTileCols = 256;                         // N of the CTA tile (M stays kTileRows)
 constexpr int kConsumerRows = kTileRows / kConsumers;  // 64: one wgmma's M
 static_assert(kConsumerRows == kDChunkRows, "a consumer stores its rows as one row of D chunks");
-constexpr int kATileBytes = kTileBytes;                // 128×64
-constexpr int kBTileBytes = 2 * kTileBytes;            // 256×64
-template <bool kSplitK>
-using PairTilesOf = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes, kSplitK>;
-using PairTiles = PairTilesOf<false>;
-constexpr int kClusterSize = PairTiles::kClusterSize;
-constexpr int kStageBytes = PairTiles::kStageBytes;
-constexpr int kDChunks = kTileCols / 64;         // D chunks (64×64) in a consumer's rows
-constexpr int kStoringKTiles = kDChunks * kConsumers;  // the k-tiles of a tile that carry the last tile's D
+constexpr int kATileBytes = kTileBytes;  // 128×64
 constexpr int kStagingBytes = kConsumers * 2 * kDChunkBytes;
-constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
+
+// A CTA tile of kTileRows × kCols on clusters of kCtas: the wide pair tile
+// of the step's idea, or the narrow one for problems it would leave idle.
+template <int kCols, int kCtas>
+struct TileShape {
+  static constexpr int kTileCols = kCols;  // N of the CTA tile (M stays kTileRows)
+  static constexpr int kBTileBytes = kCols * kTileK * 2;
+  template <bool kSplitK>
+  using Tiles = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes, kSplitK, kCtas>;
+  static constexpr int kClusterSize = kCtas;
+  static constexpr int kStageBytes = Tiles<false>::kStageBytes;
+  static constexpr int kDChunks = kTileCols / 64;                 // D chunks (64×64) in a consumer's rows
+  static constexpr int kStoringKTiles = kDChunks * kConsumers;  // the k-tiles of a tile that carry the last tile's D
+  static constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
+};
+using Wide = TileShape<256, 2>;   // 48 KB stages
+using Narrow = TileShape<64, 1>;  // 24 KB stages
 
 // Where a split-K launch puts each range's fp32 sums (split_k.h).
 struct Partials {
@@ -58,16 +72,19 @@ struct Partials {
   int splits = 1;
 };
 
-template <bool kSplitK>
+template <typename Shape, bool kSplitK>
 __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUtensorMap* b_map,
                                              const CUtensorMap* d_map, int64_t m, int64_t n, int64_t k,
                                              Partials partials) {
+  constexpr int kTileCols = Shape::kTileCols, kStageBytes = Shape::kStageBytes;
+  constexpr int kDChunks = Shape::kDChunks, kStoringKTiles = Shape::kStoringKTiles;
+  using PairTiles = typename Shape::template Tiles<kSplitK>;
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];
   __shared__ uint64_t empty[kStages];  // both consumers of both CTAs are done
-  const PairTilesOf<kSplitK> pair(m, n, k, partials.splits);
+  const PairTiles pair(m, n, k, partials.splits);
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -77,7 +94,11 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
     }
     FenceBarrierInit();
   }
-  ClusterSync();
+  if constexpr (Shape::kClusterSize == 1) {
+    __syncthreads();
+  } else {
+    ClusterSync();
+  }
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
     ReleaseRegisters<kProducerRegisters>();
@@ -97,7 +118,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
       IssueWideTileMma(acc, stages + s * kStageBytes + consumer * kConsumerRows * 128,
                        stages + s * kStageBytes + kATileBytes, /*accumulate=*/kt > 0);
       WaitForMma<1>(acc);  // k-tile kt-1 is done once at most this one is pending
-      if (leader && kt > 0) PairTilesOf<kSplitK>::Release(&empty[(it - 1) % kStages]);
+      if (leader && kt > 0) PairTiles::Release(&empty[(it - 1) % kStages]);
       ++it;
     };
     auto store_chunk = [&](int chunk) {
@@ -113,7 +134,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
         pair.KTiles(tile, &kt_begin, &kt_end);
         for (int kt = kt_begin; kt < kt_end; ++kt) multiply(kt - kt_begin);
         WaitForMma<0>(acc);
-        if (leader) PairTilesOf<kSplitK>::Release(&empty[(it - 1) % kStages]);
+        if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
         StorePartialSums(acc, partials.sums + pair.Split(tile) * m * partials.ldw, partials.ldw,
                          m0 + consumer * kConsumerRows, n0, m, n);
       } else {
@@ -124,7 +145,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
         }
         for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
         WaitForMma<0>(acc);
-        if (leader) PairTilesOf<kSplitK>::Release(&empty[(it - 1) % kStages]);
+        if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
         PackAccumulators(acc, pending);
         pending_row = m0 + consumer * kConsumerRows;
         pending_n0 = n0;
@@ -139,35 +160,49 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
   // No barrier at exit: the producer's tail does that job (as in step 9).
 }
 
-__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
+__global__ void __cluster_dims__(Wide::kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                        const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  TwoConsumers<false>(&a_map, &b_map, &d_map, m, n, k, {});
+  TwoConsumers<Wide, false>(&a_map, &b_map, &d_map, m, n, k, {});
 }
 
-__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
+__global__ void __cluster_dims__(Wide::kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
-  TwoConsumers<true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits});
+  TwoConsumers<Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits});
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    TwoConsumersNarrowKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                             const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
+  TwoConsumers<Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {});
 }
 
 }  // namespace
 
 cudaError_t PrepareTwoConsumers() {
-  const cudaError_t e =
-      cudaFuncSetAttribute(TwoConsumersKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Wide::kSmemBytes);
+  if (e == cudaSuccess) {
+    e = cudaFuncSetAttribute(TwoConsumersSplitKKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Wide::kSmemBytes);
+  }
   if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(TwoConsumersSplitKKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return cudaFuncSetAttribute(TwoConsumersNarrowKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              Narrow::kSmemBytes);
 }
 
 std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  const TmaBoxRows boxes{kTileRows, PairTiles::kBShareRows, kDChunkRows};
+  using WideTiles = Wide::Tiles<false>;
+  using NarrowTiles = Narrow::Tiles<false>;
   bool split = false;
-  auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel, kThreads, kSmemBytes, kClusterSize>(
-      p, ctx, stream, PairTiles::Tiles(p.m, p.n), boxes, &split);
+  auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel, kThreads, Wide::kSmemBytes, Wide::kClusterSize>(
+      p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
   if (split || !err.empty()) return err;
-  return LaunchOnResidentGrid<TwoConsumersKernel, kThreads, kSmemBytes, kClusterSize>(
-      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), boxes);
+  if (PreferNarrowTiles(WideTiles::WorkCtas(p.m, p.n), NarrowTiles::WorkCtas(p.m, p.n), ctx.sm_count)) {
+    return LaunchOnResidentGrid<TwoConsumersNarrowKernel, kThreads, Narrow::kSmemBytes>(
+        p, ctx, stream, NarrowTiles::WorkCtas(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
+  }
+  return LaunchOnResidentGrid<TwoConsumersKernel, kThreads, Wide::kSmemBytes, Wide::kClusterSize>(
+      p, ctx, stream, WideTiles::WorkCtas(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows});
 }
 
 }  // namespace gemm::sm90

@@ -376,7 +376,8 @@ import collections, re, sys
 out = sys.argv[1]
 steps = {"SingleTileKernel": 1, "KLoopKernel": 2, "TiledKernel": 3, "TmaKernel": 4, "PipelinedKernel": 5,
          "PersistentKernel": 6, "WarpSpecializedKernel<2>": 7, "WarpSpecializedKernel<3>": 8,
-         "ClusterMulticastKernel": 9, "TwoConsumersKernel": 10}
+         "ClusterMulticastKernel": 9, "TwoConsumersKernel": 10, "TwoConsumersNarrowKernel": 10,
+         "TwoConsumersSplitKKernel": 10}
 for tool in ("memcheck", "racecheck", "synccheck", "initcheck"):
     text = open(f"{out}/sanitizer_{tool}.txt", errors="replace").read()
     summary = re.search(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazard", text)
@@ -408,18 +409,22 @@ fi
 
 if part ncu; then
 # 5. Clocks aside: ncu's cycle counts and tensor-pipe activity for cuBLAS and
-# steps 8-10 at 4096^3 (the GPU's power cap moves its clock from run to run;
-# cycles do not move with it). Skipped where ncu cannot read the counters.
+# steps 8-10 at 4096^3, and for cuBLAS and step 10 on small problems (its
+# narrow tile) (the GPU's power cap moves its clock from run to run; cycles
+# do not move with it). Skipped where ncu cannot read the counters.
 if command -v ncu >/dev/null; then
-  timeout 300 ncu --clock-control none --kernel-name-base function \
-    --kernel-name "regex:^(?!.*(FillRandomKernel|CompareKernel)).*" \
-    --metrics sm__cycles_elapsed.max,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
-    "$bin/gemm-bench" --shapes 4096x4096x4096 --steps 8,9,10 --warmup 0 --iters 1 >"$OUT/ncu_cycles.txt" 2>&1
-  python3 - "$OUT/ncu_cycles.txt" <<'PY' | tee -a "$summary"
+  for case in 4096x4096x4096:8,9,10 64x64x64:0,10 432x74x34:0,10 1000x1001x999:0,10; do
+    shape=${case%%:*}
+    timeout 200 ncu --clock-control none --kernel-name-base function \
+      --kernel-name "regex:^(?!.*(FillRandomKernel|CompareKernel|L2Flush|Poison|ReferenceGemm)).*" \
+      --metrics sm__cycles_elapsed.max,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
+      "$bin/gemm-bench" --shapes "$shape" --steps "${case#*:}" --warmup 0 --iters 1 --layout pitched \
+      >"$OUT/ncu_cycles_$shape.txt" 2>&1
+    python3 - "$OUT/ncu_cycles_$shape.txt" "$shape" <<'PY' | tee -a "$summary"
 import re, statistics, sys
 kernels, name = {}, None
 for line in open(sys.argv[1]):
-    m = re.match(r"  (\S.*?)(\(CUtensorMap|\s\(\d+, \d+, \d+\)x)", line)
+    m = re.match(r"  (\S.*?)(\(CUtensorMap|\(T1::Params|\s\(\d+, \d+, \d+\)x)", line)
     if m:
         name = re.sub(r"^.*::", "", m.group(1).strip())
         kernels.setdefault(name, {"cycles": [], "tensor": []})
@@ -430,12 +435,13 @@ for line in open(sys.argv[1]):
     if m and name:
         kernels[name]["tensor"].append(float(m.group(1)))
 if not kernels:
-    print("ncu: no counters read (see ncu_cycles.txt)")
+    print(f"ncu {sys.argv[2]}: no counters read (see ncu_cycles_{sys.argv[2]}.txt)")
 for k, v in kernels.items():
     if v["cycles"]:
-        print(f"ncu 4096^3 {k[:60]}: {statistics.median(v['cycles']):,.0f} cycles, tensor pipe "
+        print(f"ncu {sys.argv[2]} {k[:60]}: {statistics.median(v['cycles']):,.0f} cycles, tensor pipe "
               f"{statistics.median(v['tensor']):.1f}% of active cycles")
 PY
+  done
 fi
 
 fi

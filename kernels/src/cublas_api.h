@@ -8,7 +8,8 @@
 // first use keeps the rest of the process unaffected.
 #pragma once
 
-#include <cublas_v2.h>
+#include <cublas_v2.h>  // first: cublasLt.h uses its status type
+#include <cublasLt.h>
 
 #include <string>
 
@@ -34,5 +35,25 @@ struct CublasApi {
 
 // Loads libcublas.so.13 once; nullptr (and *error set) when it cannot.
 const CublasApi* Cublas(std::string* error);
+
+// The few cuBLASLt calls vendor_warmup.cpp makes: its heuristic (the one
+// cublasGemmEx consults) and its matmul.
+struct CublasLtApi {
+  decltype(&cublasLtCreate) Create;
+  decltype(&cublasLtDestroy) Destroy;
+  decltype(&cublasLtMatmulDescCreate) MatmulDescCreate;
+  decltype(&cublasLtMatmulDescDestroy) MatmulDescDestroy;
+  decltype(&cublasLtMatmulDescSetAttribute) MatmulDescSetAttribute;
+  decltype(&cublasLtMatrixLayoutCreate) MatrixLayoutCreate;
+  decltype(&cublasLtMatrixLayoutDestroy) MatrixLayoutDestroy;
+  decltype(&cublasLtMatmulPreferenceCreate) MatmulPreferenceCreate;
+  decltype(&cublasLtMatmulPreferenceDestroy) MatmulPreferenceDestroy;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) MatmulPreferenceSetAttribute;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) MatmulAlgoGetHeuristic;
+  decltype(&cublasLtMatmul) Matmul;
+};
+
+// Loads libcublasLt.so.13 (already in the process once cuBLAS is) once.
+const CublasLtApi* CublasLt(std::string* error);
 
 }  // namespace gemm::detail

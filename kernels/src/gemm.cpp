@@ -6,6 +6,7 @@
 
 #include "common/split_k.h"
 #include "cublas_api.h"
+#include "gemm/vendor_plan.h"
 #include "gemm/steps.h"
 #include "gemm/test_hooks.h"
 #include "ladder.h"
@@ -64,6 +65,7 @@ std::string PrepareCublas(const Problem& p, const DeviceContext& ctx, cudaStream
 std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   int k_used = 0;
   if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
+  if (ctx.vendor_plan != nullptr && detail::LaunchPlanned(*ctx.vendor_plan, p, k_used, ctx, stream)) return "";
   const float alpha = 1.0f, beta = 0.0f;
   const int m = static_cast<int>(p.m), n = static_cast<int>(p.n);
   auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k_used, &alpha, p.b,

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <string>
 #include <vector>
 
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
 #include "gemm/half.h"
 #include "gemm/steps.h"
+#include "gemm/vendor_plan.h"
 #include "gpu_test_util.h"
 #include "test_util.h"
 
@@ -135,6 +137,57 @@ TEST_F(KernelsGpuTest, PitchedFillCompareAndReferenceSkipTheGaps) {
   EXPECT_EQ(host_cmp.mismatches, 0u);
   EXPECT_EQ(host_cmp.non_finite, 0u);
   for (__half* p : {x, y, b, d, ref}) cudaFree(p);
+}
+
+// Step 0 through a plan (gemm/vendor_plan.h): every grid shape asked, each
+// distinct pick loaded. Then, on fresh inputs with D poisoned, against the
+// SIMT reference: the plan's pick on the problem padded to K and N's
+// 16-byte pitches with zeros (as the engine runs it; 9000 rows is beyond
+// the grid), and step 0 on the problem as it is (the pick, or cublasGemmEx
+// where cuBLAS refuses the pick for a ragged K or N).
+TEST_F(KernelsGpuTest, VendorPlanLoadsItsPicksAndStepZeroThroughItMatchesTheReference) {
+  gemm::VendorPlanPtr plan;
+  gemm::VendorPlanStats stats;
+  ASSERT_EQ(gemm::BuildVendorPlan(ctx_, stream_, &plan, &stats), "");
+  EXPECT_EQ(stats.shapes, 26 * 26 * 26);  // 1, 2, 3, 4, 6, ... 8192 in each of m, n, k
+  EXPECT_GT(stats.picks, 0);
+  EXPECT_EQ(stats.loaded, stats.picks);
+  ctx_.vendor_plan = plan.get();
+  auto pitch = [](int64_t row) { return (row + 7) / 8 * 8; };
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
+           {3000, 2000, 1000}, {77, 100, 50}, {1, 1, 1}, {640, 480, 4096}, {333, 77, 999}, {8192, 8192, 8192},
+           {9000, 3, 5}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+    const int64_t ld = pitch(k), ldd = pitch(n);  // B has ldd rows, the last ldd - n of them zeros
+    __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
+    ASSERT_CUDA(cudaMalloc(&a, m * ld * 2));
+    ASSERT_CUDA(cudaMalloc(&b, ldd * ld * 2));
+    ASSERT_CUDA(cudaMalloc(&d, m * ldd * 2));
+    ASSERT_CUDA(cudaMalloc(&ref, m * ldd * 2));
+    ASSERT_CUDA(cudaMemsetAsync(a, 0, m * ld * 2, stream_));
+    ASSERT_CUDA(cudaMemsetAsync(b, 0, ldd * ld * 2, stream_));
+    ASSERT_CUDA(gemm::FillRandom(a, m, k, ld, 31, gemm::OperandId::kA, stream_));
+    ASSERT_CUDA(gemm::FillRandom(b, n, k, ld, 32, gemm::OperandId::kB, stream_));
+    ASSERT_CUDA(gemm::Poison(ref, m * ldd, stream_));
+    ASSERT_CUDA(gemm::ReferenceGemm(m, n, k, a, ld, b, ld, ref, ldd, stream_));
+    auto check = [&](const char* what) {
+      gemm::CompareResult host{};
+      ASSERT_CUDA(gemm::Compare(d, ref, m, n, ldd, 1e-3f, 1e-2f, cmp_, stream_));
+      ASSERT_CUDA(cudaMemcpyAsync(&host, cmp_, sizeof host, cudaMemcpyDeviceToHost, stream_));
+      ASSERT_CUDA(cudaStreamSynchronize(stream_));
+      EXPECT_EQ(host.mismatches, 0u) << what;
+      EXPECT_EQ(host.non_finite, 0u) << what;
+    };
+    ASSERT_CUDA(gemm::Poison(d, m * ldd, stream_));
+    EXPECT_TRUE(gemm::detail::LaunchPlanned(*plan, {m, ldd, ld, a, b, d, ld, ld, ldd, true}, static_cast<int>(ld),
+                                            ctx_, stream_));
+    check("the plan's pick, padded");
+    ASSERT_CUDA(gemm::Poison(d, m * ldd, stream_));
+    ASSERT_EQ(gemm::Launch(gemm::kVendorStep, {m, n, k, a, b, d, ld, ld, ldd}, ctx_, stream_), "");
+    check("step 0 as it is");
+    for (__half* x : {a, b, d, ref}) cudaFree(x);
+  }
+  ctx_.vendor_plan = nullptr;
 }
 
 // The SIMT reference (step 0's independent check) against cuBLAS on

@@ -25,6 +25,8 @@ namespace gemm {
 // says those elements are its own padding (d_tail_is_scratch, as the server's
 // pitched buffers are); otherwise D goes through a copy and comes back n
 // columns wide.
+class VendorPlan;
+
 struct Problem {
   int64_t m = 0, n = 0, k = 0;
   const __half* a = nullptr;
@@ -44,6 +46,9 @@ struct DeviceContext {
   cublasHandle_t cublas = nullptr;
   void* cublas_workspace = nullptr;
   size_t cublas_workspace_bytes = 0;
+  // When set, step 0 runs the kernel this plan picked and loaded ahead
+  // (gemm/vendor_plan.h); otherwise cublasGemmEx picks at each call.
+  const VendorPlan* vendor_plan = nullptr;
 };
 
 // Fills the device facts, creates the cuBLAS handle and its workspace, and

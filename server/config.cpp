@@ -78,9 +78,14 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
                  "read each GPU's power, clocks, temperature and throttle reasons (NVML) this often; 0 turns it off")
       ->envname("GEMMD_GPU_TELEMETRY_PERIOD_MS")->check(CLI::Range(0u, 3600000u))->capture_default_str();
   app.add_option("--eager-kernel-loading", c.eager_kernel_loading,
-                 "load every GPU kernel (cuBLAS's too) at start-up, not at first use: start-up takes longer, the "
-                 "first request of a new shape does not (sets CUDA_MODULE_LOADING=EAGER unless it is set)")
+                 "load the ladder's GPU kernels at start-up, not at first use (sets CUDA_MODULE_LOADING=EAGER "
+                 "unless it is set); cuBLAS loads its own at first use whatever this says: see --plan-cublas")
       ->envname("GEMMD_EAGER_KERNEL_LOADING")->capture_default_str();
+  app.add_option("--plan-cublas", c.plan_cublas,
+                 "at start-up, ask cuBLAS's heuristic for its kernel at every shape of a grid (1 to 8192 in m, n "
+                 "and k) and load each; step 0 then runs the pick of the grid shape at or above the request's, so "
+                 "no request pays a heuristic or a kernel load (about 3 s of start-up per GPU)")
+      ->envname("GEMMD_PLAN_CUBLAS")->capture_default_str();
   app.add_option("--keep-warm-ms", c.keep_warm_ms,
                  "keep GPU clocks up between requests: a tiny kernel after this many idle milliseconds, and every "
                  "period while idle (costs watts; the first request after a gap is then as fast as a steady one); "

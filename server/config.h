@@ -41,6 +41,9 @@ struct ServerConfig {
   // Load every kernel of the CUDA modules when the context is created
   // (CUDA_MODULE_LOADING=EAGER), so no request pays a first-use load.
   bool eager_kernel_loading = true;
+  // Load, at start-up, the kernel cuBLAS's heuristic picks for each shape
+  // of a grid, and run step 0 with the grid's pick: no first-use cost.
+  bool plan_cublas = true;
   // After this long without a request, a tiny kernel keeps each GPU's clocks
   // up (and again every period while idle); 0 = off.
   uint32_t keep_warm_ms = 0;

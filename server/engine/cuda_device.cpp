@@ -29,6 +29,30 @@ DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes) {
   return {nullptr, rows, cols, static_cast<uint64_t>(ld) * 2 <= slot_bytes ? ld : cols};
 }
 
+bool PaddedForVendor(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d) {
+  const bool pitched = a.ld == b.ld && a.ld == (a.cols + 7) / 8 * 8 && d.ld == (d.cols + 7) / 8 * 8;
+  return pitched && (a.ld != a.cols || d.ld != d.cols);
+}
+
+DeviceMatrix VendorB(const DeviceMatrix& b, const DeviceMatrix& d) { return {b.data, d.ld, b.cols, b.ld}; }
+
+cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d,
+                              cudaStream_t stream) {
+  cudaError_t e = cudaSuccess;
+  if (a.ld > a.cols) {  // the gap columns of A and of B's n rows
+    e = cudaMemset2DAsync(a.data + a.cols, a.ld * 2, 0, (a.ld - a.cols) * 2, a.rows, stream);
+    if (e == cudaSuccess) e = cudaMemset2DAsync(b.data + b.cols, b.ld * 2, 0, (b.ld - b.cols) * 2, b.rows, stream);
+  }
+  if (e == cudaSuccess && d.ld > b.rows) {  // B's rows from n up to D's pitch, whole
+    e = cudaMemsetAsync(b.data + b.rows * b.ld, 0, (d.ld - b.rows) * b.ld * 2, stream);
+  }
+  return e;
+}
+
+gemm::Problem VendorProblem(const DeviceMatrix& a, const DeviceMatrix& b, __half* d, int64_t ldd) {
+  return {a.rows, ldd, a.ld, a.data, b.data, d, a.ld, b.ld, ldd, true};
+}
+
 namespace {
 
 // The bytes one staging slot carries of `m`: whole rows, unless the matrix

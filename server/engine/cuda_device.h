@@ -23,6 +23,7 @@
 #include "engine/host_copier.h"
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
+#include "gemm/vendor_plan.h"
 
 namespace gemmd {
 
@@ -65,6 +66,7 @@ struct CudaEngine::Device {
   int ordinal = 0;
   DeviceDescription desc;
   cudaMemPool_t pool = nullptr;
+  gemm::VendorPlanPtr vendor_plan;  // lanes' contexts point at it: declared first, destroyed after them
   std::vector<std::unique_ptr<Lane>> lanes;
   std::mutex lanes_mu;
   std::condition_variable lane_free;
@@ -215,6 +217,20 @@ struct DeviceMatrix {
 
 // The layout the engine stores a rows×cols matrix in (see DeviceMatrix).
 DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes);
+
+// Step 0 with a cuBLAS plan (gemm/vendor_plan.h) runs on the pitched
+// operands as if K and N were their pitches: the plan's picks come from a
+// grid of multiples of 8 and cuBLAS refuses them for a ragged K or N, which
+// would send the request to cublasGemmEx's first-use heuristic and kernel
+// load. The gap columns of A and B, and the rows of B up to D's pitch, are
+// zeros, so the extra products add exact zeros; D's extra columns are the
+// engine's own padding. PaddedForVendor says whether a job's matrices can
+// (pitched, and ragged), VendorB the B to allocate, ZeroVendorPadding
+// writes the zeros, and VendorProblem is the padded problem.
+bool PaddedForVendor(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d);
+DeviceMatrix VendorB(const DeviceMatrix& b, const DeviceMatrix& d);
+cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d, cudaStream_t stream);
+gemm::Problem VendorProblem(const DeviceMatrix& a, const DeviceMatrix& b, __half* d, int64_t ldd);
 
 // Host -> device through the lane's pinned staging, one slot per chunk, the
 // slots in turn; `copier` moves each chunk into pinned memory on several

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -251,18 +252,39 @@ absl::Status CudaEngine::Warmup(int device) {
       if (!dev.healthy) return absl::InternalError(dev.desc.id + " was lost during its self-test");
     }
   }
-  // Load the cuBLAS kernels the common squares pick, and grow the pool to a
-  // working size, so their first request costs what a steady one does.
-  // (cuBLAS loads each kernel at its first launch whatever
-  // CUDA_MODULE_LOADING says: a shape whose kernel no earlier request used
-  // pays about 3-5 ms once, docs/service-path.md.)
-  for (int64_t size : {1024, 4096}) {
-    GemmJob job;
-    job.m = job.n = job.k = size;
-    job.a.seed = 1;
-    job.b.seed = 2;
-    job.repeats = 3;
-    if (auto r = Run(device, job); !r.ok()) return r.status();
+  if (options_.plan_vendor_kernels && dev.vendor_plan == nullptr) {
+    // Not fatal when it fails: step 0 then asks cublasGemmEx, and the
+    // first request of a shape pays the heuristic and the kernel's load.
+    LaneLease lane(dev);
+    gemm::VendorPlanStats stats;
+    if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return dev.Fail("cudaSetDevice", e);
+    if (auto err = gemm::BuildVendorPlan(lane->ctx, lane->compute, &dev.vendor_plan, &stats); !err.empty()) {
+      spdlog::warn("{}: cuBLAS kernels not loaded ahead: {}", dev.desc.id, err);
+    } else {
+      for (auto& l : dev.lanes) l->ctx.vendor_plan = dev.vendor_plan.get();
+      spdlog::info("{}: cuBLAS planned: {} kernels picked over {} shapes, {} loaded ({:.0f} ms asking, {:.0f} ms "
+                   "loading)", dev.desc.id, stats.picks, stats.shapes, stats.loaded, stats.heuristic_seconds * 1e3,
+                   stats.load_seconds * 1e3);
+    }
+  }
+  // Every lane runs step 0 once on a ragged and two square shapes: the pool
+  // grows to a working size, and no lane's first request pays a first use
+  // of its own (on an H100 the first request on each of two lanes ran ×1.8
+  // of steady, and the first ragged one's zero padding ×1.4). Run takes the
+  // first free lane, so holding each lane after its turn moves to the next.
+  std::vector<std::unique_ptr<LaneLease>> done;
+  for (size_t l = 0; l < dev.lanes.size(); ++l) {
+    for (const auto& [m, n, k] : {std::array<int64_t, 3>{1001, 333, 999}, {1024, 1024, 1024}, {4096, 4096, 4096}}) {
+      GemmJob job;
+      job.m = m;
+      job.n = n;
+      job.k = k;
+      job.a.seed = 1;
+      job.b.seed = 2;
+      job.repeats = 3;
+      if (auto r = Run(device, job); !r.ok()) return r.status();
+    }
+    done.push_back(std::make_unique<LaneLease>(dev));
   }
   return dev.healthy ? absl::OkStatus() : absl::InternalError(dev.unhealthy_reason);
 }
@@ -285,6 +307,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   const uint64_t slot = lane->slot_bytes();
   DeviceMatrix a = Pitched(job.m, job.k, slot), b = Pitched(job.n, job.k, slot);
   DeviceMatrix d = Pitched(job.m, job.n, slot), ref = d;
+  const bool vendor_padded = dev.vendor_plan != nullptr && PaddedForVendor(a, b, d);
   GemmReport report;
 
   // Inputs: staged up from the host on the copy stream, or generated from a
@@ -293,7 +316,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   cudaStream_t input_stream = host_inputs ? lane->copy : lane->compute;
   PoolBuffers buffers(dev.pool, input_stream, lane->compute, lane->scratch, kLaneScratchBytes);
   cudaError_t e = buffers.Allocate(&a.data, a.elements());
-  if (e == cudaSuccess) e = buffers.Allocate(&b.data, b.elements());
+  if (e == cudaSuccess) e = buffers.Allocate(&b.data, (vendor_padded ? VendorB(b, d) : b).elements());
   if (e == cudaSuccess) e = buffers.Allocate(&d.data, d.elements());
   if (e == cudaSuccess && job.verify) e = buffers.Allocate(&ref.data, ref.elements());
   if (e == cudaErrorMemoryAllocation) {
@@ -308,6 +331,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   }
   if (e != cudaSuccess) return dev.Fail("allocation", e);
   if (!host_inputs) cudaEventRecord(lane->inputs_start, lane->compute);
+  if (vendor_padded && (e = ZeroVendorPadding(a, b, d, input_stream)) != cudaSuccess) return dev.Fail("padding", e);
   for (auto [op, dst, id] : {std::tuple{&job.a, &a, gemm::OperandId::kA}, std::tuple{&job.b, &b, gemm::OperandId::kB}}) {
     e = op->kind == OperandView::Kind::kRandom
             ? gemm::FillRandom(dst->data, dst->rows, dst->cols, dst->ld, op->seed, id, input_stream)
@@ -334,7 +358,9 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       lane->stops.push_back(s1);
     }
     // D's row tails are this engine's padding: nothing reads them back.
-    const gemm::Problem problem{job.m, job.n, job.k, a.data, b.data, d.data, a.ld, b.ld, d.ld, true};
+    const gemm::Problem problem = vendor_padded && job.step == gemm::kVendorStep
+                                      ? VendorProblem(a, b, d.data, d.ld)
+                                      : gemm::Problem{job.m, job.n, job.k, a.data, b.data, d.data, a.ld, b.ld, d.ld, true};
     // D is poisoned (outside the timed region) so that an element the
     // kernel does not write stays NaN and fails verification: once, when
     // the result is checked. Benchmark timing poisons and flushes L2 before
@@ -364,7 +390,9 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
           return dev.Fail("SIMT reference", e);
         }
       } else if (auto err = gemm::Launch(gemm::kVendorStep,
-                                         gemm::Problem{job.m, job.n, job.k, a.data, b.data, ref.data, a.ld, b.ld, ref.ld},
+                                         vendor_padded ? VendorProblem(a, b, ref.data, ref.ld)
+                                                       : gemm::Problem{job.m, job.n, job.k, a.data, b.data, ref.data,
+                                                                       a.ld, b.ld, ref.ld},
                                          lane->ctx, lane->compute);
                  !err.empty()) {
         return absl::InternalError(dev.desc.id + ": cuBLAS reference: " + err);

@@ -26,6 +26,10 @@ struct CudaEngineOptions {
   // request, a one-element kernel runs, and again every period while idle.
   // 0 (the default) lets the GPU idle down. Costs watts; docs/service-path.md.
   uint32_t keep_warm_ms = 0;
+  // Start-up loads the kernel cuBLAS's heuristic picks for every shape of a
+  // grid, and step 0 runs the grid's pick (gemm/vendor_plan.h): no request
+  // pays a kernel load or a heuristic. About 3 s of start-up per GPU.
+  bool plan_vendor_kernels = false;
 };
 
 class CudaEngine final : public Engine {

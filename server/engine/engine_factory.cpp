@@ -17,6 +17,7 @@ absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineO
   copts.lanes_per_device = options.workers_per_device;
   copts.selftest = options.selftest;
   copts.keep_warm_ms = options.keep_warm_ms;
+  copts.plan_vendor_kernels = options.plan_vendor_kernels;
   auto cuda = CudaEngine::Create(copts);
   if (cuda.ok()) {
     const size_t n = (*cuda)->devices().size();

@@ -21,6 +21,7 @@ struct EngineOptions {
   uint32_t workers_per_device = 1;  // the CUDA engine gives each its own lane
   StepGateOptions selftest;         // the CUDA engine's start-up self-test
   uint32_t keep_warm_ms = 0;        // CUDA: a tiny kernel after this long idle; 0 = never
+  bool plan_vendor_kernels = false;  // CUDA: cuBLAS's kernels loaded at start-up (gemm/vendor_plan.h)
 };
 
 absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineOptions& options);

@@ -2,7 +2,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <thread>
+#include <vector>
 
 #include "engine/cuda_engine.h"
 #include "engine_test_util.h"
@@ -245,6 +247,31 @@ TEST(CudaEngineGpu, WarmupSelfTestsEveryOfferedStep) {
     const auto a = engine->availability(s, 0);
     EXPECT_THAT(a.reason, ::testing::Not(::testing::HasSubstr("self-test"))) << "step " << s;
   }
+}
+
+// With the cuBLAS plan (gemm/vendor_plan.h), step 0 on shapes no request
+// used is still checked by the independent reference, on every lane, and a
+// planted fault in it is still caught.
+TEST(CudaEngineGpu, PlannedStepZeroIsVerifiedAndAPlantedFaultIsCaught) {
+  SKIP_WITHOUT_GPU();
+  CudaEngineOptions o;
+  o.lanes_per_device = 2;
+  o.plan_vendor_kernels = true;
+  auto created = CudaEngine::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto engine = std::move(*created);
+  ASSERT_TRUE(engine->Warmup(0).ok());
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{3000, 2000, 1000}, {333, 77, 999}, {9000, 3, 5}}) {
+    auto r = engine->Run(0, SeededJob(m, n, k, 5));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->verification.passed) << m << "x" << n << "x" << k;
+    EXPECT_EQ(r->verification.reference, "gpu-simt-fp32");
+  }
+  gemm::testing::PlantVendorFault(true);
+  auto faulty = engine->Run(0, SeededJob(300, 200, 64, 7));
+  gemm::testing::PlantVendorFault(false);
+  ASSERT_TRUE(faulty.ok()) << faulty.status();
+  EXPECT_FALSE(faulty->verification.passed);
 }
 
 // ---------------------------------------------------------- over gRPC

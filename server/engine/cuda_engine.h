@@ -61,6 +61,9 @@ class CudaEngine final : public Engine {
   // Takes `step` away from `device` for the process's life, with `reason`.
   void Withdraw(int device, int step, const std::string& reason);
   void KeepWarm();  // the keep-warm thread's loop
+  // What checks step 0 on `device`: the top ladder step it offers, or
+  // kVendorStep for the SIMT reference kernel.
+  int VendorReferenceStep(int device) const;
 
   CudaEngineOptions options_;
   std::vector<std::unique_ptr<Device>> devices_;

@@ -93,6 +93,23 @@ TEST(Config, MaxDimStopsAtTheLargest32BitInt) {
   EXPECT_FALSE(Parse({"--max-dim", "2147483648"}).config);
 }
 
+// The cuBLAS plan is on unless turned off, by flag or environment; a value
+// that is not a boolean is a usage error.
+TEST(Config, CublasPlanIsOnUnlessTurnedOff) {
+  auto on = Parse({});
+  ASSERT_TRUE(on.config);
+  EXPECT_TRUE(on.config->plan_cublas);
+  auto off = Parse({"--plan-cublas", "false"});
+  ASSERT_TRUE(off.config);
+  EXPECT_FALSE(off.config->plan_cublas);
+  setenv("GEMMD_PLAN_CUBLAS", "0", 1);
+  auto env_off = Parse({});
+  unsetenv("GEMMD_PLAN_CUBLAS");
+  ASSERT_TRUE(env_off.config);
+  EXPECT_FALSE(env_off.config->plan_cublas);
+  EXPECT_FALSE(ParseCapturingStderr({"--plan-cublas", "sometimes"}).first.config);
+}
+
 TEST(Config, BatchingIsTheEnginesChoiceUnlessSet) {
   auto p = Parse({});
   ASSERT_TRUE(p.config);

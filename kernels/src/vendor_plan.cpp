@@ -4,23 +4,70 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <map>
+#include <thread>
 #include <vector>
 
 #include "cublas_api.h"
 
 namespace gemm {
 
-class VendorPlan {
+namespace {
+
+// A cuBLASLt handle with the matmul description and preferences step 0
+// goes by: what cublasGemmEx works with (gemm.cpp), the context's
+// workspace, and split-K partial sums kept in fp32 (CreateContext's math
+// mode). One per thread that asks the heuristic, and one for the plan.
+class LtSession {
  public:
-  explicit VendorPlan(const detail::CublasLtApi& lt) : lt(lt) {}
-  ~VendorPlan() {
+  explicit LtSession(const detail::CublasLtApi& lt) : lt(lt) {}
+  ~LtSession() {
     if (pref) lt.MatmulPreferenceDestroy(pref);
     if (desc) lt.MatmulDescDestroy(desc);
     if (handle) lt.Destroy(handle);
   }
+  LtSession(const LtSession&) = delete;
+  LtSession& operator=(const LtSession&) = delete;
+
+  // "" or what failed.
+  std::string Open(uint64_t workspace_bytes) {
+    if (auto s = lt.Create(&handle); s != CUBLAS_STATUS_SUCCESS) return Error("cublasLtCreate", s);
+    if (auto s = lt.MatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F); s != CUBLAS_STATUS_SUCCESS) {
+      return Error("cublasLtMatmulDescCreate", s);
+    }
+    const cublasOperation_t transpose = CUBLAS_OP_T;
+    lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose));
+    if (auto s = lt.MatmulPreferenceCreate(&pref); s != CUBLAS_STATUS_SUCCESS) {
+      return Error("cublasLtMatmulPreferenceCreate", s);
+    }
+    lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                    sizeof(workspace_bytes));
+    const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+                                    sizeof(reductions));
+    return "";
+  }
+
+  const detail::CublasLtApi& lt;
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+
+ private:
+  static std::string Error(const char* call, cublasStatus_t s) {
+    return std::string(call) + " failed (cuBLAS status " + std::to_string(static_cast<int>(s)) + ")";
+  }
+};
+
+}  // namespace
+
+class VendorPlan {
+ public:
+  explicit VendorPlan(const detail::CublasLtApi& lt) : session(lt) {}
   // The pick for m×n×k: that of the grid shape at or above it, a dimension
   // beyond the grid taking its last size (a pick for 8192 suits larger);
   // nullptr where the heuristic had none.
@@ -30,10 +77,7 @@ class VendorPlan {
     return pick < 0 ? nullptr : &picks[static_cast<size_t>(pick)];
   }
 
-  const detail::CublasLtApi& lt;
-  cublasLtHandle_t handle = nullptr;
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
+  LtSession session;                         // what step 0 runs through
   std::vector<int64_t> sizes;                // the grid, per dimension, ascending
   std::vector<cublasLtMatmulAlgo_t> picks;   // distinct
   std::vector<int> cell_pick;                // per grid shape: index into picks, or -1
@@ -86,48 +130,73 @@ class Layouts {
 
 int64_t Pitch(int64_t row) { return (row + 7) / 8 * 8; }  // 16 bytes of fp16, as the engine stores rows
 
-std::string LtError(const char* call, cublasStatus_t s) {
-  return std::string(call) + " failed (cuBLAS status " + std::to_string(static_cast<int>(s)) + ")";
-}
-
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 cublasStatus_t Run(const VendorPlan& plan, const cublasLtMatmulAlgo_t& algo, const Problem& p, int64_t k,
                    const DeviceContext& ctx, cudaStream_t stream) {
-  const Layouts layouts(plan.lt, p.m, p.n, k, p.lda, p.ldb, p.ldd);
+  const LtSession& lt = plan.session;
+  const Layouts layouts(lt.lt, p.m, p.n, k, p.lda, p.ldb, p.ldd);
   if (!layouts.ok()) return CUBLAS_STATUS_ALLOC_FAILED;
   const float alpha = 1.0f, beta = 0.0f;
-  return plan.lt.Matmul(plan.handle, plan.desc, &alpha, p.b, layouts.b, p.a, layouts.a, &beta, p.d, layouts.d, p.d,
-                        layouts.d, &algo, ctx.cublas_workspace, ctx.cublas_workspace_bytes, stream);
+  return lt.lt.Matmul(lt.handle, lt.desc, &alpha, p.b, layouts.b, p.a, layouts.a, &beta, p.d, layouts.d, p.d,
+                      layouts.d, &algo, ctx.cublas_workspace, ctx.cublas_workspace_bytes, stream);
 }
 
-// The heuristic's pick for every grid shape, into plan->picks and cell_pick.
-std::string AskHeuristic(VendorPlan* plan, VendorPlanStats* stats) {
-  const auto& lt = plan->lt;
-  const size_t count = plan->sizes.size();
-  plan->cell_pick.assign(count * count * count, -1);
-  size_t cell = 0;
-  for (int64_t m : plan->sizes) {
-    for (int64_t n : plan->sizes) {
-      for (int64_t k : plan->sizes) {
-        const Layouts layouts(lt, m, n, k, Pitch(k), Pitch(k), Pitch(n));
-        if (!layouts.ok()) return "cublasLtMatrixLayoutCreate failed";
-        cublasLtMatmulHeuristicResult_t result{};
-        int found = 0;
-        ++stats->shapes;
-        const auto s = lt.MatmulAlgoGetHeuristic(plan->handle, plan->desc, layouts.b, layouts.a, layouts.d, layouts.d,
-                                                 plan->pref, 1, &result, &found);
-        if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
-          auto same = [&](const cublasLtMatmulAlgo_t& a) { return std::memcmp(&a, &result.algo, sizeof(a)) == 0; };
-          auto it = std::find_if(plan->picks.begin(), plan->picks.end(), same);
-          if (it == plan->picks.end()) it = plan->picks.insert(plan->picks.end(), result.algo);
-          plan->cell_pick[cell] = static_cast<int>(it - plan->picks.begin());
+// The heuristic's pick for every grid shape, into plan->picks and
+// cell_pick. About 130 µs of host time a shape, so threads share the grid's
+// rows of m, each with its own session.
+std::string AskHeuristic(VendorPlan* plan, uint64_t workspace_bytes, VendorPlanStats* stats) {
+  const size_t count = plan->sizes.size(), cells = count * count * count;
+  std::vector<cublasLtMatmulAlgo_t> answer(cells);
+  std::vector<char> answered(cells, 0);
+  const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u));
+  std::vector<std::string> errors(static_cast<size_t>(threads));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      LtSession session(plan->session.lt);
+      if (errors[t] = session.Open(workspace_bytes); !errors[t].empty()) return;
+      for (size_t i = static_cast<size_t>(t); i < count; i += static_cast<size_t>(threads)) {
+        for (size_t j = 0; j < count; ++j) {
+          for (size_t l = 0; l < count; ++l) {
+            const int64_t m = plan->sizes[i], n = plan->sizes[j], k = plan->sizes[l];
+            const Layouts layouts(session.lt, m, n, k, Pitch(k), Pitch(k), Pitch(n));
+            if (!layouts.ok()) {
+              errors[t] = "cublasLtMatrixLayoutCreate failed";
+              return;
+            }
+            cublasLtMatmulHeuristicResult_t result{};
+            int found = 0;
+            const size_t cell = (i * count + j) * count + l;
+            if (session.lt.MatmulAlgoGetHeuristic(session.handle, session.desc, layouts.b, layouts.a, layouts.d,
+                                                  layouts.d, session.pref, 1, &result, &found) ==
+                    CUBLAS_STATUS_SUCCESS &&
+                found > 0) {
+              answer[cell] = result.algo;
+              answered[cell] = 1;
+            }
+          }
         }
-        ++cell;
       }
-    }
+    });
+  }
+  for (auto& thread : pool) thread.join();
+  for (const auto& e : errors) {
+    if (!e.empty()) return e;
+  }
+  stats->shapes = static_cast<int>(cells);
+  static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(std::array<uint64_t, 8>), "an algo is 8 words");
+  std::map<std::array<uint64_t, 8>, int> index;  // distinct picks, by their bytes
+  plan->cell_pick.assign(cells, -1);
+  for (size_t cell = 0; cell < cells; ++cell) {
+    if (!answered[cell]) continue;
+    std::array<uint64_t, 8> key;
+    std::memcpy(key.data(), &answer[cell], sizeof(key));
+    auto [it, added] = index.emplace(key, static_cast<int>(plan->picks.size()));
+    if (added) plan->picks.push_back(answer[cell]);
+    plan->cell_pick[cell] = it->second;
   }
   stats->picks = static_cast<int>(plan->picks.size());
   return "";
@@ -183,27 +252,11 @@ std::string BuildVendorPlan(const DeviceContext& ctx, cudaStream_t stream, Vendo
   const detail::CublasLtApi* lt = detail::CublasLt(&load_error);
   if (lt == nullptr) return load_error;
   VendorPlanPtr plan(new VendorPlan(*lt));
-  if (auto s = lt->Create(&plan->handle); s != CUBLAS_STATUS_SUCCESS) return LtError("cublasLtCreate", s);
-  if (auto s = lt->MatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F); s != CUBLAS_STATUS_SUCCESS) {
-    return LtError("cublasLtMatmulDescCreate", s);
-  }
-  const cublasOperation_t transpose = CUBLAS_OP_T;
-  lt->MatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose));
-  if (auto s = lt->MatmulPreferenceCreate(&plan->pref); s != CUBLAS_STATUS_SUCCESS) {
-    return LtError("cublasLtMatmulPreferenceCreate", s);
-  }
-  // What cublasGemmEx works with: the context's workspace, and split-K
-  // partial sums kept in fp32 (CreateContext's math mode).
-  const uint64_t workspace = ctx.cublas_workspace_bytes;
-  lt->MatmulPreferenceSetAttribute(plan->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                   sizeof(workspace));
-  const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-  lt->MatmulPreferenceSetAttribute(plan->pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
-                                   sizeof(reductions));
+  if (auto err = plan->session.Open(ctx.cublas_workspace_bytes); !err.empty()) return err;
   plan->sizes = GridSizes();
 
   auto start = std::chrono::steady_clock::now();
-  if (auto err = AskHeuristic(plan.get(), stats); !err.empty()) return err;
+  if (auto err = AskHeuristic(plan.get(), ctx.cublas_workspace_bytes, stats); !err.empty()) return err;
   stats->heuristic_seconds = SecondsSince(start);
   start = std::chrono::steady_clock::now();
   if (auto err = LoadPicks(*plan, ctx, stream, stats); !err.empty()) return err;

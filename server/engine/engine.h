@@ -100,6 +100,8 @@ class Engine {
   virtual bool healthy(int device) const = 0;
 
   // Runs each available step once so the first real request pays no start-up.
+  // The server warms every device at once, one thread each: a device's
+  // warm-up must touch no other device's state.
   virtual absl::Status Warmup(int device) = 0;
 
   // Runs on a dispatcher worker of `device`; at most one call per worker.

@@ -128,8 +128,6 @@ Options Parse(int argc, char** argv) {
   return o;
 }
 
-int64_t RoundUp8(int64_t x) { return (x + 7) / 8 * 8; }
-
 // Per class and overall, for each step but cuBLAS: shapes timed, median,
 // 10th percentile and share >= 1 of the ratio to cuBLAS, and the shapes
 // whose check failed (their ratios are left out).
@@ -194,7 +192,7 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   for (size_t shape_index = 0; shape_index < opt.shapes.size(); ++shape_index) {
     const Shape& s = opt.shapes[shape_index];
-    const int64_t lda = opt.pitched ? RoundUp8(s.k) : s.k, ldb = lda, ldd = opt.pitched ? RoundUp8(s.n) : s.n;
+    const int64_t lda = opt.pitched ? gemm::SixteenBytePitch(s.k) : s.k, ldb = lda, ldd = opt.pitched ? gemm::SixteenBytePitch(s.n) : s.n;
     const uint64_t a_elems = s.m * lda, b_elems = s.n * ldb, d_elems = s.m * ldd;
     __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
     CHECK_CUDA(cudaMalloc(&a, a_elems * 2));

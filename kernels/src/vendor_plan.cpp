@@ -128,8 +128,6 @@ class Layouts {
   const detail::CublasLtApi& lt_;
 };
 
-int64_t Pitch(int64_t row) { return (row + 7) / 8 * 8; }  // 16 bytes of fp16, as the engine stores rows
-
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -162,7 +160,7 @@ std::string AskHeuristic(VendorPlan* plan, uint64_t workspace_bytes, VendorPlanS
         for (size_t j = 0; j < count; ++j) {
           for (size_t l = 0; l < count; ++l) {
             const int64_t m = plan->sizes[i], n = plan->sizes[j], k = plan->sizes[l];
-            const Layouts layouts(session.lt, m, n, k, Pitch(k), Pitch(k), Pitch(n));
+            const Layouts layouts(session.lt, m, n, k, SixteenBytePitch(k), SixteenBytePitch(k), SixteenBytePitch(n));
             if (!layouts.ok()) {
               errors[t] = "cublasLtMatrixLayoutCreate failed";
               return;
@@ -215,8 +213,8 @@ std::string LoadPicks(const VendorPlan& plan, const DeviceContext& ctx, cudaStre
     p.m = plan.sizes[cell / (count * count)];
     p.n = plan.sizes[cell / count % count];
     p.k = plan.sizes[cell % count];
-    p.lda = p.ldb = Pitch(p.k);
-    p.ldd = Pitch(p.n);
+    p.lda = p.ldb = SixteenBytePitch(p.k);
+    p.ldd = SixteenBytePitch(p.n);
     a_elems = std::max(a_elems, p.m * p.lda);
     b_elems = std::max(b_elems, p.n * p.ldb);
     d_elems = std::max(d_elems, p.m * p.ldd);

@@ -25,12 +25,13 @@ bool IsSticky(cudaError_t e) {
 }
 
 DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes) {
-  const int64_t ld = (cols + 7) / 8 * 8;
+  const int64_t ld = gemm::SixteenBytePitch(cols);
   return {nullptr, rows, cols, static_cast<uint64_t>(ld) * 2 <= slot_bytes ? ld : cols};
 }
 
 bool PaddedForVendor(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d) {
-  const bool pitched = a.ld == b.ld && a.ld == (a.cols + 7) / 8 * 8 && d.ld == (d.cols + 7) / 8 * 8;
+  const bool pitched =
+      a.ld == b.ld && a.ld == gemm::SixteenBytePitch(a.cols) && d.ld == gemm::SixteenBytePitch(d.cols);
   return pitched && (a.ld != a.cols || d.ld != d.cols);
 }
 

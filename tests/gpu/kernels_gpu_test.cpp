@@ -153,12 +153,11 @@ TEST_F(KernelsGpuTest, VendorPlanLoadsItsPicksAndStepZeroThroughItMatchesTheRefe
   EXPECT_GT(stats.picks, 0);
   EXPECT_EQ(stats.loaded, stats.picks);
   ctx_.vendor_plan = plan.get();
-  auto pitch = [](int64_t row) { return (row + 7) / 8 * 8; };
   for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
            {3000, 2000, 1000}, {77, 100, 50}, {1, 1, 1}, {640, 480, 4096}, {333, 77, 999}, {8192, 8192, 8192},
            {9000, 3, 5}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
-    const int64_t ld = pitch(k), ldd = pitch(n);  // B has ldd rows, the last ldd - n of them zeros
+    const int64_t ld = gemm::SixteenBytePitch(k), ldd = gemm::SixteenBytePitch(n);  // B has ldd rows, the last ldd - n of them zeros
     __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
     ASSERT_CUDA(cudaMalloc(&a, m * ld * 2));
     ASSERT_CUDA(cudaMalloc(&b, ldd * ld * 2));
@@ -374,7 +373,7 @@ TEST_P(StepPitchTest, MatchesCublasOnDenseCopiesAndLeavesDsGapsAlone) {
                                 << r.max_abs_error;
     std::vector<uint16_t> d_host(c.m * c.ldd);
     ASSERT_CUDA(cudaMemcpy(d_host.data(), d, d_host.size() * 2, cudaMemcpyDeviceToHost));
-    const int64_t may_write_to = tail_is_scratch ? std::min(c.ldd, (c.n + 7) / 8 * 8) : c.n;
+    const int64_t may_write_to = tail_is_scratch ? std::min(c.ldd, gemm::SixteenBytePitch(c.n)) : c.n;
     int64_t gap_written = 0;
     for (int64_t row = 0; row < c.m; ++row) {
       for (int64_t col = may_write_to; col < c.ldd; ++col) gap_written += d_host[row * c.ldd + col] != 0xFFFF;

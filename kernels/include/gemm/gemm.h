@@ -27,6 +27,10 @@ namespace gemm {
 // columns wide.
 class VendorPlan;
 
+// The smallest pitch of at least `row` fp16 elements that the TMA steps take
+// in place: a whole number of 16 bytes.
+constexpr int64_t SixteenBytePitch(int64_t row) { return (row + 7) / 8 * 8; }
+
 struct Problem {
   int64_t m = 0, n = 0, k = 0;
   const __half* a = nullptr;

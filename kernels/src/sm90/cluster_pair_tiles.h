@@ -131,6 +131,17 @@ class ClusterPairTiles {
     for (int tail = 0; tail < kStages; ++tail, ++it) wait_until_free(it);
   }
 
+  // Every thread, after thread 0 initialised the barriers: the pair syncs
+  // the cluster (the peer arrives on this CTA's barriers), a CTA alone
+  // only itself.
+  __device__ static void SyncBarrierInit() {
+    if constexpr (kClusterSize == 1) {
+      __syncthreads();
+    } else {
+      ClusterSync();
+    }
+  }
+
   // A consumer warpgroup's leader, done with a stage: frees it in both CTAs.
   __device__ static void Release(uint64_t* empty_stage) {
     if constexpr (kClusterSize == 1) {

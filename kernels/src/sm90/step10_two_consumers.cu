@@ -56,13 +56,13 @@ struct TileShape {
   static constexpr int kBTileBytes = kCols * kTileK * 2;
   template <bool kSplitK>
   using Tiles = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes, kSplitK, kCtas>;
-  static constexpr int kClusterSize = kCtas;
   static constexpr int kStageBytes = Tiles<false>::kStageBytes;
   static constexpr int kDChunks = kTileCols / 64;                 // D chunks (64×64) in a consumer's rows
   static constexpr int kStoringKTiles = kDChunks * kConsumers;  // the k-tiles of a tile that carry the last tile's D
   static constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
 };
-using Wide = TileShape<256, 2>;   // 48 KB stages
+constexpr int kPair = 2;  // CTAs in the wide tile's cluster
+using Wide = TileShape<256, kPair>;  // 48 KB stages
 using Narrow = TileShape<64, 1>;  // 24 KB stages
 
 // Where a split-K launch puts each range's fp32 sums (split_k.h).
@@ -94,11 +94,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
     }
     FenceBarrierInit();
   }
-  if constexpr (Shape::kClusterSize == 1) {
-    __syncthreads();
-  } else {
-    ClusterSync();
-  }
+  PairTiles::SyncBarrierInit();
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
     ReleaseRegisters<kProducerRegisters>();
@@ -160,13 +156,13 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
   // No barrier at exit: the producer's tail does that job (as in step 9).
 }
 
-__global__ void __cluster_dims__(Wide::kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
+__global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                        const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
   TwoConsumers<Wide, false>(&a_map, &b_map, &d_map, m, n, k, {});
 }
 
-__global__ void __cluster_dims__(Wide::kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
+__global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
   TwoConsumers<Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits});
@@ -194,14 +190,14 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
   using WideTiles = Wide::Tiles<false>;
   using NarrowTiles = Narrow::Tiles<false>;
   bool split = false;
-  auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel, kThreads, Wide::kSmemBytes, Wide::kClusterSize>(
+  auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel, kThreads, Wide::kSmemBytes, kPair>(
       p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
   if (split || !err.empty()) return err;
   if (PreferNarrowTiles(WideTiles::WorkCtas(p.m, p.n), NarrowTiles::WorkCtas(p.m, p.n), ctx.sm_count)) {
     return LaunchOnResidentGrid<TwoConsumersNarrowKernel, kThreads, Narrow::kSmemBytes>(
         p, ctx, stream, NarrowTiles::WorkCtas(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
   }
-  return LaunchOnResidentGrid<TwoConsumersKernel, kThreads, Wide::kSmemBytes, Wide::kClusterSize>(
+  return LaunchOnResidentGrid<TwoConsumersKernel, kThreads, Wide::kSmemBytes, kPair>(
       p, ctx, stream, WideTiles::WorkCtas(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows});
 }
 

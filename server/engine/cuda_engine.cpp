@@ -317,7 +317,10 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   const uint64_t slot = lane->slot_bytes();
   DeviceMatrix a = Pitched(job.m, job.k, slot), b = Pitched(job.n, job.k, slot);
   DeviceMatrix d = Pitched(job.m, job.n, slot), ref = d;
-  const bool vendor_padded = dev.vendor_plan != nullptr && PaddedForVendor(a, b, d);
+  // cuBLAS runs here as step 0 or as a ladder step's reference; only then
+  // are the zero-padded operands its plan needs worth writing.
+  const bool runs_vendor = job.step == gemm::kVendorStep || job.verify;
+  const bool vendor_padded = dev.vendor_plan != nullptr && runs_vendor && PaddedForVendor(a, b, d);
   const int reference_step = job.step == gemm::kVendorStep ? VendorReferenceStep(device) : gemm::kVendorStep;
   GemmReport report;
 

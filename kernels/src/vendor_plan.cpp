@@ -72,20 +72,31 @@ class VendorPlan {
   // beyond the grid taking its last size (a pick for 8192 suits larger);
   // nullptr where the heuristic had none.
   const cublasLtMatmulAlgo_t* PickFor(int64_t m, int64_t n, int64_t k) const {
-    const int i = Index(m), j = Index(n), l = Index(k);
-    const int pick = cell_pick[(static_cast<size_t>(i) * sizes.size() + j) * sizes.size() + l];
+    const int pick = cell_pick[Cell(Index(m_sizes, m), Index(nk_sizes, n), Index(nk_sizes, k))];
     return pick < 0 ? nullptr : &picks[static_cast<size_t>(pick)];
   }
 
+  // The grid: m in 1, 2, 3, 4, 6, 8, 12, ... 6144, 8192 (each power of two
+  // and the point between); n and k the same from 8 on, less 12: the
+  // engine pads them to multiples of 8, so no request looks up the rest.
+  size_t cells() const { return m_sizes.size() * nk_sizes.size() * nk_sizes.size(); }
+  size_t Cell(size_t i, size_t j, size_t l) const { return (i * nk_sizes.size() + j) * nk_sizes.size() + l; }
+  void ShapeOf(size_t cell, int64_t* m, int64_t* n, int64_t* k) const {
+    const size_t nk = nk_sizes.size();
+    *m = m_sizes[cell / (nk * nk)];
+    *n = nk_sizes[cell / nk % nk];
+    *k = nk_sizes[cell % nk];
+  }
+
   LtSession session;                         // what step 0 runs through
-  std::vector<int64_t> sizes;                // the grid, per dimension, ascending
+  std::vector<int64_t> m_sizes, nk_sizes;    // ascending
   std::vector<cublasLtMatmulAlgo_t> picks;   // distinct
-  std::vector<int> cell_pick;                // per grid shape: index into picks, or -1
+  std::vector<int> cell_pick;                // per grid shape (Cell): index into picks, or -1
 
  private:
-  int Index(int64_t x) const {
+  static size_t Index(const std::vector<int64_t>& sizes, int64_t x) {
     const auto it = std::lower_bound(sizes.begin(), sizes.end(), x);
-    return static_cast<int>(std::min(it - sizes.begin(), static_cast<std::ptrdiff_t>(sizes.size()) - 1));
+    return std::min(static_cast<size_t>(it - sizes.begin()), sizes.size() - 1);
   }
 };
 
@@ -93,12 +104,14 @@ void VendorPlanDeleter::operator()(VendorPlan* plan) const { delete plan; }
 
 namespace {
 
-// 1, 2, 3, 4, 6, 8, 12, ... 6144, 8192: each power of two and the point between.
-std::vector<int64_t> GridSizes() {
-  std::vector<int64_t> sizes{1};
-  for (int64_t p = 2; p <= 8192; p *= 2) {
-    if (p >= 4) sizes.push_back(p * 3 / 4);
-    sizes.push_back(p);
+// 1, 2, 3, 4, 6, 8, 12, ... 6144, 8192: each power of two and the point
+// between, from `first` on, keeping only multiples of `multiple`.
+std::vector<int64_t> GridSizes(int64_t first, int64_t multiple) {
+  std::vector<int64_t> sizes;
+  for (int64_t p = 1; p <= 8192; p *= 2) {
+    for (int64_t x : {p * 3 / 4, p}) {
+      if (x >= first && x % multiple == 0 && (sizes.empty() || x > sizes.back())) sizes.push_back(x);
+    }
   }
   return sizes;
 }
@@ -146,7 +159,7 @@ cublasStatus_t Run(const VendorPlan& plan, const cublasLtMatmulAlgo_t& algo, con
 // cell_pick. About 130 µs of host time a shape, so threads share the grid's
 // rows of m, each with its own session.
 std::string AskHeuristic(VendorPlan* plan, uint64_t workspace_bytes, VendorPlanStats* stats) {
-  const size_t count = plan->sizes.size(), cells = count * count * count;
+  const size_t cells = plan->cells();
   std::vector<cublasLtMatmulAlgo_t> answer(cells);
   std::vector<char> answered(cells, 0);
   const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u));
@@ -156,10 +169,13 @@ std::string AskHeuristic(VendorPlan* plan, uint64_t workspace_bytes, VendorPlanS
     pool.emplace_back([&, t] {
       LtSession session(plan->session.lt);
       if (errors[t] = session.Open(workspace_bytes); !errors[t].empty()) return;
-      for (size_t i = static_cast<size_t>(t); i < count; i += static_cast<size_t>(threads)) {
-        for (size_t j = 0; j < count; ++j) {
-          for (size_t l = 0; l < count; ++l) {
-            const int64_t m = plan->sizes[i], n = plan->sizes[j], k = plan->sizes[l];
+      const size_t nk = plan->nk_sizes.size();
+      for (size_t i = static_cast<size_t>(t); i < plan->m_sizes.size(); i += static_cast<size_t>(threads)) {
+        for (size_t j = 0; j < nk; ++j) {
+          for (size_t l = 0; l < nk; ++l) {
+            const size_t cell = plan->Cell(i, j, l);
+            int64_t m, n, k;
+            plan->ShapeOf(cell, &m, &n, &k);
             const Layouts layouts(session.lt, m, n, k, SixteenBytePitch(k), SixteenBytePitch(k), SixteenBytePitch(n));
             if (!layouts.ok()) {
               errors[t] = "cublasLtMatrixLayoutCreate failed";
@@ -167,7 +183,6 @@ std::string AskHeuristic(VendorPlan* plan, uint64_t workspace_bytes, VendorPlanS
             }
             cublasLtMatmulHeuristicResult_t result{};
             int found = 0;
-            const size_t cell = (i * count + j) * count + l;
             if (session.lt.MatmulAlgoGetHeuristic(session.handle, session.desc, layouts.b, layouts.a, layouts.d,
                                                   layouts.d, session.pref, 1, &result, &found) ==
                     CUBLAS_STATUS_SUCCESS &&
@@ -203,16 +218,13 @@ std::string AskHeuristic(VendorPlan* plan, uint64_t workspace_bytes, VendorPlanS
 // Runs each pick once at the first grid shape that picked it: its kernel
 // is then loaded. What the buffers hold does not matter.
 std::string LoadPicks(const VendorPlan& plan, const DeviceContext& ctx, cudaStream_t stream, VendorPlanStats* stats) {
-  const size_t count = plan.sizes.size();
   std::vector<Problem> first(plan.picks.size());
   int64_t a_elems = 1, b_elems = 1, d_elems = 1;
   for (size_t cell = 0; cell < plan.cell_pick.size(); ++cell) {
     const int pick = plan.cell_pick[cell];
     if (pick < 0 || first[static_cast<size_t>(pick)].m != 0) continue;
     Problem& p = first[static_cast<size_t>(pick)];
-    p.m = plan.sizes[cell / (count * count)];
-    p.n = plan.sizes[cell / count % count];
-    p.k = plan.sizes[cell % count];
+    plan.ShapeOf(cell, &p.m, &p.n, &p.k);
     p.lda = p.ldb = SixteenBytePitch(p.k);
     p.ldd = SixteenBytePitch(p.n);
     a_elems = std::max(a_elems, p.m * p.lda);
@@ -251,7 +263,8 @@ std::string BuildVendorPlan(const DeviceContext& ctx, cudaStream_t stream, Vendo
   if (lt == nullptr) return load_error;
   VendorPlanPtr plan(new VendorPlan(*lt));
   if (auto err = plan->session.Open(ctx.cublas_workspace_bytes); !err.empty()) return err;
-  plan->sizes = GridSizes();
+  plan->m_sizes = GridSizes(1, 1);
+  plan->nk_sizes = GridSizes(8, 8);
 
   auto start = std::chrono::steady_clock::now();
   if (auto err = AskHeuristic(plan.get(), ctx.cublas_workspace_bytes, stats); !err.empty()) return err;

@@ -28,7 +28,7 @@ struct CudaEngineOptions {
   uint32_t keep_warm_ms = 0;
   // Start-up loads the kernel cuBLAS's heuristic picks for every shape of a
   // grid, and step 0 runs the grid's pick (gemm/vendor_plan.h): no request
-  // pays a kernel load or a heuristic. About 2 s of start-up per GPU.
+  // pays a kernel load or a heuristic. About 1.2 s of start-up per GPU.
   bool plan_vendor_kernels = false;
 };
 

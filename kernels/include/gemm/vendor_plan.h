@@ -5,13 +5,15 @@
 // and a warm-up over 146 chosen shapes missed 3000x2000x1000's kernel.
 //
 // A plan asks cuBLASLt's heuristic (the one cublasGemmEx consults) once per
-// shape of a grid, m, n and k each in {1, 2, 3, 4, 6, 8, 12, ... 8192}, and
-// runs each distinct pick once, which loads its kernel. Step 0 then runs,
+// shape of a grid, m in {1, 2, 3, 4, 6, 8, 12, ... 8192} and n and k in its
+// multiples of 8 (10,400 shapes), and runs each distinct pick once, which
+// loads its kernel. Step 0 then runs,
 // for m×n×k, the pick of the grid shape at or above it in every dimension
 // (a dimension beyond the grid takes its last size): no heuristic and no
 // load on the request's path. A pick cuBLASLt refuses for the actual shape
 // (it does for a ragged K or N: the grid's are multiples of 8, which is
-// why the engine pads them) goes to cublasGemmEx.
+// why the engine pads them, and why the grid has no others) goes to
+// cublasGemmEx.
 #pragma once
 
 #include <cuda_runtime.h>

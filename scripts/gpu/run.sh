@@ -7,9 +7,10 @@
 # last. Needs .bundle.tar.xz (scripts/gpu/bundle.sh).
 #   BENCH_SHAPES, BENCH_STEPS, BENCH_ITERS override the benchmark's lists.
 #   SWEEP_SHAPES, SWEEP_SEED, SWEEP_STEPS, SWEEP_LAYOUTS shape the sweep.
-#   PARTS picks sections (default all, in this order): tests service soak
-#   firsttouch bench sweep sass sanitize ncu. A device call has 600 s; the whole script
-#   needs about two, so split it, e.g. PARTS="tests service soak sass".
+#   PARTS picks sections (default all, in this order): tests service
+#   firsttouch soak bench sweep sass sanitize ncu. A device call has 600 s;
+#   the whole script needs about two, so split it, e.g. PARTS="tests service
+#   soak sass".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gemmd-out}
@@ -230,7 +231,7 @@ PY
 fi
 
 if part firsttouch; then
-# 2d. The first request of shapes no request has used yet, against their
+# 2f. The first request of shapes no request has used yet, against their
 # steady state (issue 16: <= 1.2x): a fresh server with --plan-cublas (its
 # start-up loads the kernels cuBLAS's heuristic picks over a grid of
 # shapes), then a fresh one without. --keep-warm-ms: every request, first
@@ -269,7 +270,7 @@ done
 fi
 
 if part soak; then
-# 2d. The soak across faults, longer than CI's: two gemmd replicas on this
+# 2g. The soak across faults, longer than CI's: two gemmd replicas on this
 # GPU behind a loopback DNS name, one killed with SIGKILL, then each rolled
 # with SIGTERM, under verified load through steps 0 and 10.
 # A replica starts at about 2.2 GiB here (its CUDA context and pinned

@@ -107,7 +107,10 @@ TEST(Config, CublasPlanIsOnUnlessTurnedOff) {
   unsetenv("GEMMD_PLAN_CUBLAS");
   ASSERT_TRUE(env_off.config);
   EXPECT_FALSE(env_off.config->plan_cublas);
-  EXPECT_FALSE(ParseCapturingStderr({"--plan-cublas", "sometimes"}).first.config);
+  auto [bad, printed] = ParseCapturingStderr({"--plan-cublas", "sometimes"});
+  EXPECT_FALSE(bad.config);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(printed.find("--plan-cublas"), std::string::npos) << printed;
 }
 
 TEST(Config, BatchingIsTheEnginesChoiceUnlessSet) {

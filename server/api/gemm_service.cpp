@@ -266,7 +266,13 @@ void GemmService::RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls
   }
   if (live.empty()) return;
 
+  // The queue ends where the engine starts, so that the phases tile the
+  // total with no gap (a worker preempted in between once left 5% of a
+  // 0.27 ms request in no phase).
   const auto engine_start = Clock::now();
+  for (const auto& call : live) {
+    call->queued_seconds = std::chrono::duration<double>(engine_start - call->enqueued).count();
+  }
   std::vector<absl::StatusOr<GemmReport>> reports;
   if (live.size() == 1) {
     reports.push_back(engine_.Run(device, live.front()->job));
@@ -363,12 +369,13 @@ void GemmService::PublishDeviceState(int device) {
 }
 
 void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, const absl::Status& status) {
-  const double total = SecondsSince(call->start);
+  const auto now = Clock::now();  // the end of both the total and the reply phase
+  const double total = std::chrono::duration<double>(now - call->start).count();
   const std::string step = std::to_string(call->req->step());
   if (status.ok()) {
     auto* t = call->resp->mutable_timing();
     t->set_total_seconds(total);
-    t->set_reply_seconds(SecondsSince(call->engine_done));
+    t->set_reply_seconds(std::chrono::duration<double>(now - call->engine_done).count());
     for (auto [phase, seconds] : {std::pair{"prepare", t->prepare_seconds()}, {"queue", t->queue_seconds()},
                                   {"upload", t->upload_seconds()}, {"compute", t->compute_seconds()},
                                   {"download", t->download_seconds()}, {"reply", t->reply_seconds()}}) {

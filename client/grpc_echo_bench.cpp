@@ -6,6 +6,10 @@
 //                    p50 / p99 latency and calls per second.
 //   --mode transfer: `--count` calls each sending `--up-bytes` and receiving
 //                    `--down-bytes` (as an inline Multiply would): the median.
+// --server-api picks how the echo is served: gRPC's callback API (as gemmd
+// serves), or the completion-queue API with a thread per queue, so that the
+// floor is not one API's cost. --connections spreads the calls over that
+// many TCP connections (one is the default, as one channel makes).
 // Prints one line of `key=value` pairs.
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -55,6 +59,48 @@ class EchoService final : public grpc::CallbackGenericService {
   }
 };
 
+// The same echo on the completion-queue API: each call a three-state
+// machine (requested, read, answered) driven by its queue's own thread.
+class AsyncEchoCall {
+ public:
+  AsyncEchoCall(grpc::AsyncGenericService* service, grpc::ServerCompletionQueue* cq) : service_(service), cq_(cq) {
+    service_->RequestCall(&ctx_, &stream_, cq_, cq_, this);
+  }
+  void Proceed(bool ok) {
+    switch (state_) {
+      case State::kRequested:
+        if (!ok) return delete this;  // shutting down
+        new AsyncEchoCall(service_, cq_);
+        state_ = State::kRead;
+        return stream_.Read(&request_, this);
+      case State::kRead: {
+        uint64_t size = 0;
+        std::vector<grpc::Slice> slices;
+        if (ok && request_.Dump(&slices).ok() && !slices.empty() && slices[0].size() >= 8) {
+          std::memcpy(&size, slices[0].begin(), 8);
+        }
+        reply_data_.assign(std::min<uint64_t>(size, kMaxMessage), 'x');
+        grpc::Slice slice(reply_data_.data(), reply_data_.size(), grpc::Slice::STATIC_SLICE);
+        reply_ = grpc::ByteBuffer(&slice, 1);
+        state_ = State::kAnswered;
+        return stream_.WriteAndFinish(reply_, grpc::WriteOptions(), grpc::Status::OK, this);
+      }
+      case State::kAnswered:
+        return delete this;
+    }
+  }
+
+ private:
+  enum class State { kRequested, kRead, kAnswered };
+  grpc::AsyncGenericService* service_;
+  grpc::ServerCompletionQueue* cq_;
+  grpc::GenericServerContext ctx_;
+  grpc::GenericServerAsyncReaderWriter stream_{&ctx_};
+  grpc::ByteBuffer request_, reply_;
+  std::string reply_data_;
+  State state_ = State::kRequested;
+};
+
 grpc::ByteBuffer Request(uint64_t up_bytes, uint64_t down_bytes, std::string* storage) {
   storage->assign(std::max<uint64_t>(up_bytes, 8), 'y');
   std::memcpy(storage->data(), &down_bytes, 8);
@@ -98,45 +144,109 @@ int main(int argc, char** argv) {
   int concurrency = 1, count = 5;
   double seconds = 3;
   uint64_t up_bytes = 64, down_bytes = 64;
+  std::string server_api = "callback";
+  int connections = 1, server_threads = 4;
   app.add_option("--mode", mode, "latency or transfer")->check(CLI::IsMember({"latency", "transfer"}));
   app.add_option("--concurrency", concurrency, "calls in flight (latency)")->check(CLI::Range(1, 1024));
   app.add_option("--seconds", seconds, "how long to run (latency)");
   app.add_option("--count", count, "calls (transfer)")->check(CLI::Range(1, 1000));
   app.add_option("--up-bytes", up_bytes, "bytes each call sends")->check(CLI::Range(uint64_t{8}, uint64_t{kMaxMessage}));
   app.add_option("--down-bytes", down_bytes, "bytes each reply carries")->check(CLI::Range(uint64_t{0}, uint64_t{kMaxMessage}));
+  app.add_option("--server-api", server_api, "callback (as gemmd) or async (completion queues)")
+      ->check(CLI::IsMember({"callback", "async"}));
+  app.add_option("--server-threads", server_threads, "completion queues, a thread each (async)")->check(CLI::Range(1, 64));
+  std::vector<std::string> channel_args;
+  app.add_option("--arg", channel_args, "name=integer: a gRPC channel argument, set on both ends (repeatable)");
+  app.add_option("--connections", connections, "TCP connections the calls are spread over")->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
 
   EchoService service;
+  grpc::AsyncGenericService async_service;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues;
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(kMaxMessage);
   builder.SetMaxSendMessageSize(kMaxMessage);
-  builder.RegisterCallbackGenericService(&service);
+  std::vector<std::pair<std::string, int>> parsed_args;
+  for (const auto& a : channel_args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos) return std::fprintf(stderr, "--arg %s: not name=integer\n", a.c_str()), 2;
+    parsed_args.emplace_back(a.substr(0, eq), std::stoi(a.substr(eq + 1)));
+    builder.AddChannelArgument(parsed_args.back().first, parsed_args.back().second);
+  }
+  if (server_api == "callback") {
+    builder.RegisterCallbackGenericService(&service);
+  } else {
+    builder.RegisterAsyncGenericService(&async_service);
+    for (int i = 0; i < server_threads; ++i) queues.push_back(builder.AddCompletionQueue());
+  }
   auto server = builder.BuildAndStart();
   if (!server) return std::fprintf(stderr, "cannot listen on loopback\n"), 1;
+  std::vector<std::thread> server_threads_run;
+  for (auto& cq : queues) {
+    for (int i = 0; i < 64; ++i) new AsyncEchoCall(&async_service, cq.get());
+    server_threads_run.emplace_back([cq = cq.get()] {
+      void* tag = nullptr;
+      bool ok = false;
+      while (cq->Next(&tag, &ok)) static_cast<AsyncEchoCall*>(tag)->Proceed(ok);
+    });
+  }
 
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxMessage);
-  args.SetMaxSendMessageSize(kMaxMessage);
-  auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args);
-  grpc::GenericStub stub(channel);
+  // A channel of its own subchannel pool is a TCP connection of its own.
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
+  for (int i = 0; i < connections; ++i) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(kMaxMessage);
+    args.SetMaxSendMessageSize(kMaxMessage);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    for (const auto& [name, value] : parsed_args) args.SetInt(name, value);
+    stubs.push_back(std::make_unique<grpc::GenericStub>(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args)));
+  }
+  grpc::GenericStub& stub = *stubs[0];
+  const auto shut_down = [&] {
+    server->Shutdown();
+    for (auto& cq : queues) cq->Shutdown();
+    for (auto& t : server_threads_run) t.join();
+  };
 
   if (mode == "transfer") {
-    std::string storage;
-    const grpc::ByteBuffer request = Request(up_bytes, down_bytes, &storage);
-    (void)Call(stub, request);  // connect and warm up
+    // With several connections the bytes are split evenly: each moves its
+    // share at once, as a client sending A and B (and fetching D) in
+    // parallel pieces would.
+    const auto n = static_cast<uint64_t>(connections);
+    std::vector<std::string> storage(connections);
+    std::vector<grpc::ByteBuffer> requests;
+    for (int c = 0; c < connections; ++c) {
+      requests.push_back(Request(up_bytes / n, down_bytes / n, &storage[static_cast<size_t>(c)]));
+    }
+    const auto transfer = [&] {
+      const auto start = Clock::now();
+      std::vector<double> each(connections);
+      std::vector<std::thread> threads;
+      for (int c = 0; c < connections; ++c) {
+        threads.emplace_back([&, c] { each[c] = Call(*stubs[c], requests[c]); });
+      }
+      for (auto& t : threads) t.join();
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      return *std::min_element(each.begin(), each.end()) < 0 ? -1 : seconds;
+    };
+    (void)transfer();  // connect and warm up
     std::vector<double> times;
-    for (int i = 0; i < count; ++i) times.push_back(Call(stub, request));
+    for (int i = 0; i < count; ++i) times.push_back(transfer());
+    shut_down();
     if (*std::min_element(times.begin(), times.end()) < 0) return std::fprintf(stderr, "a call failed\n"), 1;
-    std::printf("mode=transfer up_bytes=%lu down_bytes=%lu calls=%d median_ms=%.3f min_ms=%.3f\n", up_bytes,
-                down_bytes, count, Percentile(times, 0.5) * 1e3, Percentile(times, 0.0) * 1e3);
+    std::printf("mode=transfer server_api=%s connections=%d up_bytes=%lu down_bytes=%lu calls=%d median_ms=%.3f "
+                "min_ms=%.3f\n",
+                server_api.c_str(), connections, up_bytes, down_bytes, count, Percentile(times, 0.5) * 1e3,
+                Percentile(times, 0.0) * 1e3);
     return 0;
   }
 
   std::string storage;
   const grpc::ByteBuffer request = Request(up_bytes, down_bytes, &storage);
-  for (int i = 0; i < 100; ++i) (void)Call(stub, request);  // connect and warm up
+  for (int i = 0; i < 100 * connections; ++i) (void)Call(*stubs[i % connections], request);  // connect, warm up
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0};
   std::vector<std::vector<double>> latencies(static_cast<size_t>(concurrency));
@@ -145,7 +255,7 @@ int main(int argc, char** argv) {
   for (int t = 0; t < concurrency; ++t) {
     threads.emplace_back([&, t] {
       while (!stop.load(std::memory_order_relaxed)) {
-        const double s = Call(stub, request);
+        const double s = Call(*stubs[static_cast<size_t>(t % connections)], request);
         if (s < 0) ++failures;
         else latencies[static_cast<size_t>(t)].push_back(s);
       }
@@ -157,9 +267,9 @@ int main(int argc, char** argv) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> all;
   for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::printf("mode=latency concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f p99_us=%.1f\n",
-              concurrency, all.size(), failures.load(), static_cast<double>(all.size()) / elapsed,
+  std::printf("mode=latency server_api=%s connections=%d concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f p99_us=%.1f\n",
+              server_api.c_str(), connections, concurrency, all.size(), failures.load(), static_cast<double>(all.size()) / elapsed,
               Percentile(all, 0.5) * 1e6, Percentile(all, 0.99) * 1e6);
-  server->Shutdown();
+  shut_down();
   return failures.load() == 0 ? 0 : 1;
 }

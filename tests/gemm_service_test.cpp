@@ -173,6 +173,138 @@ TEST_F(GemmServiceTest, ChunkedUploadMultiplyByHandleAndChunkedDownload) {
   EXPECT_EQ(list.used_bytes(), 0u);
 }
 
+TEST_F(GemmServiceTest, OperandsInRowBlocksMultiplyAsTheWholeMatrices) {
+  const int64_t m = 100, n = 70, k = 96;
+  const std::string a = RandomHalfBytes(m, k, 11), b = RandomHalfBytes(n, k, 12);
+  // A in three uneven blocks, B in two; each block a matrix of its own.
+  auto upload_blocks = [&](const std::string& bytes, std::vector<int64_t> rows, gemm::v1::Operand* op) {
+    int64_t at = 0;
+    for (int64_t r : rows) {
+      gemm::v1::MatrixInfo info;
+      ASSERT_TRUE(client().Upload(r, k, std::string_view(bytes).substr(at * k * 2, r * k * 2), "block", &info).ok());
+      op->mutable_row_blocks()->add_handles(info.handle());
+      at += r;
+    }
+  };
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  upload_blocks(a, {1, 60, 39}, req.mutable_a());
+  upload_blocks(b, {35, 35}, req.mutable_b());
+  req.set_output(gemm::v1::OUTPUT_INLINE);
+  MultiplyResponse resp;
+  ASSERT_TRUE(Send(req, &resp).ok());
+  EXPECT_TRUE(resp.verification().passed());
+  EXPECT_EQ(CountMismatches(resp.d(), ReferenceGemm(ToDouble(a), ToDouble(b), m, n, k)), 0);
+}
+
+TEST_F(GemmServiceTest, RowBlocksThatDoNotMakeTheOperandAreRefused) {
+  const int64_t k = 16;
+  auto upload = [&](int64_t rows, int64_t cols) {
+    gemm::v1::MatrixInfo info;
+    EXPECT_TRUE(client().Upload(rows, cols, RandomHalfBytes(rows, cols, 1), "block", &info).ok());
+    return info.handle();
+  };
+  const std::string r10 = upload(10, k), r20 = upload(20, k), wide = upload(10, k + 1);
+  struct Case {
+    std::vector<std::string> handles;
+    grpc::StatusCode code;
+    std::string text;
+  };
+  const std::vector<Case> cases = {
+      {{r10, "m-no-such"}, grpc::StatusCode::NOT_FOUND, "a.row_blocks.handles[1]: "},
+      {{r10, wide}, grpc::StatusCode::INVALID_ARGUMENT, "a.row_blocks.handles[1] " + wide + " is 10x17, but m x k = 30x16"},
+      {{r10, r10}, grpc::StatusCode::INVALID_ARGUMENT, "a.row_blocks have 20 rows in all, but m x k = 30x16"},
+      {{r20, r20}, grpc::StatusCode::INVALID_ARGUMENT, "and the blocks before it have 20 rows"},
+      {{}, grpc::StatusCode::INVALID_ARGUMENT, "a.row_blocks lists no handles"},
+      {std::vector<std::string>(65, r10), grpc::StatusCode::INVALID_ARGUMENT, "lists 65 handles; at most 64"},
+      {{r10, ""}, grpc::StatusCode::INVALID_ARGUMENT, "a.row_blocks.handles[1] is empty"},
+  };
+  for (const Case& c : cases) {
+    MultiplyRequest req = RandomRequest(30, 8, k, 1);
+    auto* blocks = req.mutable_a()->mutable_row_blocks();
+    for (const auto& h : c.handles) blocks->add_handles(h);
+    ExpectError(Send(req), c.code, c.text);
+  }
+  // The refusals kept nothing: only the three uploads are stored.
+  gemm::v1::ListMatricesResponse list;
+  ASSERT_TRUE(client().ListMatrices(&list).ok());
+  EXPECT_EQ(list.matrices_size(), 3);
+}
+
+TEST_F(GemmServiceTest, ADownloadRangeSendsExactlyThoseBytes) {
+  // Larger than one message, so that a range can span several chunks.
+  const int64_t rows = 1100, cols = 2048;
+  const std::string m = RandomHalfBytes(rows, cols, 3);
+  ASSERT_GT(m.size(), config().max_message_bytes);
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Upload(rows, cols, m, "ranged", &info).ok());
+  const uint64_t total = m.size();
+  struct Range {
+    uint64_t offset, length;
+  };
+  for (const Range r : {Range{0, 1000}, Range{1001, 777}, Range{100, total - 200}, Range{total - 5, 5}}) {
+    std::string got(r.length, '\0');
+    ASSERT_TRUE(client().DownloadRange(info.handle(), r.offset, r.length, got.data()).ok()) << r.offset;
+    EXPECT_EQ(got, m.substr(r.offset, r.length)) << r.offset << "+" << r.length;
+  }
+  // On the wire, length 0 means "to the end"; each chunk names its offset
+  // in the whole matrix.
+  auto stub = gemm::v1::GemmService::NewStub(client().channel());
+  for (const uint64_t offset : {uint64_t{0}, uint64_t{12345}, total}) {
+    grpc::ClientContext ctx;
+    gemm::v1::DownloadMatrixRequest req;
+    req.set_handle(info.handle());
+    req.set_offset(offset);
+    auto reader = stub->DownloadMatrix(&ctx, req);
+    gemm::v1::MatrixChunk chunk;
+    std::string got;
+    int chunks = 0;
+    while (reader->Read(&chunk)) {
+      EXPECT_EQ(chunk.offset(), offset + got.size());
+      EXPECT_EQ(chunk.has_info(), chunks++ == 0);  // the first chunk only
+      got += chunk.data();
+    }
+    ASSERT_TRUE(reader->Finish().ok()) << offset;
+    EXPECT_EQ(got, m.substr(offset)) << offset;
+  }
+}
+
+TEST_F(GemmServiceTest, ARangePastTheMatrixEndIsOutOfRange) {
+  const std::string m = RandomHalfBytes(10, 10, 4);  // 200 bytes
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Upload(10, 10, m, "small", &info).ok());
+  char buf[512];
+  struct Range {
+    uint64_t offset, length;
+  };
+  for (const Range r : {Range{201, 0}, Range{150, 51}, Range{0, 201}, Range{1, UINT64_MAX}, Range{UINT64_MAX, 2}}) {
+    ExpectError(client().DownloadRange(info.handle(), r.offset, r.length, buf), grpc::StatusCode::OUT_OF_RANGE,
+                "past the end of " + info.handle() + ", which has 200 bytes");
+  }
+  ExpectError(client().DownloadRange("m-no-such", 0, 10, buf), grpc::StatusCode::NOT_FOUND, "");
+  // The server is unharmed, and the matrix still whole.
+  std::string whole;
+  ASSERT_TRUE(client().Download(info.handle(), &whole).ok());
+  EXPECT_EQ(whole, m);
+}
+
+TEST_F(GemmServiceTest, AParallelDownloadOverOwnConnectionsReassemblesTheMatrix) {
+  const int64_t rows = 1100, cols = 2047;  // not a multiple of the connections
+  const std::string m = RandomHalfBytes(rows, cols, 5);
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Upload(rows, cols, m, "parallel", &info).ok());
+  for (size_t n : {1, 3, 4}) {
+    const auto own = gemmc::OwnConnections(client(), n);
+    std::vector<gemmc::GemmClient*> clients;
+    for (const auto& c : own) clients.push_back(c.get());
+    std::string got;
+    ASSERT_TRUE(gemmc::DownloadParallel(clients, info.handle(), m.size(), &got).ok()) << n;
+    EXPECT_EQ(got, m) << n << " connections";
+  }
+}
+
 TEST_F(GemmServiceTest, ListKernelsDescribesEveryStepDeviceAndLimit) {
   gemm::v1::ListKernelsResponse r;
   ASSERT_TRUE(client().ListKernels(&r).ok());

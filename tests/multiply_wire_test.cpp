@@ -86,8 +86,10 @@ TEST(MultiplyWire, RepeatedOperandsMeanWhatProtobufMakesOfThem) {
   const std::string handle = operand([](auto* o) { o->set_handle("m-1"); });
   const std::string seed5 = operand([](auto* o) { o->mutable_random()->set_seed(5); });
   const std::string random_empty = operand([](auto* o) { o->mutable_random(); });
+  const std::string blocks = operand([](auto* o) { o->mutable_row_blocks()->add_handles("m-2"); });
   for (const std::string& bytes : {data + handle, handle + data, seed5 + data + random_empty, seed5 + random_empty,
-                                   data + data + seed5, handle + seed5 + data + data}) {
+                                   data + data + seed5, handle + seed5 + data + data, data + blocks, blocks + data,
+                                   blocks + handle + blocks, blocks + blocks}) {
     MultiplyRequest reference;
     ASSERT_TRUE(reference.ParseFromString(bytes));
     MultiplyWireRequest wire;

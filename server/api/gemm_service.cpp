@@ -93,7 +93,7 @@ struct GemmService::MultiplyCall {
   std::chrono::system_clock::time_point deadline;
   GemmJob job;
   // Keep stored operands alive while the job reads them, even if deleted.
-  std::shared_ptr<const StoredMatrix> a_stored, b_stored;
+  std::vector<std::shared_ptr<const StoredMatrix>> a_stored, b_stored;
   std::unique_ptr<PendingMatrix> d_pending;
   std::unique_ptr<ReplyBuffer> d_inline;  // D, when the reply carries it
   std::string device = "-";
@@ -173,7 +173,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
     int64_t rows, cols;
     const HostBytes& inline_data;  // the wire parser left it in gRPC's slices
     OperandView& view;
-    std::shared_ptr<const StoredMatrix>& keep;
+    std::vector<std::shared_ptr<const StoredMatrix>>& keep;
   };
   for (Side side : {Side{"a", "m x k", req->a(), s.m(), s.k(), call->wire.a_data, job.a, call->a_stored},
                     Side{"b", "n x k", req->b(), s.n(), s.k(), call->wire.b_data, job.b, call->b_stored}}) {
@@ -186,25 +186,48 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
         side.view.kind = OperandView::Kind::kRandom;
         side.view.seed = side.op.random().seed();
         break;
-      case gemm::v1::Operand::kHandle: {
-        auto stored = store_.Get(side.op.handle(), call->caller);
-        if (!stored.ok()) {
-          FinishMultiply(call, absl::NotFoundError(std::string(side.name) + ".handle: " +
-                                                   std::string(stored.status().message())));
+      case gemm::v1::Operand::kHandle:
+      case gemm::v1::Operand::kRowBlocks: {
+        // One handle is one block. Several are stacked: the job reads them
+        // as one operand in pieces, with no copy to join them.
+        const bool one = side.op.source_case() == gemm::v1::Operand::kHandle;
+        const int blocks = one ? 1 : side.op.row_blocks().handles_size();
+        int64_t rows = 0;
+        HostBytes pieces;
+        for (int i = 0; i < blocks; ++i) {
+          const std::string& handle = one ? side.op.handle() : side.op.row_blocks().handles(i);
+          const std::string field = std::string(side.name) +
+                                    (one ? ".handle" : ".row_blocks.handles[" + std::to_string(i) + "]");
+          auto stored = store_.Get(handle, call->caller);
+          if (!stored.ok()) {
+            FinishMultiply(call, absl::NotFoundError(field + ": " + std::string(stored.status().message())));
+            return call->reactor;
+          }
+          const auto& desc = (*stored)->description();
+          const bool fits = one ? desc.rows == side.rows && desc.cols == side.cols
+                                : desc.cols == side.cols && desc.rows <= side.rows - rows;
+          if (!fits) {
+            FinishMultiply(call, absl::InvalidArgumentError(
+                                     field + " " + desc.handle + " is " + std::to_string(desc.rows) + "x" +
+                                     std::to_string(desc.cols) + ", but " + side.dims + " = " +
+                                     std::to_string(side.rows) + "x" + std::to_string(side.cols) +
+                                     (one ? "" : ", and the blocks before it have " + std::to_string(rows) + " rows")));
+            return call->reactor;
+          }
+          rows += desc.rows;
+          pieces.Append(reinterpret_cast<const char*>((*stored)->data()), static_cast<size_t>(desc.rows) * desc.cols * 2);
+          side.keep.push_back(*stored);
+        }
+        if (rows != side.rows) {
+          FinishMultiply(call, absl::InvalidArgumentError(std::string(side.name) + ".row_blocks have " +
+                                                          std::to_string(rows) + " rows in all, but " + side.dims +
+                                                          " = " + std::to_string(side.rows) + "x" +
+                                                          std::to_string(side.cols)));
           return call->reactor;
         }
-        const auto& desc = (*stored)->description();
-        if (desc.rows != side.rows || desc.cols != side.cols) {
-          FinishMultiply(call, absl::InvalidArgumentError(
-                                   std::string(side.name) + ".handle " + desc.handle + " is " +
-                                   std::to_string(desc.rows) + "x" + std::to_string(desc.cols) + ", but " +
-                                   side.dims + " = " + std::to_string(side.rows) + "x" +
-                                   std::to_string(side.cols)));
-          return call->reactor;
-        }
-        side.keep = *stored;
         side.view.kind = OperandView::Kind::kHost;
-        side.view.host = HostBytes(side.keep->data(), static_cast<size_t>(desc.rows) * desc.cols * 2);
+        side.view.host = one ? HostBytes(side.keep.back()->data(), static_cast<size_t>(rows) * side.cols * 2)
+                             : std::move(pieces);
         break;
       }
       case gemm::v1::Operand::SOURCE_NOT_SET:

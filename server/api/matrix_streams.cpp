@@ -120,6 +120,15 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
       return;
     }
     matrix_ = *m;
+    const uint64_t total = matrix_->description().bytes;
+    if (req.offset() > total || req.length() > total - req.offset()) {
+      Done(absl::OutOfRangeError("offset " + std::to_string(req.offset()) + " and length " +
+                                 std::to_string(req.length()) + " reach past the end of " + req.handle() +
+                                 ", which has " + std::to_string(total) + " bytes"));
+      return;
+    }
+    offset_ = req.offset();
+    end_ = req.length() == 0 ? total : req.offset() + req.length();
     FillInfo(matrix_->description(), chunk_msg_.mutable_info());
     // The first chunk carries the info: the margin is its real size plus
     // the offset and the data field's own framing.
@@ -134,7 +143,7 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
     watchdog_.Touch(watch_);
     if (!ok && idle_) return Done(IdleError(watchdog_, "download's client read nothing"));
     if (!ok) return Done(absl::CancelledError("the client went away during the download"));
-    if (offset_ >= matrix_->description().bytes) return Done(absl::OkStatus());
+    if (offset_ >= end_) return Done(absl::OkStatus());
     WriteNext();
   }
   void OnDone() override {
@@ -144,12 +153,12 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
 
  private:
   void WriteNext() {
-    const uint64_t total = matrix_->description().bytes;
-    const uint64_t len = std::min(chunk_, total - offset_);
-    if (offset_ > 0) chunk_msg_.clear_info();
+    const uint64_t len = std::min(chunk_, end_ - offset_);
+    if (sent_ > 0) chunk_msg_.clear_info();
     chunk_msg_.set_offset(offset_);
     chunk_msg_.set_data(reinterpret_cast<const char*>(matrix_->data()) + offset_, len);
     offset_ += len;
+    sent_ += len;
     StartWrite(&chunk_msg_);
   }
 
@@ -157,7 +166,7 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
     const double seconds = SecondsSince(start_);
     metrics_.RecordRequest("DownloadMatrix", std::nullopt, CodeName(status.code()), seconds);
     spdlog::info("DownloadMatrix status={} latency_ms={:.3f} bytes={}{}", CodeName(status.code()),
-                 seconds * 1e3, offset_, status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
+                 seconds * 1e3, sent_, status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
     matrix_.reset();
     Finish(ToGrpc(status));
   }
@@ -168,7 +177,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
   std::atomic<bool> idle_{false};
   std::shared_ptr<const StoredMatrix> matrix_;
   uint64_t chunk_ = 0;
-  uint64_t offset_ = 0;
+  uint64_t offset_ = 0, end_ = 0;  // the range still to send
+  uint64_t sent_ = 0;
   gemm::v1::MatrixChunk chunk_msg_;
   Clock::time_point start_ = Clock::now();
 };

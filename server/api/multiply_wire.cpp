@@ -10,7 +10,7 @@ constexpr int kWireVarint = 0, kWireFixed64 = 1, kWireLengthDelimited = 2, kWire
 constexpr int kMaxGroupDepth = 100;  // protobuf's own recursion limit
 constexpr uint64_t kFieldA = 2, kFieldB = 3;       // MultiplyRequest.a, .b
 constexpr uint64_t kFieldData = 1;                 // Operand.data
-constexpr uint64_t kFieldHandle = 2, kFieldRandom = 3;  // Operand's other oneof members
+constexpr uint64_t kFieldHandle = 2, kFieldRandom = 3, kFieldRowBlocks = 4;  // Operand's other oneof members
 
 void AppendVarint(std::string* out, uint64_t v) {
   while (v >= 0x80) {
@@ -124,7 +124,7 @@ struct OperandParts {
   bool seen = false;
   bool data_last = false;  // the oneof's last member was data
   HostBytes data;
-  std::string oneof_fields;  // handle and random occurrences since the last data
+  std::string oneof_fields;  // handle, random and row_blocks occurrences since the last data
   std::string other_fields;  // fields this server does not know
 };
 
@@ -144,8 +144,8 @@ bool ReadOperand(SliceReader& r, OperandParts* op) {
       if (!r.Take(n, &op->data)) return false;
       op->data_last = true;
       op->oneof_fields.clear();
-    } else if ((field == kFieldHandle && (tag & 7) == kWireLengthDelimited) ||
-               (field == kFieldRandom && (tag & 7) == kWireLengthDelimited)) {
+    } else if ((field == kFieldHandle || field == kFieldRandom || field == kFieldRowBlocks) &&
+               (tag & 7) == kWireLengthDelimited) {
       if (!CopyField(r, tag, &op->oneof_fields)) return false;
       op->data_last = false;
     } else {

@@ -17,7 +17,7 @@ absl::Status CheckOperand(const char* name, const char* dims, const Operand& op,
   switch (op.source_case()) {
     case Operand::SOURCE_NOT_SET:
       return absl::InvalidArgumentError(std::string(name) +
-                                        ": no input given; set data, handle or random");
+                                        ": no input given; set data, handle, row_blocks or random");
     case Operand::kData: {
       uint64_t want = 0;
       MatrixBytes(rows, cols, &want);  // cannot overflow: checked by the caller
@@ -35,6 +35,21 @@ absl::Status CheckOperand(const char* name, const char* dims, const Operand& op,
         return absl::InvalidArgumentError(std::string(name) + ".handle is empty");
       }
       return absl::OkStatus();
+    case Operand::kRowBlocks: {
+      const auto& handles = op.row_blocks().handles();
+      if (handles.empty()) return absl::InvalidArgumentError(std::string(name) + ".row_blocks lists no handles");
+      if (handles.size() > kMaxRowBlocks) {
+        return absl::InvalidArgumentError(std::string(name) + ".row_blocks lists " + std::to_string(handles.size()) +
+                                          " handles; at most " + std::to_string(kMaxRowBlocks));
+      }
+      for (int i = 0; i < handles.size(); ++i) {
+        if (handles[i].empty()) {
+          return absl::InvalidArgumentError(std::string(name) + ".row_blocks.handles[" + std::to_string(i) +
+                                            "] is empty");
+        }
+      }
+      return absl::OkStatus();
+    }
     case Operand::kRandom:
       return absl::OkStatus();
   }

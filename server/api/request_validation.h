@@ -19,6 +19,9 @@ struct RequestLimits {
   uint32_t max_repeats = 100;
 };
 
+// The most row blocks one operand may name (Operand.row_blocks).
+inline constexpr int kMaxRowBlocks = 64;
+
 // Shape, step number, enum values, repeat count, operand sizes, and the
 // byte limits. Does not look at handles (the store does) or at whether this
 // server offers the step (the engine does).

@@ -59,10 +59,15 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
     }
   }
   const double duration = args.count == 0 && args.duration_seconds <= 0 ? 10.0 : args.duration_seconds;
-  std::fprintf(stderr, "bench: %zu shape/step pairs, concurrency %u, %s\n", combos.size(), args.concurrency,
+  std::fprintf(stderr, "bench: %zu shape/step pairs, concurrency %u over %u connection(s), %s\n", combos.size(),
+               args.concurrency, std::min(args.connections, args.concurrency),
                args.count ? (std::to_string(args.count) + " requests").c_str()
                           : (std::to_string(duration) + " s").c_str());
 
+  // The first connection is the caller's; each further one a channel of its own.
+  const auto extra = OwnConnections(client, std::min(args.connections, args.concurrency) - 1);
+  std::vector<GemmClient*> clients{&client};
+  for (const auto& c : extra) clients.push_back(c.get());
   std::atomic<uint64_t> next{0};
   std::mutex mu;
   std::vector<Sample> samples;
@@ -93,7 +98,7 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
         gemm::v1::MultiplyResponse resp;
         const auto t0 = Clock::now();
         int retries = 0;
-        grpc::Status st = client.Multiply(req, &resp, &retries);
+        grpc::Status st = clients[t % clients.size()]->Multiply(req, &resp, &retries);
         const double lat = std::chrono::duration<double>(Clock::now() - t0).count();
         grpc::StatusCode code = st.error_code();
         if (st.ok() && resp.verification().performed() && !resp.verification().passed()) {

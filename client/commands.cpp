@@ -3,13 +3,19 @@
 #include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <string_view>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 namespace gemmc {
 namespace {
@@ -182,27 +188,87 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
   req.set_benchmark(a.benchmark);
   req.set_verification(a.no_verify ? gemm::v1::VERIFICATION_NONE : gemm::v1::VERIFICATION_FULL);
 
+  // The connections beyond the caller's, when asked for.
+  const auto own = OwnConnections(client, a.connections - 1);
+  std::vector<GemmClient*> clients{&client};
+  for (const auto& c : own) clients.push_back(c.get());
+  const bool parallel = clients.size() > 1;
+  // Connected before the clock starts, as the bare-gRPC floor's are.
+  for (GemmClient* c : clients) {
+    c->channel()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  }
+  auto start = Clock::now();  // the exchange: uploads, the Multiply, D's download
+  double upload_seconds = 0, download_seconds = 0, end_to_end = 0;
+
   std::vector<std::string> uploaded;  // handles to delete afterwards
   if (!a.a_file.empty()) {
     std::string abytes, bbytes;
     if (!ReadFile(a.a_file, &abytes)) return std::cerr << "error: cannot read " << a.a_file << "\n", 2;
     if (!ReadFile(a.b_file, &bbytes)) return std::cerr << "error: cannot read " << a.b_file << "\n", 2;
     const bool inline_fits = abytes.size() + bbytes.size() + kReplyOverhead <= max_message;
-    if (a.transport == "inline" || (a.transport == "auto" && inline_fits)) {
+    start = Clock::now();  // the files are read
+    if (a.transport == "inline" || (a.transport == "auto" && inline_fits && !parallel)) {
       req.mutable_a()->set_data(std::move(abytes));
       req.mutable_b()->set_data(std::move(bbytes));
     } else {
-      for (auto [name, rows, bytes, op] : {std::tuple{"A", a.m, &abytes, req.mutable_a()},
-                                           std::tuple{"B", a.n, &bbytes, req.mutable_b()}}) {
+      // Each operand in row blocks, the connections shared between A and B,
+      // every block uploaded at once on a connection of its own; a progress
+      // line only when there is one upload at a time.
+      const auto t = Clock::now();
+      struct Block {
+        const char* name;
+        int64_t rows;
+        std::string_view bytes;
+        GemmClient* via;
         gemm::v1::MatrixInfo info;
-        auto st = client.Upload(rows, a.k, *bytes, std::string(name) + " of gemm-client run", &info,
-                                ProgressPrinter(std::string("upload ") + name));
-        if (!st.ok()) {
-          for (const auto& h : uploaded) client.Delete(h);
-          return Fail(std::string("upload ") + name, st);
+        grpc::Status status;
+      };
+      std::vector<Block> blocks;
+      const size_t a_blocks = std::max<size_t>(1, clients.size() / 2);
+      const size_t b_blocks = std::max<size_t>(1, clients.size() - a_blocks);
+      for (auto [name, rows, bytes, count] : {std::tuple{"A", a.m, &abytes, a_blocks},
+                                             std::tuple{"B", a.n, &bbytes, b_blocks}}) {
+        count = std::min<size_t>(count, static_cast<size_t>(rows));
+        const int64_t row_bytes = a.k * 2;
+        for (size_t i = 0; i < count; ++i) {
+          const int64_t r0 = rows * static_cast<int64_t>(i) / static_cast<int64_t>(count);
+          const int64_t r1 = rows * static_cast<int64_t>(i + 1) / static_cast<int64_t>(count);
+          blocks.push_back({name, r1 - r0, std::string_view(*bytes).substr(r0 * row_bytes, (r1 - r0) * row_bytes),
+                            clients[blocks.size() % clients.size()], {}, {}});
         }
-        uploaded.push_back(info.handle());
-        op->set_handle(info.handle());
+      }
+      const auto upload = [&](Block& b) {
+        b.status = b.via->Upload(b.rows, a.k, b.bytes, std::string(b.name) + " of gemm-client run", &b.info,
+                                 parallel ? Progress{} : ProgressPrinter(std::string("upload ") + b.name));
+      };
+      if (parallel) {
+        std::vector<std::thread> threads;
+        for (size_t i = 1; i < blocks.size(); ++i) threads.emplace_back(upload, std::ref(blocks[i]));
+        upload(blocks[0]);
+        for (auto& th : threads) th.join();
+      } else {
+        for (Block& b : blocks) upload(b);
+      }
+      upload_seconds = std::chrono::duration<double>(Clock::now() - t).count();
+      for (const Block& b : blocks) {
+        if (b.status.ok()) uploaded.push_back(b.info.handle());
+      }
+      for (const Block& b : blocks) {
+        if (!b.status.ok()) {
+          for (const auto& h : uploaded) client.Delete(h);
+          return Fail(std::string("upload ") + b.name, b.status);
+        }
+      }
+      for (auto [name, op] : {std::pair{"A", req.mutable_a()}, std::pair{"B", req.mutable_b()}}) {
+        std::vector<std::string> handles;
+        for (const Block& b : blocks) {
+          if (std::string_view(b.name) == name) handles.push_back(b.info.handle());
+        }
+        if (handles.size() == 1) {
+          op->set_handle(handles[0]);
+        } else {
+          for (auto& h : handles) op->mutable_row_blocks()->add_handles(std::move(h));
+        }
       }
     }
   } else {
@@ -210,9 +276,10 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
     req.mutable_a()->mutable_random()->set_seed(seed);
     req.mutable_b()->mutable_random()->set_seed(seed);
   }
+  const uint64_t d_bytes = static_cast<uint64_t>(a.m) * a.n * 2;
   if (!a.out_file.empty()) {
-    const bool d_fits = static_cast<uint64_t>(a.m) * a.n * 2 + kReplyOverhead <= max_message;
-    req.set_output(d_fits ? gemm::v1::OUTPUT_INLINE : gemm::v1::OUTPUT_HANDLE);
+    const bool d_fits = d_bytes + kReplyOverhead <= max_message;
+    req.set_output(d_fits && !parallel ? gemm::v1::OUTPUT_INLINE : gemm::v1::OUTPUT_HANDLE);
   }
 
   gemm::v1::MultiplyResponse resp;
@@ -220,18 +287,29 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
   const auto t0 = Clock::now();
   grpc::Status st = client.MultiplyTimed(req, &resp, &client_timing);
   const double round_trip = std::chrono::duration<double>(Clock::now() - t0).count();
-  for (const auto& h : uploaded) client.Delete(h);
+  end_to_end = std::chrono::duration<double>(Clock::now() - start).count();
+  // A's and B's blocks go once D is here, off the timed path, on every way out.
+  struct DeleteOnExit {
+    GemmClient& client;
+    const std::vector<std::string>& handles;
+    ~DeleteOnExit() {
+      for (const auto& h : handles) client.Delete(h);
+    }
+  } delete_inputs{client, uploaded};
   if (!st.ok()) return Fail("Multiply", st);
 
   if (!a.out_file.empty()) {
-    std::string d = resp.d();
+    std::string d = std::move(*resp.mutable_d());
     if (!resp.d_handle().empty()) {
-      if (auto dst = client.Download(resp.d_handle(), &d, nullptr, ProgressPrinter("download D")); !dst.ok()) {
-        return Fail("download D", dst);
-      }
+      const auto t = Clock::now();
+      const grpc::Status dst = parallel ? DownloadParallel(clients, resp.d_handle(), d_bytes, &d)
+                                        : client.Download(resp.d_handle(), &d, nullptr, ProgressPrinter("download D"));
+      download_seconds = std::chrono::duration<double>(Clock::now() - t).count();
       client.Delete(resp.d_handle());
+      if (!dst.ok()) return Fail("download D", dst);
       resp.clear_d_handle();
     }
+    end_to_end = std::chrono::duration<double>(Clock::now() - start).count();
     if (!WriteFile(a.out_file, d)) return std::cerr << "error: cannot write " << a.out_file << "\n", 2;
   }
   if (a.json) {
@@ -243,16 +321,22 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
     (void)google::protobuf::util::MessageToJsonString(resp, &json, o);
     // The client's own phases join the reply's fields, as one object.
     const size_t end = json.rfind('}');
-    char client_json[256];
+    char client_json[512];
     std::snprintf(client_json, sizeof(client_json),
                   ",\n \"client\": {\"serializeSeconds\": %.9f, \"callSeconds\": %.9f, "
-                  "\"deserializeSeconds\": %.9f, \"roundTripSeconds\": %.9f}\n",
+                  "\"deserializeSeconds\": %.9f, \"roundTripSeconds\": %.9f, \"connections\": %zu, "
+                  "\"uploadSeconds\": %.9f, \"downloadSeconds\": %.9f, \"endToEndSeconds\": %.9f}\n",
                   client_timing.serialize_seconds, client_timing.call_seconds, client_timing.deserialize_seconds,
-                  round_trip);
+                  round_trip, clients.size(), upload_seconds, download_seconds, end_to_end);
     if (end != std::string::npos) json.insert(end, client_json);
     std::printf("%s", json.c_str());
   } else {
     PrintReport(resp, client_timing, round_trip);
+    if (upload_seconds > 0 || download_seconds > 0) {
+      std::printf("  end to end    %.3f ms: uploads %.3f, the Multiply %.3f, D's download %.3f (%zu connection%s)\n",
+                  end_to_end * 1e3, upload_seconds * 1e3, round_trip * 1e3, download_seconds * 1e3, clients.size(),
+                  clients.size() == 1 ? "" : "s");
+    }
   }
   return resp.verification().performed() && !resp.verification().passed() ? 3 : 0;
 }

@@ -22,6 +22,9 @@ struct RunArgs {
   bool no_verify = false;
   uint32_t repeats = 1;
   std::string transport = "auto";  // auto | inline | handle
+  // With more than one: handles, A and B uploaded at once and D fetched in
+  // this many ranges at once, each over a TCP connection of its own.
+  uint32_t connections = 1;
   bool json = false;
   bool benchmark = false;  // gemm-bench's hygiene on the server: L2 flushed, D poisoned per repeat
 };
@@ -30,6 +33,7 @@ struct BenchArgs {
   std::vector<std::string> shapes{"512x512x512"};
   std::vector<uint32_t> steps{0};
   uint32_t concurrency = 1;
+  uint32_t connections = 1;  // TCP connections the requests are spread over
   double duration_seconds = 0;  // with count = 0: 10 s
   uint64_t count = 0;
   uint32_t repeats = 1;

@@ -1,10 +1,12 @@
 #include "gemm_client.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -50,6 +52,7 @@ GemmClient::GemmClient(const ClientOptions& options) : options_(options) {
   // dns:/// targets with several addresses spread calls over every replica.
   args.SetLoadBalancingPolicyName("round_robin");
   if (options_.retries) args.SetServiceConfigJSON(kRetryServiceConfig);
+  if (options_.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (options_.use_tls || !options_.tls_ca.empty() || !options_.tls_cert.empty()) {
     grpc::SslCredentialsOptions ssl;
@@ -271,6 +274,63 @@ grpc::Status GemmClient::Download(const std::string& handle, std::string* bytes,
     if (progress) progress(bytes->size(), total);
   }
   return reader->Finish();
+}
+
+grpc::Status GemmClient::DownloadRange(const std::string& handle, uint64_t offset, uint64_t length, char* dst) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  gemm::v1::DownloadMatrixRequest req;
+  req.set_handle(handle);
+  req.set_chunk_bytes(std::min<uint64_t>(4ull << 20, options_.max_message_bytes / 2));
+  req.set_offset(offset);
+  req.set_length(length);
+  auto reader = stub_->DownloadMatrix(&ctx, req);
+  gemm::v1::MatrixChunk chunk;
+  uint64_t done = 0;
+  while (reader->Read(&chunk)) {
+    if (chunk.offset() != offset + done || chunk.data().size() > length - done) {
+      ctx.TryCancel();
+      reader->Finish();
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "download chunk outside the range asked for");
+    }
+    std::memcpy(dst + done, chunk.data().data(), chunk.data().size());
+    done += chunk.data().size();
+  }
+  grpc::Status st = reader->Finish();
+  if (st.ok() && done != length) {
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, "the download ended after " + std::to_string(done) + " of " +
+                                                         std::to_string(length) + " bytes");
+  }
+  return st;
+}
+
+std::vector<std::unique_ptr<GemmClient>> OwnConnections(const GemmClient& client, size_t count) {
+  std::vector<std::unique_ptr<GemmClient>> clients;
+  ClientOptions own = client.options();
+  own.own_connection = true;
+  for (size_t i = 0; i < count; ++i) clients.push_back(std::make_unique<GemmClient>(own));
+  return clients;
+}
+
+grpc::Status DownloadParallel(const std::vector<GemmClient*>& clients, const std::string& handle, uint64_t bytes,
+                              std::string* out) {
+  out->resize(bytes);
+  const uint64_t n = clients.size();
+  // Whole fp16 elements per range; the last takes the rest.
+  const uint64_t share = bytes / n / 2 * 2;
+  std::vector<grpc::Status> status(n);
+  std::vector<std::thread> threads;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t offset = i * share, length = i + 1 == n ? bytes - offset : share;
+    threads.emplace_back([&, i, offset, length] {
+      status[i] = length == 0 ? grpc::Status::OK : clients[i]->DownloadRange(handle, offset, length, out->data() + offset);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& st : status) {
+    if (!st.ok()) return st;
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status GemmClient::Health(const std::string& service,

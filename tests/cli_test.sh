@@ -58,6 +58,15 @@ for i in range(0, 1200, 97):
 PY
 ok "D file matches a Python reference"
 
+# Over four connections: A and B side by side, D in four ranges; the same D.
+"$client" run --m 1200 --n 96 --k 1024 --a "$work/a.bin" --b "$work/b.bin" --connections 4 \
+  --out "$work/d4.bin" >"$work/run4"
+grep -q "PASSED" "$work/run4" || fail "four-connection run not verified"
+grep -q "end to end.*(4 connections)" "$work/run4" || { cat "$work/run4"; fail "no end-to-end line"; }
+cmp -s "$work/d.bin" "$work/d4.bin" || fail "D over four connections differs"
+"$client" matrices | grep -q "^0 matrices" || fail "four-connection run left matrices behind"
+ok "run over four connections"
+
 handle=$("$client" upload --rows 96 --cols 1024 --file "$work/b.bin" --label B 2>/dev/null)
 [[ $handle == m-* ]] || fail "upload printed no handle"
 "$client" matrices | grep -q "$handle" || fail "matrices does not list $handle"

@@ -108,6 +108,17 @@ for i in 1 2 3; do
   "$bin/gemm-client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" --b "$work/b4096" \
     --transport inline --out "$work/d4096" --json
 done >"$OUT/inline4096.json"
+# The same bytes over four and eight connections: A and B each in row
+# blocks, all uploaded at once, and D fetched in as many ranges; its floor
+# is the bare echo split as many ways.
+for conns in 4 8; do
+  "$bin/grpc-echo-bench" --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5 --connections $conns \
+    >>"$OUT/echo.txt"
+  for i in 1 2 3; do
+    "$bin/gemm-client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" --b "$work/b4096" \
+      --connections $conns --out "$work/d4096" --json
+  done >"$OUT/parallel4096_c$conns.json"
+done
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import json, re, sys, statistics
 out = sys.argv[1]
@@ -141,6 +152,16 @@ lim = dict(kv.split("=") for kv in open(f"{out}/transfer_limits.txt").read().spl
 print(f"  server H2D {64 * 1.048576 / max(g('uploadSeconds'), 1e-9):.1f} GB/s, D2H {32 * 1.048576 / max(g('downloadSeconds'), 1e-9):.1f} GB/s "
       f"(target >= 20; pinned DMA here {lim['h2d_gbps']} / {lim['d2h_gbps']} GB/s; one thread's memcpy of 96 MiB "
       f"{lim['memcpy_one_thread_ms']} ms), SM clock {d.get('smClockMhz', 0)} MHz")
+for row, conns in ((3, 4), (4, 8)):
+    runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/parallel4096_c{conns}.json").read(), re.S)]
+    p = sorted(runs, key=lambda r: r["client"]["endToEndSeconds"])[len(runs) // 2]
+    pc, pt = p["client"], p["timing"]
+    e2e, bare = pc["endToEndSeconds"] * 1e3, float(echo[row]['median_ms'])
+    print(f"4096^3 over {conns} connections, median of {len(runs)}: end to end {e2e:.1f} ms (target <= 50; bare gRPC "
+          f"transfer over {conns} connections {bare:.1f} ms: x{e2e / bare:.2f}; over one {float(echo[2]['median_ms']):.1f} ms): "
+          f"uploads {pc['uploadSeconds']*1e3:.1f} | Multiply {pc['roundTripSeconds']*1e3:.1f} (server "
+          f"{pt['totalSeconds']*1e3:.1f}: upload {pt['uploadSeconds']*1e3:.1f}, download {pt['downloadSeconds']*1e3:.1f}) | "
+          f"D in {conns} ranges {pc['downloadSeconds']*1e3:.1f} ms; verified={p['verification']['passed']}")
 PY
 
 # Every step through gemm-client, verified against cuBLAS on the server: the

@@ -59,13 +59,14 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
     }
   }
   const double duration = args.count == 0 && args.duration_seconds <= 0 ? 10.0 : args.duration_seconds;
+  const uint32_t connections = std::min(args.connections, args.concurrency);
   std::fprintf(stderr, "bench: %zu shape/step pairs, concurrency %u over %u connection(s), %s\n", combos.size(),
-               args.concurrency, std::min(args.connections, args.concurrency),
+               args.concurrency, connections,
                args.count ? (std::to_string(args.count) + " requests").c_str()
                           : (std::to_string(duration) + " s").c_str());
 
   // The first connection is the caller's; each further one a channel of its own.
-  const auto extra = OwnConnections(client, std::min(args.connections, args.concurrency) - 1);
+  const auto extra = OwnConnections(client, connections - 1);
   std::vector<GemmClient*> clients{&client};
   for (const auto& c : extra) clients.push_back(c.get());
   std::atomic<uint64_t> next{0};

@@ -217,6 +217,8 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
       const auto t = Clock::now();
       struct Block {
         const char* name;
+        gemm::v1::Operand* op;  // named by this block's handle
+        bool alone;             // the operand's only block: a plain handle
         int64_t rows;
         std::string_view bytes;
         GemmClient* via;
@@ -226,14 +228,15 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
       std::vector<Block> blocks;
       const size_t a_blocks = std::max<size_t>(1, clients.size() / 2);
       const size_t b_blocks = std::max<size_t>(1, clients.size() - a_blocks);
-      for (auto [name, rows, bytes, count] : {std::tuple{"A", a.m, &abytes, a_blocks},
-                                             std::tuple{"B", a.n, &bbytes, b_blocks}}) {
+      for (auto [name, op, rows, bytes, count] : {std::tuple{"A", req.mutable_a(), a.m, &abytes, a_blocks},
+                                                 std::tuple{"B", req.mutable_b(), a.n, &bbytes, b_blocks}}) {
         count = std::min<size_t>(count, static_cast<size_t>(rows));
         const int64_t row_bytes = a.k * 2;
         for (size_t i = 0; i < count; ++i) {
           const int64_t r0 = rows * static_cast<int64_t>(i) / static_cast<int64_t>(count);
           const int64_t r1 = rows * static_cast<int64_t>(i + 1) / static_cast<int64_t>(count);
-          blocks.push_back({name, r1 - r0, std::string_view(*bytes).substr(r0 * row_bytes, (r1 - r0) * row_bytes),
+          blocks.push_back({name, op, count == 1, r1 - r0,
+                            std::string_view(*bytes).substr(r0 * row_bytes, (r1 - r0) * row_bytes),
                             clients[blocks.size() % clients.size()], {}, {}});
         }
       }
@@ -259,15 +262,11 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
           return Fail(std::string("upload ") + b.name, b.status);
         }
       }
-      for (auto [name, op] : {std::pair{"A", req.mutable_a()}, std::pair{"B", req.mutable_b()}}) {
-        std::vector<std::string> handles;
-        for (const Block& b : blocks) {
-          if (std::string_view(b.name) == name) handles.push_back(b.info.handle());
-        }
-        if (handles.size() == 1) {
-          op->set_handle(handles[0]);
+      for (const Block& b : blocks) {  // in row order within each operand
+        if (b.alone) {
+          b.op->set_handle(b.info.handle());
         } else {
-          for (auto& h : handles) op->mutable_row_blocks()->add_handles(std::move(h));
+          b.op->mutable_row_blocks()->add_handles(b.info.handle());
         }
       }
     }

@@ -230,7 +230,7 @@ grpc::Status GemmClient::Upload(int64_t rows, int64_t cols, std::string_view byt
   grpc::ClientContext ctx;
   Prepare(&ctx);
   auto writer = stub_->UploadMatrix(&ctx, info);
-  if (chunk_bytes == 0) chunk_bytes = std::min<uint64_t>(4ull << 20, options_.max_message_bytes / 2);
+  if (chunk_bytes == 0) chunk_bytes = ChunkBytes();
   gemm::v1::UploadMatrixRequest msg;
   msg.mutable_header()->set_rows(rows);
   msg.mutable_header()->set_cols(cols);
@@ -254,7 +254,7 @@ grpc::Status GemmClient::Download(const std::string& handle, std::string* bytes,
   Prepare(&ctx);
   gemm::v1::DownloadMatrixRequest req;
   req.set_handle(handle);
-  req.set_chunk_bytes(std::min<uint64_t>(4ull << 20, options_.max_message_bytes / 2));
+  req.set_chunk_bytes(ChunkBytes());
   auto reader = stub_->DownloadMatrix(&ctx, req);
   gemm::v1::MatrixChunk chunk;
   uint64_t total = 0;
@@ -281,7 +281,7 @@ grpc::Status GemmClient::DownloadRange(const std::string& handle, uint64_t offse
   Prepare(&ctx);
   gemm::v1::DownloadMatrixRequest req;
   req.set_handle(handle);
-  req.set_chunk_bytes(std::min<uint64_t>(4ull << 20, options_.max_message_bytes / 2));
+  req.set_chunk_bytes(ChunkBytes());
   req.set_offset(offset);
   req.set_length(length);
   auto reader = stub_->DownloadMatrix(&ctx, req);

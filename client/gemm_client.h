@@ -5,6 +5,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -105,6 +106,8 @@ class GemmClient {
 
  private:
   void Prepare(grpc::ClientContext* ctx) const;
+  // The chunk size uploads and downloads ask for: 4 MiB, or half a message.
+  uint64_t ChunkBytes() const { return std::min<uint64_t>(4ull << 20, options_.max_message_bytes / 2); }
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

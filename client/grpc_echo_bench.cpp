@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -31,7 +32,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kMaxMessage = 512 << 20;
 
-// The first 8 bytes of a request name the size of its reply.
+// The first 8 bytes of a request name the size of its reply: that many
+// bytes, in `data`, which must outlive the reply.
+grpc::ByteBuffer ReplyTo(grpc::ByteBuffer& request, std::string* data) {
+  std::vector<grpc::Slice> slices;
+  uint64_t size = 0;
+  if (request.Dump(&slices).ok() && !slices.empty() && slices[0].size() >= 8) {
+    std::memcpy(&size, slices[0].begin(), 8);
+  }
+  data->assign(std::min<uint64_t>(size, kMaxMessage), 'x');
+  grpc::Slice slice(data->data(), data->size(), grpc::Slice::STATIC_SLICE);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
 class EchoService final : public grpc::CallbackGenericService {
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
     class Reactor final : public grpc::ServerGenericBidiReactor {
@@ -39,14 +52,7 @@ class EchoService final : public grpc::CallbackGenericService {
       Reactor() { StartRead(&request_); }
       void OnReadDone(bool ok) override {
         if (!ok) return Finish(grpc::Status::OK);
-        std::vector<grpc::Slice> slices;
-        uint64_t size = 0;
-        if (request_.Dump(&slices).ok() && !slices.empty() && slices[0].size() >= 8) {
-          std::memcpy(&size, slices[0].begin(), 8);
-        }
-        reply_data_.assign(std::min<uint64_t>(size, kMaxMessage), 'x');
-        grpc::Slice slice(reply_data_.data(), reply_data_.size(), grpc::Slice::STATIC_SLICE);
-        reply_ = grpc::ByteBuffer(&slice, 1);
+        reply_ = ReplyTo(request_, &reply_data_);
         StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
       }
       void OnDone() override { delete this; }
@@ -73,18 +79,10 @@ class AsyncEchoCall {
         new AsyncEchoCall(service_, cq_);
         state_ = State::kRead;
         return stream_.Read(&request_, this);
-      case State::kRead: {
-        uint64_t size = 0;
-        std::vector<grpc::Slice> slices;
-        if (ok && request_.Dump(&slices).ok() && !slices.empty() && slices[0].size() >= 8) {
-          std::memcpy(&size, slices[0].begin(), 8);
-        }
-        reply_data_.assign(std::min<uint64_t>(size, kMaxMessage), 'x');
-        grpc::Slice slice(reply_data_.data(), reply_data_.size(), grpc::Slice::STATIC_SLICE);
-        reply_ = grpc::ByteBuffer(&slice, 1);
+      case State::kRead:
+        reply_ = ReplyTo(request_, &reply_data_);  // a failed read leaves no request: an empty reply
         state_ = State::kAnswered;
         return stream_.WriteAndFinish(reply_, grpc::WriteOptions(), grpc::Status::OK, this);
-      }
       case State::kAnswered:
         return delete this;
     }
@@ -172,7 +170,12 @@ int main(int argc, char** argv) {
   for (const auto& a : channel_args) {
     const auto eq = a.find('=');
     if (eq == std::string::npos) return std::fprintf(stderr, "--arg %s: not name=integer\n", a.c_str()), 2;
-    parsed_args.emplace_back(a.substr(0, eq), std::stoi(a.substr(eq + 1)));
+    int value = 0;
+    const char* digits = a.data() + eq + 1;
+    if (std::from_chars(digits, a.data() + a.size(), value).ptr != a.data() + a.size() || eq + 1 == a.size()) {
+      return std::fprintf(stderr, "--arg %s: not name=integer\n", a.c_str()), 2;
+    }
+    parsed_args.emplace_back(a.substr(0, eq), value);
     builder.AddChannelArgument(parsed_args.back().first, parsed_args.back().second);
   }
   if (server_api == "callback") {
@@ -204,7 +207,6 @@ int main(int argc, char** argv) {
     stubs.push_back(std::make_unique<grpc::GenericStub>(
         grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args)));
   }
-  grpc::GenericStub& stub = *stubs[0];
   const auto shut_down = [&] {
     server->Shutdown();
     for (auto& cq : queues) cq->Shutdown();

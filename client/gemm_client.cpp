@@ -214,7 +214,7 @@ grpc::Status GemmClient::ListMatrices(gemm::v1::ListMatricesResponse* resp) {
   return grpc::Status::OK;
 }
 
-grpc::Status GemmClient::Delete(const std::string& handle, uint64_t* freed) {
+grpc::Status GemmClient::Delete(const std::string& handle, uint64_t* freed, int* retries) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
   gemm::v1::DeleteMatrixRequest req;
@@ -222,6 +222,7 @@ grpc::Status GemmClient::Delete(const std::string& handle, uint64_t* freed) {
   gemm::v1::DeleteMatrixResponse resp;
   grpc::Status st = stub_->DeleteMatrix(&ctx, req, &resp);
   if (freed) *freed = resp.freed_bytes();
+  if (retries) *retries = RetriesOf(ctx);
   return st;
 }
 

@@ -40,13 +40,17 @@ struct ClientOptions {
 
 // The channel's service config: which calls gRPC itself retries, and how.
 // Multiply, ListKernels, ListMatrices, DeleteMatrix and DownloadMatrix are
-// retried: the statuses retried mean the server did not do the work (down,
-// draining, or its queue full). CANCELLED is among them because a call that
-// reaches a server just after its shutdown began is cancelled by gRPC
-// without running (the soak test saw it at every rolling restart), and
+// retried on statuses that mostly mean the server did not do the work
+// (down, draining, or its queue full). CANCELLED is among them because a
+// call that reaches a server just after its shutdown began is cancelled by
+// gRPC without running (the soak test saw it at every rolling restart), and
 // gemmd's own cancellations, past the shutdown grace, leave the work undone;
-// a caller's own cancel is never retried. UploadMatrix is not: a retry would need the
-// whole stream kept to send again, so a caller restarts the upload itself.
+// a caller's own cancel is never retried. A connection lost after the server
+// did the work but before its reply arrived is UNAVAILABLE too: harmless for
+// every call here but DeleteMatrix, whose retry then finds nothing and says
+// so (GemmClient::Delete reports the retries). UploadMatrix is not retried:
+// a retry would need the whole stream kept to send again, so a caller
+// restarts the upload itself.
 extern const char kRetryServiceConfig[];
 
 // How many times gRPC retried the call `ctx` made before the attempt that
@@ -82,7 +86,9 @@ class GemmClient {
   grpc::Status ListMatrices(gemm::v1::ListMatricesResponse* resp);
   // One page: `req` names its size and the previous page's token.
   grpc::Status ListMatricesPage(const gemm::v1::ListMatricesRequest& req, gemm::v1::ListMatricesResponse* resp);
-  grpc::Status Delete(const std::string& handle, uint64_t* freed = nullptr);
+  // NOT_FOUND with `retries` > 0 may mean that an earlier attempt deleted
+  // the matrix and its reply was lost (kRetryServiceConfig).
+  grpc::Status Delete(const std::string& handle, uint64_t* freed = nullptr, int* retries = nullptr);
 
   // Streams `bytes` (row-major fp16, rows·cols·2 bytes) in chunks.
   grpc::Status Upload(int64_t rows, int64_t cols, std::string_view bytes, const std::string& label,

@@ -1,12 +1,16 @@
 // The clients' retry policy (gemmc::kRetryServiceConfig): a refusal that
 // means the server did not do the work is retried with backoff until it
 // succeeds, the retries are counted, and without the policy the refusal
-// comes straight back. Against a real server on loopback.
+// comes straight back; a Delete whose reply was lost says, when retried,
+// that an earlier attempt may have deleted the matrix. Against a real
+// server on loopback.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
+#include "reply_losing_proxy.h"
 #include "server_fixture.h"
 #include "test_util.h"
 
@@ -75,6 +79,47 @@ TEST_F(ClientRetryTest, ABadRequestIsNotRetried) {
   int retries = -1;
   const grpc::Status st = retrying.Multiply(SeededRequest(0, 8, 8, 1, 1), &r, &retries);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(retries, 0);
+}
+
+// What a server killed between a Delete and its reply does (the soak saw
+// it): gRPC retries the call, and the retry finds no matrix. The NOT_FOUND
+// then names the attempt, and the client learns it was a retry.
+TEST_F(ClientRetryTest, ADeleteWhoseReplyWasLostIsRetriedAndItsNotFoundSaysWhy) {
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Upload(8, 8, RandomHalfBytes(8, 8, 5), "", &info).ok());
+  ReplyLosingProxy proxy(server().port());
+  proxy.LoseTheReplyTo(info.handle());
+  gemmc::ClientOptions o = Options(true);
+  o.target = "127.0.0.1:" + std::to_string(proxy.port());
+  gemmc::GemmClient retrying(o);
+  int retries = -1;
+  const grpc::Status st = retrying.Delete(info.handle(), nullptr, &retries);
+  EXPECT_EQ(proxy.replies_lost(), 1);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
+  EXPECT_THAT(st.error_message(), ::testing::HasSubstr("this was attempt 2 of the call, so an earlier attempt may "
+                                                       "have deleted it before its reply was lost"));
+  EXPECT_EQ(retries, 1);
+  std::string bytes;
+  EXPECT_EQ(client().Download(info.handle(), &bytes).error_code(), grpc::StatusCode::NOT_FOUND)
+      << "the first attempt deleted it";
+}
+
+// Without the policy the lost reply itself comes back; a first attempt's
+// NOT_FOUND says nothing about earlier attempts.
+TEST_F(ClientRetryTest, WithoutThePolicyALostDeleteReplyIsUnavailable) {
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Upload(8, 8, RandomHalfBytes(8, 8, 6), "", &info).ok());
+  ReplyLosingProxy proxy(server().port());
+  proxy.LoseTheReplyTo(info.handle());
+  gemmc::ClientOptions o = Options(false);
+  o.target = "127.0.0.1:" + std::to_string(proxy.port());
+  gemmc::GemmClient plain(o);
+  EXPECT_EQ(plain.Delete(info.handle()).error_code(), grpc::StatusCode::UNAVAILABLE);
+  int retries = -1;
+  const grpc::Status again = plain.Delete(info.handle(), nullptr, &retries);
+  EXPECT_EQ(again.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(again.error_message(), ::testing::Not(::testing::HasSubstr("earlier attempt")));
   EXPECT_EQ(retries, 0);
 }
 

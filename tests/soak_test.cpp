@@ -254,7 +254,8 @@ class SoakTest : public ::testing::Test {
       return stored_.back().get();
     };
     // The B being replaced, byte for byte, then deleted. A retried delete
-    // may find the handle gone: its first attempt deleted it.
+    // may find the handle gone: its first attempt deleted it, and a kill
+    // took the reply (then gRPC's own policy retried it).
     auto retire = [&](const Stored* old) {
       std::string back;
       bool retried = false;
@@ -265,7 +266,15 @@ class SoakTest : public ::testing::Test {
       }
       ++tally_.replaced_intact;
       retried = false;
-      st = Persist([&] { return client.Delete(old->handle); }, &tally_, &rng, &retried);
+      st = Persist(
+          [&] {
+            int retries = 0;
+            grpc::Status s = client.Delete(old->handle, nullptr, &retries);
+            tally_.grpc_retries += retries;
+            retried |= retries > 0;
+            return s;
+          },
+          &tally_, &rng, &retried);
       if (!st.ok() && !(retried && st.error_code() == grpc::StatusCode::NOT_FOUND)) {
         return tally_.Fail("deleting " + old->handle + ": " + st.error_message());
       }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -26,6 +27,17 @@ namespace {
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+
+// A client's gRPC retry policy marks retried attempts; the number is echoed
+// back so the client can count its retries (gemmc::RetriesOf). 0 for a
+// first attempt.
+int EchoPreviousAttempts(grpc::CallbackServerContext* ctx) {
+  const auto it = ctx->client_metadata().find("grpc-previous-rpc-attempts");
+  if (it == ctx->client_metadata().end()) return 0;
+  const std::string attempts(it->second.data(), it->second.size());
+  ctx->AddTrailingMetadata("gemmd-previous-attempts", attempts);
+  return std::atoi(attempts.c_str());
+}
 
 }  // namespace
 
@@ -117,11 +129,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
                                                 grpc::ByteBuffer* response) {
   Caller caller;
   if (auto* rejected = RejectUnauthenticated("Multiply", ctx, &caller)) return rejected;
-  // A client's gRPC retry policy marks retried attempts; echoed back so the
-  // client can count its retries (gemmc::RetriesOf).
-  if (const auto it = ctx->client_metadata().find("grpc-previous-rpc-attempts"); it != ctx->client_metadata().end()) {
-    ctx->AddTrailingMetadata("gemmd-previous-attempts", std::string(it->second.data(), it->second.size()));
-  }
+  EchoPreviousAttempts(ctx);
   auto call = std::make_shared<MultiplyCall>();
   call->ctx = ctx;
   call->caller = caller;
@@ -559,8 +567,16 @@ grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext*
   Caller caller;
   if (auto* rejected = RejectUnauthenticated("DeleteMatrix", ctx, &caller)) return rejected;
   const auto start = Clock::now();
+  const int previous_attempts = EchoPreviousAttempts(ctx);
   auto freed = store_.Delete(req->handle(), caller);
   if (freed.ok()) resp->set_freed_bytes(*freed);
+  // A connection lost after the delete but before its reply makes gRPC's
+  // retry policy send the call again, and the retry finds nothing.
+  if (absl::IsNotFound(freed.status()) && previous_attempts > 0) {
+    freed = absl::NotFoundError(std::string(freed.status().message()) + "; this was attempt " +
+                                std::to_string(previous_attempts + 1) +
+                                " of the call, so an earlier attempt may have deleted it before its reply was lost");
+  }
   auto* reactor = ctx->DefaultReactor();
   FinishSimple("DeleteMatrix", reactor, freed.status(), start, "handle=" + req->handle());
   return reactor;

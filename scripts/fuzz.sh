@@ -24,7 +24,7 @@ for target in "${targets[@]}"; do
       grep -o '[0-9]*$') runs in ${seconds} s, nothing found"
   else
     echo "fuzz $target: FOUND something (build-fuzz/findings/$target.log):"
-    grep -E "ERROR|SUMMARY|==[0-9]+==" build-fuzz/findings/$target.log | head -5
+    grep -m5 -E "ERROR|SUMMARY|==[0-9]+==" build-fuzz/findings/$target.log || true
     status=1
   fi
   rm -rf "$corpus"

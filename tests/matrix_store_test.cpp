@@ -120,6 +120,12 @@ TEST(MatrixStore, RefusesBadShapesOverflowAndShortOrLongUploads) {
   EXPECT_EQ(store.Reserve(0, 5, "", kOwner).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.Reserve(5, -1, "", kOwner).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.Reserve(int64_t{1} << 62, 8, "", kOwner).status().code(), absl::StatusCode::kResourceExhausted);
+  // 2^64 - 128 bytes: no product overflows, but adding the bookkeeping to
+  // it would wrap to a charge of a few hundred bytes (the fuzzer found it).
+  const auto near_wrap = store.Reserve((int64_t{1} << 62) - 16, 4, "x", kOwner);
+  EXPECT_EQ(near_wrap.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(near_wrap.status().message()), HasSubstr("larger than the whole quota of 1048576 bytes"));
+  EXPECT_EQ(store.used_bytes(), 0u);
 
   auto p = store.Reserve(2, 2, "", kOwner);
   ASSERT_TRUE(p.ok());

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string_view>
@@ -40,7 +41,7 @@ std::string HumanBytes(double b) {
   return buf;
 }
 
-bool WriteFile(const std::string& path, const std::string& bytes) {
+bool WriteFile(const std::string& path, std::string_view bytes) {
   std::ofstream f(path, std::ios::binary);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return static_cast<bool>(f);
@@ -299,17 +300,21 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
 
   if (!a.out_file.empty()) {
     std::string d = std::move(*resp.mutable_d());
+    std::unique_ptr<char[]> d_ranges;  // untouched memory, for DownloadParallel
+    std::string_view d_bytes_got = d;
     if (!resp.d_handle().empty()) {
       const auto t = Clock::now();
-      const grpc::Status dst = parallel ? DownloadParallel(clients, resp.d_handle(), d_bytes, &d)
+      if (parallel) d_ranges.reset(new char[d_bytes]);
+      const grpc::Status dst = parallel ? DownloadParallel(clients, resp.d_handle(), d_bytes, d_ranges.get())
                                         : client.Download(resp.d_handle(), &d, nullptr, ProgressPrinter("download D"));
+      d_bytes_got = parallel ? std::string_view(d_ranges.get(), d_bytes) : std::string_view(d);
       download_seconds = std::chrono::duration<double>(Clock::now() - t).count();
       client.Delete(resp.d_handle());
       if (!dst.ok()) return Fail("download D", dst);
       resp.clear_d_handle();
     }
     end_to_end = std::chrono::duration<double>(Clock::now() - start).count();
-    if (!WriteFile(a.out_file, d)) return std::cerr << "error: cannot write " << a.out_file << "\n", 2;
+    if (!WriteFile(a.out_file, d_bytes_got)) return std::cerr << "error: cannot write " << a.out_file << "\n", 2;
   }
   if (a.json) {
     resp.clear_d();

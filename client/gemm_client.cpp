@@ -314,8 +314,7 @@ std::vector<std::unique_ptr<GemmClient>> OwnConnections(const GemmClient& client
 }
 
 grpc::Status DownloadParallel(const std::vector<GemmClient*>& clients, const std::string& handle, uint64_t bytes,
-                              std::string* out) {
-  out->resize(bytes);
+                              char* out) {
   const uint64_t n = clients.size();
   // Whole fp16 elements per range; the last takes the rest.
   const uint64_t share = bytes / n / 2 * 2;
@@ -324,7 +323,7 @@ grpc::Status DownloadParallel(const std::vector<GemmClient*>& clients, const std
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t offset = i * share, length = i + 1 == n ? bytes - offset : share;
     threads.emplace_back([&, i, offset, length] {
-      status[i] = length == 0 ? grpc::Status::OK : clients[i]->DownloadRange(handle, offset, length, out->data() + offset);
+      status[i] = length == 0 ? grpc::Status::OK : clients[i]->DownloadRange(handle, offset, length, out + offset);
     });
   }
   for (auto& t : threads) t.join();

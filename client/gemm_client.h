@@ -130,8 +130,11 @@ std::string CodeName(grpc::StatusCode code);
 // is handled by one thread at a time on each side.
 std::vector<std::unique_ptr<GemmClient>> OwnConnections(const GemmClient& client, size_t count);
 
-// A stored matrix of `bytes` bytes, fetched in one range per client at once.
+// A stored matrix of `bytes` bytes, fetched in one range per client at once
+// into `out`, which holds `bytes`. Memory the caller has not touched is best:
+// each range's thread then maps its own pages, where zeroing the whole
+// buffer first (std::string::resize) costs one thread more than a copy.
 grpc::Status DownloadParallel(const std::vector<GemmClient*>& clients, const std::string& handle, uint64_t bytes,
-                              std::string* out);
+                              char* out);
 
 }  // namespace gemmc

@@ -49,6 +49,10 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
       ->envname("GEMMD_MATRIX_QUOTA_BYTES")->transform(size)->capture_default_str();
   app.add_option("--max-matrices", c.max_matrices, "stored matrices at a time (each also holds quota)")
       ->envname("GEMMD_MAX_MATRICES")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))->capture_default_str();
+  app.add_option("--reuse-host-bytes", c.reuse_host_bytes,
+                 "memory of deleted matrices kept for the next matrix of the same size, so that it is not faulted in "
+                 "and zeroed again (outside the quota; 0 frees at once)")
+      ->envname("GEMMD_REUSE_HOST_BYTES")->transform(size)->capture_default_str();
   app.add_option("--matrix-dir", c.matrix_dir,
                  "keep stored matrices on disk here too, so handles survive a restart, a crash or kill -9 (an upload "
                  "is acknowledged once its file is fsynced); empty keeps them in memory only")

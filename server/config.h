@@ -27,6 +27,7 @@ struct ServerConfig {
   uint64_t matrix_quota_bytes = 8ull << 30;       // all stored matrices together
   uint64_t max_matrices = 10000;                  // stored matrices at a time
   std::string matrix_dir;                         // stored matrices also on disk here; "" = memory only
+  uint64_t reuse_host_bytes = 512ull << 20;       // deleted matrices' memory kept for reuse
   uint32_t max_repeats = 100;
   double shutdown_grace_seconds = 30;             // in-flight work gets this long
   double drain_delay_seconds = 0;                 // NOT_SERVING, still serving, before the listener closes

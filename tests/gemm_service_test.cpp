@@ -299,8 +299,8 @@ TEST_F(GemmServiceTest, AParallelDownloadOverOwnConnectionsReassemblesTheMatrix)
     const auto own = gemmc::OwnConnections(client(), n);
     std::vector<gemmc::GemmClient*> clients;
     for (const auto& c : own) clients.push_back(c.get());
-    std::string got;
-    ASSERT_TRUE(gemmc::DownloadParallel(clients, info.handle(), m.size(), &got).ok()) << n;
+    std::string got(m.size(), '\0');
+    ASSERT_TRUE(gemmc::DownloadParallel(clients, info.handle(), m.size(), got.data()).ok()) << n;
     EXPECT_EQ(got, m) << n << " connections";
   }
 }

@@ -23,21 +23,22 @@ QuotaReservation::~QuotaReservation() {
   on_change_();
 }
 
-absl::Status PendingMatrix::Append(std::string_view bytes) {
+absl::Status PendingMatrix::Append(const HostBytes& bytes) {
   if (bytes.size() > this->bytes() - received_) {
     return absl::InvalidArgumentError("upload sends more than rows*cols*2 = " +
                                       std::to_string(this->bytes()) + " bytes");
   }
-  std::memcpy(reinterpret_cast<char*>(data()) + received_, bytes.data(), bytes.size());
+  bytes.CopyTo(reinterpret_cast<char*>(data()) + received_, 0, bytes.size());
   received_ += bytes.size();
   return absl::OkStatus();
 }
 
 MatrixStore::MatrixStore(uint64_t quota_bytes, std::function<void(uint64_t, size_t)> on_usage,
-                         size_t max_matrices)
+                         size_t max_matrices, std::shared_ptr<HostBufferPool> buffers)
     : quota_(quota_bytes),
       max_matrices_(max_matrices),
       on_usage_(std::move(on_usage)),
+      buffers_(buffers ? std::move(buffers) : HostBufferPool::Create(0)),
       rng_state_(std::random_device{}()) {
   rng_state_ ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
@@ -101,7 +102,7 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows
   m.desc_.bytes = bytes;
   m.desc_.label = std::move(label);
   m.desc_.owner = std::move(owner);
-  m.data_.reset(new (std::nothrow) uint16_t[bytes / 2]);
+  m.data_ = buffers_->Take(bytes);
   if (!m.data_) {
     return absl::ResourceExhaustedError("the server could not allocate " + std::to_string(bytes) +
                                         " bytes of host memory");
@@ -146,7 +147,8 @@ size_t MatrixStore::AttachFiles(std::unique_ptr<MatrixFiles> files) {
     usage_->matrices.fetch_add(1);
     m->reservation_ = std::make_unique<QuotaReservation>(usage_, charge, [this] { Publish(); });
     m->desc_ = desc;
-    m->data_.reset(new uint16_t[desc.bytes / 2]);
+    m->data_ = buffers_->Take(desc.bytes);
+    if (!m->data_) throw std::bad_alloc();
     std::memcpy(m->data_.get(), data.data(), desc.bytes);
     std::lock_guard lock(mu_);
     matrices_.emplace(desc.handle, std::move(m));

@@ -17,6 +17,9 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/host_buffer_pool.h"
+#include "engine/host_bytes.h"
+
 namespace gemmd {
 
 struct MatrixDescription {
@@ -69,7 +72,7 @@ class StoredMatrix {
  private:
   friend class MatrixStore;
   MatrixDescription desc_;
-  std::unique_ptr<uint16_t[]> data_;
+  HostBuffer data_;
   std::unique_ptr<QuotaReservation> reservation_;
 };
 
@@ -78,7 +81,8 @@ class StoredMatrix {
 class PendingMatrix {
  public:
   // Appends the next bytes; INVALID_ARGUMENT past the matrix's size.
-  absl::Status Append(std::string_view bytes);
+  absl::Status Append(const HostBytes& bytes);
+  absl::Status Append(std::string_view bytes) { return Append(HostBytes(bytes.data(), bytes.size())); }
   uint64_t received() const { return received_; }
   uint64_t bytes() const { return matrix_->description().bytes; }
   uint16_t* data() { return matrix_->mutable_data(); }
@@ -108,9 +112,10 @@ class MatrixStore {
   // `on_usage` sees (bytes used, matrices stored) after every change, under
   // the store's lock: it must not call back into the store. At most
   // `max_matrices` matrices (stored or being written) at a time.
+  // Deleted matrices' memory goes to `buffers` for reuse (none: freed).
   explicit MatrixStore(uint64_t quota_bytes,
                        std::function<void(uint64_t, size_t)> on_usage = [](uint64_t, size_t) {},
-                       size_t max_matrices = kDefaultMaxMatrices);
+                       size_t max_matrices = kDefaultMaxMatrices, std::shared_ptr<HostBufferPool> buffers = nullptr);
   ~MatrixStore();
   MatrixStore(const MatrixStore&) = delete;
   MatrixStore& operator=(const MatrixStore&) = delete;
@@ -150,6 +155,7 @@ class MatrixStore {
   const size_t max_matrices_;
   std::function<void(uint64_t, size_t)> on_usage_;
   std::shared_ptr<StoreUsage> usage_ = std::make_shared<StoreUsage>();
+  std::shared_ptr<HostBufferPool> buffers_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<StoredMatrix>, std::less<>> matrices_;
   uint64_t rng_state_;

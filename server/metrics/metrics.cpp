@@ -120,6 +120,11 @@ Metrics::Metrics()
                        .Help("Quota for stored matrices")
                        .Register(*registry_)
                        .Add({})),
+      reusable_host_bytes_(BuildGauge()
+                               .Name("gemm_reusable_host_bytes")
+                               .Help("Host memory of deleted matrices kept for reuse (--reuse-host-bytes)")
+                               .Register(*registry_)
+                               .Add({})),
       queue_capacity_(BuildGauge()
                           .Name("gemm_queue_capacity")
                           .Help("Requests that may wait for a device, all devices together")
@@ -206,6 +211,8 @@ void Metrics::SetResidentMatrices(uint64_t bytes, size_t count) {
 }
 
 void Metrics::SetQuota(uint64_t bytes) { quota_bytes_.Set(static_cast<double>(bytes)); }
+
+void Metrics::SetReusableHostBytes(uint64_t bytes) { reusable_host_bytes_.Set(static_cast<double>(bytes)); }
 
 void Metrics::SetQueueCapacity(uint32_t requests) { queue_capacity_.Set(static_cast<double>(requests)); }
 

@@ -52,6 +52,7 @@ class Metrics {
   void AddInFlight(double delta);
   void SetResidentMatrices(uint64_t bytes, size_t count);
   void SetQuota(uint64_t bytes);
+  void SetReusableHostBytes(uint64_t bytes);
   void SetBuildInfo(const std::string& version, const std::string& engine);
 
   prometheus::Registry& registry() { return *registry_; }
@@ -80,6 +81,7 @@ class Metrics {
   prometheus::Gauge& resident_bytes_;
   prometheus::Gauge& resident_matrices_;
   prometheus::Gauge& quota_bytes_;
+  prometheus::Gauge& reusable_host_bytes_;
   prometheus::Gauge& queue_capacity_;
   prometheus::Family<prometheus::Gauge>& build_info_;
 };

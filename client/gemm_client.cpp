@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "wire/slice_reader.h"
+
 namespace gemmc {
 
 const char kRetryServiceConfig[] = R"({
@@ -87,12 +89,53 @@ grpc::Status GemmClient::Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1
 
 namespace {
 
-void AppendVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
+using gemm::wire::AppendVarint;
+
+// The generated stub's own stream factories with byte buffers for messages,
+// so that a matrix's bytes are not copied into and out of protobuf messages
+// (gRPC's public generic stub has no blocking streams).
+const grpc::internal::RpcMethod kUploadMethod("/gemm.v1.GemmService/UploadMatrix",
+                                              grpc::internal::RpcMethod::CLIENT_STREAMING);
+const grpc::internal::RpcMethod kDownloadMethod("/gemm.v1.GemmService/DownloadMatrix",
+                                                grpc::internal::RpcMethod::SERVER_STREAMING);
+
+// One MatrixChunk as it arrived: its data where it lies in gRPC's slices.
+struct ChunkView {
+  std::vector<grpc::Slice> slices;
+  bool has_info = false;
+  gemm::v1::MatrixInfo info;
+  uint64_t offset = 0, size = 0;
+  std::vector<std::pair<const char*, size_t>> data;
+  void CopyTo(char* dst) const {
+    for (const auto& [p, n] : data) dst = static_cast<char*>(std::memcpy(dst, p, n)) + n;
   }
-  out->push_back(static_cast<char>(v));
+};
+
+// Fields as protobuf reads them: the last offset and data win, infos merge.
+bool ParseChunk(const grpc::ByteBuffer& buffer, ChunkView* out) {
+  *out = ChunkView();
+  if (!buffer.Dump(&out->slices).ok()) return false;
+  gemm::wire::SliceReader r(out->slices);
+  std::string info, unknown;
+  while (r.remaining() > 0) {
+    uint64_t tag, v;
+    if (!r.ReadVarint(&tag)) return false;
+    if (tag == gemm::wire::Tag(1, gemm::wire::kLengthDelimited)) {
+      if (!r.ReadVarint(&v) || !r.Take(v, &info)) return false;
+      out->has_info = true;
+    } else if (tag == gemm::wire::Tag(2, gemm::wire::kVarint)) {
+      if (!r.ReadVarint(&out->offset)) return false;
+    } else if (tag == gemm::wire::Tag(3, gemm::wire::kLengthDelimited)) {
+      out->data.clear();
+      if (!r.ReadVarint(&v) || !r.Walk(v, [out](const char* p, size_t n) { out->data.emplace_back(p, n); })) {
+        return false;
+      }
+      out->size = v;
+    } else if ((tag >> 3) == 0 || !gemm::wire::CopyField(r, tag, &unknown)) {
+      return false;
+    }
+  }
+  return !out->has_info || out->info.ParseFromString(info);
 }
 
 }  // namespace
@@ -230,54 +273,33 @@ grpc::Status GemmClient::Upload(int64_t rows, int64_t cols, std::string_view byt
                                 gemm::v1::MatrixInfo* info, const Progress& progress, uint64_t chunk_bytes) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
-  auto writer = stub_->UploadMatrix(&ctx, info);
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
+      grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel_.get(), kUploadMethod, &ctx, info));
   if (chunk_bytes == 0) chunk_bytes = ChunkBytes();
-  gemm::v1::UploadMatrixRequest msg;
-  msg.mutable_header()->set_rows(rows);
-  msg.mutable_header()->set_cols(cols);
-  msg.mutable_header()->set_label(label);
+  gemm::v1::UploadMatrixRequest first;  // the header, in the first message only
+  first.mutable_header()->set_rows(rows);
+  first.mutable_header()->set_cols(cols);
+  first.mutable_header()->set_label(label);
   uint64_t offset = 0;
   do {
+    // The message's fields, then its data (field 2) as a slice of `bytes`
+    // itself, which outlives the call.
     const uint64_t len = std::min<uint64_t>(chunk_bytes, bytes.size() - offset);
-    msg.set_data(bytes.data() + offset, len);
-    if (!writer->Write(msg)) break;  // the server ended the call; Finish says why
+    std::string head = offset == 0 ? first.SerializeAsString() : std::string();
+    AppendVarint(&head, gemm::wire::Tag(2, gemm::wire::kLengthDelimited));
+    AppendVarint(&head, len);
+    grpc::Slice slices[2] = {grpc::Slice(head), grpc::Slice(bytes.data() + offset, len, grpc::Slice::STATIC_SLICE)};
+    if (!writer->Write(grpc::ByteBuffer(slices, len == 0 ? 1 : 2))) break;  // the server ended the call; Finish says why
     offset += len;
-    msg.clear_header();
     if (progress) progress(offset, bytes.size());
   } while (offset < bytes.size());
   writer->WritesDone();
   return writer->Finish();
 }
 
-grpc::Status GemmClient::Download(const std::string& handle, std::string* bytes, gemm::v1::MatrixInfo* info,
-                                  const Progress& progress) {
-  grpc::ClientContext ctx;
-  Prepare(&ctx);
-  gemm::v1::DownloadMatrixRequest req;
-  req.set_handle(handle);
-  req.set_chunk_bytes(ChunkBytes());
-  auto reader = stub_->DownloadMatrix(&ctx, req);
-  gemm::v1::MatrixChunk chunk;
-  uint64_t total = 0;
-  bytes->clear();
-  while (reader->Read(&chunk)) {
-    if (chunk.has_info()) {
-      total = chunk.info().bytes();
-      bytes->reserve(total);
-      if (info) *info = chunk.info();
-    }
-    if (chunk.offset() != bytes->size()) {
-      ctx.TryCancel();
-      reader->Finish();
-      return grpc::Status(grpc::StatusCode::DATA_LOSS, "download chunk out of order");
-    }
-    bytes->append(chunk.data());
-    if (progress) progress(bytes->size(), total);
-  }
-  return reader->Finish();
-}
-
-grpc::Status GemmClient::DownloadRange(const std::string& handle, uint64_t offset, uint64_t length, char* dst) {
+grpc::Status GemmClient::ReadChunks(const std::string& handle, uint64_t offset, uint64_t length,
+                                    const std::function<bool(const gemm::v1::MatrixInfo*, uint64_t, uint64_t,
+                                                             const std::function<void(char*)>&)>& sink) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
   gemm::v1::DownloadMatrixRequest req;
@@ -285,19 +307,55 @@ grpc::Status GemmClient::DownloadRange(const std::string& handle, uint64_t offse
   req.set_chunk_bytes(ChunkBytes());
   req.set_offset(offset);
   req.set_length(length);
-  auto reader = stub_->DownloadMatrix(&ctx, req);
-  gemm::v1::MatrixChunk chunk;
-  uint64_t done = 0;
-  while (reader->Read(&chunk)) {
-    if (chunk.offset() != offset + done || chunk.data().size() > length - done) {
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel_.get(), kDownloadMethod, &ctx, req));
+  grpc::ByteBuffer message;
+  ChunkView chunk;
+  while (reader->Read(&message)) {
+    if (!ParseChunk(message, &chunk)) {
       ctx.TryCancel();
       reader->Finish();
-      return grpc::Status(grpc::StatusCode::DATA_LOSS, "download chunk outside the range asked for");
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "a download chunk is not a MatrixChunk");
     }
-    std::memcpy(dst + done, chunk.data().data(), chunk.data().size());
-    done += chunk.data().size();
+    if (!sink(chunk.has_info ? &chunk.info : nullptr, chunk.offset, chunk.size,
+              [&chunk](char* dst) { chunk.CopyTo(dst); })) {
+      ctx.TryCancel();
+      reader->Finish();
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "a download chunk arrived out of order or outside the range "
+                                                       "asked for");
+    }
   }
-  grpc::Status st = reader->Finish();
+  return reader->Finish();
+}
+
+grpc::Status GemmClient::Download(const std::string& handle, std::string* bytes, gemm::v1::MatrixInfo* info,
+                                  const Progress& progress) {
+  bytes->clear();
+  uint64_t total = 0;
+  return ReadChunks(handle, 0, 0, [&](const gemm::v1::MatrixInfo* first, uint64_t offset, uint64_t size,
+                                      const std::function<void(char*)>& copy_to) {
+    if (first) {
+      total = first->bytes();
+      bytes->reserve(total);
+      if (info) *info = *first;
+    }
+    if (offset != bytes->size() || size > total - offset) return false;
+    bytes->resize(offset + size);
+    copy_to(bytes->data() + offset);
+    if (progress) progress(bytes->size(), total);
+    return true;
+  });
+}
+
+grpc::Status GemmClient::DownloadRange(const std::string& handle, uint64_t offset, uint64_t length, char* dst) {
+  uint64_t done = 0;
+  grpc::Status st = ReadChunks(handle, offset, length, [&](const gemm::v1::MatrixInfo*, uint64_t at, uint64_t size,
+                                                            const std::function<void(char*)>& copy_to) {
+    if (at != offset + done || size > length - done) return false;
+    copy_to(dst + done);
+    done += size;
+    return true;
+  });
   if (st.ok() && done != length) {
     return grpc::Status(grpc::StatusCode::DATA_LOSS, "the download ended after " + std::to_string(done) + " of " +
                                                          std::to_string(length) + " bytes");

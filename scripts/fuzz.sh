@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The libFuzzer targets (tests/fuzz), each run for FUZZ_SECONDS (default
-# 30) from its committed seed corpus: request validation, the upload state
-# machine, the flag parser, Multiply's zero-copy wire parser. Built with clang, coverage instrumentation,
-# ASan and UBSan in build-fuzz; a crash, a sanitizer report, a leak or a
+# 30) from its committed seed corpus: request validation, the upload wire
+# parser and state machine, the flag parser, Multiply's zero-copy wire
+# parser. Built with clang, coverage instrumentation, ASan and UBSan in
+# build-fuzz; a crash, a sanitizer report, a leak or a
 # timeout fails the run, and the input that did it is kept in
 # build-fuzz/findings.
 set -euo pipefail

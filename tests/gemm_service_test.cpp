@@ -529,6 +529,40 @@ TEST_F(GemmServiceTest, AnUploadWithoutHeaderIsRefused) {
   ExpectError(writer->Finish(), grpc::StatusCode::INVALID_ARGUMENT, "first UploadMatrix message must carry the header");
 }
 
+// Bytes that are no message at all, where the server reads the matrix
+// streams' messages itself (api/matrix_wire.h).
+TEST_F(GemmServiceTest, MatrixStreamsRefuseBytesThatAreNotTheirMessages) {
+  const std::string garbage("\x12\xff\xff\xff\xff\x0f", 6);  // data longer than the message
+  grpc::Slice slice(garbage);
+  const grpc::ByteBuffer bad(&slice, 1);
+  {
+    grpc::ClientContext ctx;
+    gemm::v1::MatrixInfo info;
+    std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
+        client().channel().get(),
+        grpc::internal::RpcMethod("/gemm.v1.GemmService/UploadMatrix", grpc::internal::RpcMethod::CLIENT_STREAMING),
+        &ctx, &info));
+    writer->Write(bad);
+    writer->WritesDone();
+    ExpectError(writer->Finish(), grpc::StatusCode::INVALID_ARGUMENT,
+                "the message is not an UploadMatrixRequest in the protobuf wire format");
+  }
+  {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+        client().channel().get(),
+        grpc::internal::RpcMethod("/gemm.v1.GemmService/DownloadMatrix", grpc::internal::RpcMethod::SERVER_STREAMING),
+        &ctx, bad));
+    grpc::ByteBuffer chunk;
+    EXPECT_FALSE(reader->Read(&chunk));
+    ExpectError(reader->Finish(), grpc::StatusCode::INVALID_ARGUMENT,
+                "the request is not a DownloadMatrixRequest in the protobuf wire format");
+  }
+  gemm::v1::ListMatricesResponse list;
+  ASSERT_TRUE(client().ListMatrices(&list).ok());
+  EXPECT_EQ(list.used_bytes(), 0u);
+}
+
 TEST_F(GemmServiceTest, ALabelOverTheLimitIsRefused) {
   gemm::v1::MatrixInfo info;
   ExpectError(client().Upload(1, 1, std::string(2, '\0'), std::string(3 << 20, 'x'), &info),

@@ -540,24 +540,24 @@ class Rejected final : public Reactor {
 
 }  // namespace
 
-grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* GemmService::UploadMatrix(grpc::CallbackServerContext* ctx,
-                                                                                  MatrixInfo* resp) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* GemmService::UploadMatrix(grpc::CallbackServerContext* ctx,
+                                                                     grpc::ByteBuffer* resp) {
   auto caller = options_.identity.Identify(*ctx);
   if (!caller.ok()) {
     RecordRejected("UploadMatrix", caller.status());
-    return new Rejected<grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>>(ToGrpc(caller.status()));
+    return new Rejected<grpc::ServerReadReactor<grpc::ByteBuffer>>(ToGrpc(caller.status()));
   }
   return StartUpload(ctx, store_, metrics_, watchdog_, std::move(*caller), resp);
 }
 
-grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* GemmService::DownloadMatrix(
-    grpc::CallbackServerContext* ctx, const gemm::v1::DownloadMatrixRequest* req) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* GemmService::DownloadMatrix(grpc::CallbackServerContext* ctx,
+                                                                        const grpc::ByteBuffer* request) {
   auto caller = options_.identity.Identify(*ctx);
   if (!caller.ok()) {
     RecordRejected("DownloadMatrix", caller.status());
-    return new Rejected<grpc::ServerWriteReactor<gemm::v1::MatrixChunk>>(ToGrpc(caller.status()));
+    return new Rejected<grpc::ServerWriteReactor<grpc::ByteBuffer>>(ToGrpc(caller.status()));
   }
-  return StartDownload(ctx, store_, metrics_, watchdog_, *caller, *req, options_.default_chunk_bytes,
+  return StartDownload(ctx, store_, metrics_, watchdog_, *caller, *request, options_.default_chunk_bytes,
                        options_.limits.max_message_bytes);
 }
 

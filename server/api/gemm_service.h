@@ -35,10 +35,13 @@ struct ServiceOptions {
   std::function<uint32_t(const std::string& device)> sm_clock_mhz;
 };
 
-// Multiply is a raw method (its messages as byte buffers: multiply_wire.h),
-// so that inline matrices are not copied on their way in or out.
+// Multiply, UploadMatrix and DownloadMatrix are raw methods (their messages
+// as byte buffers: multiply_wire.h, matrix_wire.h), so that matrices are not
+// copied on their way in or out.
 class GemmService final
-    : public gemm::v1::GemmService::WithRawCallbackMethod_Multiply<gemm::v1::GemmService::CallbackService> {
+    : public gemm::v1::GemmService::WithRawCallbackMethod_Multiply<
+          gemm::v1::GemmService::WithRawCallbackMethod_UploadMatrix<
+              gemm::v1::GemmService::WithRawCallbackMethod_DownloadMatrix<gemm::v1::GemmService::CallbackService>>> {
  public:
   GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& store, Metrics& metrics,
               ServiceOptions options);
@@ -48,10 +51,10 @@ class GemmService final
   grpc::ServerUnaryReactor* ListKernels(grpc::CallbackServerContext* ctx,
                                         const gemm::v1::ListKernelsRequest* req,
                                         gemm::v1::ListKernelsResponse* resp) override;
-  grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* UploadMatrix(grpc::CallbackServerContext* ctx,
-                                                                       gemm::v1::MatrixInfo* resp) override;
-  grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* DownloadMatrix(
-      grpc::CallbackServerContext* ctx, const gemm::v1::DownloadMatrixRequest* req) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* UploadMatrix(grpc::CallbackServerContext* ctx,
+                                                          grpc::ByteBuffer* resp) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* DownloadMatrix(grpc::CallbackServerContext* ctx,
+                                                             const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* DeleteMatrix(grpc::CallbackServerContext* ctx,
                                          const gemm::v1::DeleteMatrixRequest* req,
                                          gemm::v1::DeleteMatrixResponse* resp) override;

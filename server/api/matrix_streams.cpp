@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/gemm_service.h"  // ToGrpc
+#include "api/matrix_wire.h"
 #include "api/upload_session.h"
 
 namespace gemmd {
@@ -40,10 +41,10 @@ void FillInfo(const MatrixDescription& d, MatrixInfo* out) {
 
 namespace {
 
-class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest> {
+class UploadReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   UploadReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Metrics& metrics, StreamWatchdog& watchdog,
-                Caller owner, MatrixInfo* resp)
+                Caller owner, grpc::ByteBuffer* resp)
       : ctx_(ctx),
         store_(store),
         metrics_(metrics),
@@ -64,10 +65,17 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
       if (idle_) return Done(IdleError(watchdog_, "upload sent nothing"));
       auto desc = session_.Finish();
       if (!desc.ok()) return Done(desc.status());
-      FillInfo(*desc, resp_);
+      handle_ = desc->handle;
+      MatrixInfo info;
+      FillInfo(*desc, &info);
+      grpc::Slice reply(info.SerializeAsString());
+      *resp_ = grpc::ByteBuffer(&reply, 1);
       return Done(absl::OkStatus());
     }
-    if (auto st = session_.OnMessage(msg_); !st.ok()) return Done(st);
+    auto st = ParseUploadMessage(msg_, &wire_);
+    if (st.ok()) st = session_.OnMessage(wire_.fields, wire_.data);
+    if (!st.ok()) return Done(st);
+    wire_.slices.clear();  // the chunk is in the store: its slices go back to gRPC
     msg_.Clear();
     StartRead(&msg_);
   }
@@ -76,7 +84,7 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
   void OnDone() override {
     watchdog_.Forget(watch_);
     // Cancelled after the commit: nobody holds the handle, so free it.
-    if (cancelled_ && !resp_->handle().empty()) (void)store_.Delete(resp_->handle(), owner_);
+    if (cancelled_ && !handle_.empty()) (void)store_.Delete(handle_, owner_);
     delete this;
   }
 
@@ -86,7 +94,7 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
     const double seconds = SecondsSince(start_);
     metrics_.RecordRequest("UploadMatrix", std::nullopt, CodeName(status.code()), seconds);
     spdlog::info("UploadMatrix status={} latency_ms={:.3f} {} handle={}{}", CodeName(status.code()),
-                 seconds * 1e3, session_.detail(), resp_->handle(),
+                 seconds * 1e3, session_.detail(), handle_,
                  status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
     Finish(ToGrpc(status));
   }
@@ -97,23 +105,30 @@ class UploadReactor final : public grpc::ServerReadReactor<gemm::v1::UploadMatri
   StreamWatchdog& watchdog_;
   StreamWatchdog::Id watch_ = 0;
   Caller owner_;
-  MatrixInfo* resp_;
+  grpc::ByteBuffer* resp_;
+  std::string handle_;  // once committed
   std::atomic<bool> cancelled_{false}, idle_{false};
-  gemm::v1::UploadMatrixRequest msg_;
+  grpc::ByteBuffer msg_;
+  UploadWireMessage wire_;
   UploadSession session_;
   Clock::time_point start_ = Clock::now();
 };
 
-class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixChunk> {
+class DownloadReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   DownloadReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Metrics& metrics, StreamWatchdog& watchdog,
-                  const Caller& caller, const gemm::v1::DownloadMatrixRequest& req, uint64_t default_chunk,
+                  const Caller& caller, const grpc::ByteBuffer& request, uint64_t default_chunk,
                   uint64_t max_message)
       : metrics_(metrics), watchdog_(watchdog) {
     watch_ = watchdog_.Watch([this, ctx] {
       idle_ = true;
       ctx->TryCancel();
     });
+    gemm::v1::DownloadMatrixRequest req;
+    if (std::vector<grpc::Slice> slices; !request.Dump(&slices).ok() || !ParseSlices(slices, &req)) {
+      Done(absl::InvalidArgumentError("the request is not a DownloadMatrixRequest in the protobuf wire format"));
+      return;
+    }
     auto m = store.Get(req.handle(), caller);
     if (!m.ok()) {
       Done(m.status());
@@ -129,10 +144,10 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
     }
     offset_ = req.offset();
     end_ = req.length() == 0 ? total : req.offset() + req.length();
-    FillInfo(matrix_->description(), chunk_msg_.mutable_info());
+    FillInfo(matrix_->description(), &info_);
     // The first chunk carries the info: the margin is its real size plus
     // the offset and the data field's own framing.
-    const uint64_t framing = chunk_msg_.ByteSizeLong() + 32;
+    const uint64_t framing = info_.ByteSizeLong() + 32;
     chunk_ = req.chunk_bytes() == 0 ? default_chunk : req.chunk_bytes();
     chunk_ = std::min<uint64_t>(chunk_, max_message - std::min(max_message - 2, framing));
     chunk_ = std::max<uint64_t>(chunk_ & ~uint64_t{1}, 2);  // whole fp16 elements
@@ -154,12 +169,18 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
  private:
   void WriteNext() {
     const uint64_t len = std::min(chunk_, end_ - offset_);
-    if (sent_ > 0) chunk_msg_.clear_info();
-    chunk_msg_.set_offset(offset_);
-    chunk_msg_.set_data(reinterpret_cast<const char*>(matrix_->data()) + offset_, len);
+    // The chunk's data is the stored matrix's own memory, held until sent.
+    SerializeMatrixChunk(first_ ? &info_ : nullptr, offset_, reinterpret_cast<const char*>(matrix_->data()) + offset_,
+                         len, matrix_, &chunk_msg_);
+    first_ = false;
     offset_ += len;
     sent_ += len;
     StartWrite(&chunk_msg_);
+  }
+  static bool ParseSlices(const std::vector<grpc::Slice>& slices, gemm::v1::DownloadMatrixRequest* req) {
+    std::string bytes;
+    for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    return req->ParseFromString(bytes);
   }
 
   void Done(const absl::Status& status) {
@@ -179,26 +200,26 @@ class DownloadReactor final : public grpc::ServerWriteReactor<gemm::v1::MatrixCh
   uint64_t chunk_ = 0;
   uint64_t offset_ = 0, end_ = 0;  // the range still to send
   uint64_t sent_ = 0;
-  gemm::v1::MatrixChunk chunk_msg_;
+  bool first_ = true;
+  MatrixInfo info_;
+  grpc::ByteBuffer chunk_msg_;
   Clock::time_point start_ = Clock::now();
 };
 
 
 }  // namespace
 
-grpc::ServerReadReactor<gemm::v1::UploadMatrixRequest>* StartUpload(grpc::CallbackServerContext* ctx,
-                                                                    MatrixStore& store, Metrics& metrics,
-                                                                    StreamWatchdog& watchdog, Caller owner,
-                                                                    MatrixInfo* resp) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* StartUpload(grpc::CallbackServerContext* ctx, MatrixStore& store,
+                                                       Metrics& metrics, StreamWatchdog& watchdog, Caller owner,
+                                                       grpc::ByteBuffer* resp) {
   return new UploadReactor(ctx, store, metrics, watchdog, std::move(owner), resp);
 }
 
-grpc::ServerWriteReactor<gemm::v1::MatrixChunk>* StartDownload(grpc::CallbackServerContext* ctx, MatrixStore& store,
-                                                               Metrics& metrics, StreamWatchdog& watchdog,
-                                                               const Caller& caller,
-                                                               const gemm::v1::DownloadMatrixRequest& req,
-                                                               uint64_t default_chunk, uint64_t max_message) {
-  return new DownloadReactor(ctx, store, metrics, watchdog, caller, req, default_chunk, max_message);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* StartDownload(grpc::CallbackServerContext* ctx, MatrixStore& store,
+                                                          Metrics& metrics, StreamWatchdog& watchdog,
+                                                          const Caller& caller, const grpc::ByteBuffer& request,
+                                                          uint64_t default_chunk, uint64_t max_message) {
+  return new DownloadReactor(ctx, store, metrics, watchdog, caller, request, default_chunk, max_message);
 }
 
 }  // namespace gemmd

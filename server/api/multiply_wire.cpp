@@ -2,120 +2,18 @@
 
 #include <string>
 
+#include "wire/slice_reader.h"
+
 namespace gemmd {
 namespace {
 
-constexpr int kWireVarint = 0, kWireFixed64 = 1, kWireLengthDelimited = 2, kWireStartGroup = 3, kWireEndGroup = 4,
-              kWireFixed32 = 5;
-constexpr int kMaxGroupDepth = 100;  // protobuf's own recursion limit
+using gemm::wire::AppendVarint;
+using gemm::wire::CopyField;
+using gemm::wire::SliceReader;
+constexpr int kWireLengthDelimited = gemm::wire::kLengthDelimited;
 constexpr uint64_t kFieldA = 2, kFieldB = 3;       // MultiplyRequest.a, .b
 constexpr uint64_t kFieldData = 1;                 // Operand.data
 constexpr uint64_t kFieldHandle = 2, kFieldRandom = 3, kFieldRowBlocks = 4;  // Operand's other oneof members
-
-void AppendVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-// Reads the protobuf wire format across a list of slices.
-class SliceReader {
- public:
-  explicit SliceReader(const std::vector<grpc::Slice>& slices) : slices_(slices) {
-    for (const auto& s : slices_) remaining_ += s.size();
-    SkipEmpty();
-  }
-  uint64_t remaining() const { return remaining_; }
-
-  bool ReadVarint(uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (remaining_ == 0) return false;
-      const uint8_t byte = slices_[i_].begin()[at_];
-      Advance(1);
-      *v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return true;
-    }
-    return false;  // more than 10 bytes
-  }
-  // The next n bytes, appended to *copy or to *pieces (not copied).
-  bool Take(uint64_t n, std::string* copy) {
-    return Walk(n, [copy](const char* p, size_t len) { copy->append(p, len); });
-  }
-  bool Take(uint64_t n, HostBytes* pieces) {
-    return Walk(n, [pieces](const char* p, size_t len) { pieces->Append(p, len); });
-  }
-
- private:
-  template <typename Sink>
-  bool Walk(uint64_t n, const Sink& sink) {
-    if (n > remaining_) return false;
-    while (n > 0) {
-      const size_t len = static_cast<size_t>(std::min<uint64_t>(n, slices_[i_].size() - at_));
-      sink(reinterpret_cast<const char*>(slices_[i_].begin()) + at_, len);
-      Advance(len);
-      n -= len;
-    }
-    return true;
-  }
-  void Advance(size_t n) {
-    at_ += n;
-    remaining_ -= n;
-    SkipEmpty();
-  }
-  void SkipEmpty() {
-    while (i_ < slices_.size() && at_ == slices_[i_].size()) {
-      ++i_;
-      at_ = 0;
-    }
-  }
-
-  const std::vector<grpc::Slice>& slices_;
-  size_t i_ = 0, at_ = 0;
-  uint64_t remaining_ = 0;
-};
-
-// Copies one field's payload (its tag already read) into *out, tag first.
-// Groups (deprecated, but protobuf still takes them as unknown fields) are
-// copied whole, up to their end tag.
-bool CopyField(SliceReader& r, uint64_t tag, std::string* out, int depth = 0) {
-  AppendVarint(out, tag);
-  switch (tag & 7) {
-    case kWireVarint: {
-      uint64_t v;
-      if (!r.ReadVarint(&v)) return false;
-      AppendVarint(out, v);
-      return true;
-    }
-    case kWireFixed64:
-      return r.Take(8, out);
-    case kWireLengthDelimited: {
-      uint64_t len;
-      if (!r.ReadVarint(&len) || len > r.remaining()) return false;
-      AppendVarint(out, len);
-      return r.Take(len, out);
-    }
-    case kWireFixed32:
-      return r.Take(4, out);
-    case kWireStartGroup: {
-      if (depth >= kMaxGroupDepth) return false;
-      const uint64_t end = (tag & ~uint64_t{7}) | kWireEndGroup;
-      for (;;) {
-        uint64_t inner;
-        if (!r.ReadVarint(&inner) || (inner >> 3) == 0) return false;
-        if (inner == end) {
-          AppendVarint(out, inner);
-          return true;
-        }
-        if (!CopyField(r, inner, out, depth + 1)) return false;
-      }
-    }
-    default:
-      return false;  // an end group without its start, and wire types 6 and 7
-  }
-}
 
 // One operand across all its occurrences, merged as protobuf merges them:
 // the oneof member set last wins, and a data field drops what an earlier
@@ -141,7 +39,7 @@ bool ReadOperand(SliceReader& r, OperandParts* op) {
       uint64_t n;
       if (!r.ReadVarint(&n) || n > r.remaining() - end) return false;
       op->data = HostBytes();
-      if (!r.Take(n, &op->data)) return false;
+      if (!r.Walk(n, [op](const char* p, size_t len) { op->data.Append(p, len); })) return false;
       op->data_last = true;
       op->oneof_fields.clear();
     } else if ((field == kFieldHandle || field == kFieldRandom || field == kFieldRowBlocks) &&

@@ -2,7 +2,7 @@
 
 namespace gemmd {
 
-absl::Status UploadSession::OnMessage(const gemm::v1::UploadMatrixRequest& msg) {
+absl::Status UploadSession::OnMessage(const gemm::v1::UploadMatrixRequest& msg, const HostBytes& data) {
   if (!pending_) {
     if (!msg.has_header()) return absl::InvalidArgumentError("the first UploadMatrix message must carry the header");
     const auto& h = msg.header();
@@ -15,7 +15,7 @@ absl::Status UploadSession::OnMessage(const gemm::v1::UploadMatrixRequest& msg) 
     pending_ = std::move(*pending);
     detail_ = "shape=" + std::to_string(h.rows()) + "x" + std::to_string(h.cols());
   }
-  return pending_->Append(msg.data());
+  return pending_->Append(data);
 }
 
 absl::StatusOr<MatrixDescription> UploadSession::Finish() {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/host_bytes.h"
 #include "engine/matrix_store.h"
 #include "gemm/v1/gemm.pb.h"
 
@@ -21,8 +22,9 @@ class UploadSession {
  public:
   UploadSession(MatrixStore& store, Caller owner) : store_(store), owner_(std::move(owner)) {}
 
-  // One message of the stream; not OK ends the upload.
-  absl::Status OnMessage(const gemm::v1::UploadMatrixRequest& msg);
+  // One message of the stream, its data apart (matrix_wire.h); not OK ends
+  // the upload.
+  absl::Status OnMessage(const gemm::v1::UploadMatrixRequest& fields, const HostBytes& data);
   // The client closed its side: the matrix, committed, or why not.
   absl::StatusOr<MatrixDescription> Finish();
   // Gives the reservation back now (a broken or cancelled upload).

@@ -114,10 +114,13 @@ done >"$OUT/inline4096.json"
 for conns in 4 8; do
   "$bin/grpc-echo-bench" --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5 --connections $conns \
     >>"$OUT/echo.txt"
+  mark=$(($(wc -l <"$OUT/gemmd_main.log") + 1))
   for i in 1 2 3; do
     "$bin/gemm-client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" --b "$work/b4096" \
       --connections $conns --out "$work/d4096" --json
   done >"$OUT/parallel4096_c$conns.json"
+  # Each stream's own time on the server, to set against the client's wall.
+  tail -n +$mark "$OUT/gemmd_main.log" | grep -E "(Upload|Download)Matrix status=OK" >"$OUT/parallel4096_c$conns.streams.log"
 done
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import json, re, sys, statistics
@@ -162,6 +165,13 @@ for row, conns in ((3, 4), (4, 8)):
           f"uploads {pc['uploadSeconds']*1e3:.1f} | Multiply {pc['roundTripSeconds']*1e3:.1f} (server "
           f"{pt['totalSeconds']*1e3:.1f}: upload {pt['uploadSeconds']*1e3:.1f}, download {pt['downloadSeconds']*1e3:.1f}) | "
           f"D in {conns} ranges {pc['downloadSeconds']*1e3:.1f} ms; verified={p['verification']['passed']}")
+    streams = open(f"{out}/parallel4096_c{conns}.streams.log").read().splitlines()
+    ms = lambda kind: [float(re.search(r"latency_ms=([0-9.]+)", l).group(1)) for l in streams if kind in l]
+    up, down = ms("UploadMatrix"), ms("DownloadMatrix")
+    if up and down:
+        print(f"  each stream on the server, median of {len(up)} uploads / {len(down)} downloads: upload "
+              f"{statistics.median(up):.1f} ms (max {max(up):.1f}), download {statistics.median(down):.1f} ms "
+              f"(max {max(down):.1f})")
 PY
 
 # Every step through gemm-client, verified against cuBLAS on the server: the

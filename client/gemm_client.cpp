@@ -136,6 +136,33 @@ bool ParseChunk(const grpc::ByteBuffer& buffer, ChunkView* out) {
   return !out->has_info || out->info.ParseFromString(info);
 }
 
+// D (field 3) gathered from gRPC's slices into one string reserved at its
+// size, and the other fields parsed by protobuf: protobuf's own parse of a
+// 32 MiB D took 23 ms on an H100 machine.
+bool ParseMultiplyResponse(const grpc::ByteBuffer& buffer, gemm::v1::MultiplyResponse* out) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return false;
+  gemm::wire::SliceReader r(slices);
+  std::string rest, d;
+  bool has_d = false;
+  while (r.remaining() > 0) {
+    uint64_t tag, len;
+    if (!r.ReadVarint(&tag) || (tag >> 3) == 0) return false;
+    if (tag == gemm::wire::Tag(3, gemm::wire::kLengthDelimited)) {
+      if (!r.ReadVarint(&len) || len > r.remaining()) return false;
+      d.clear();
+      d.reserve(len);
+      if (!r.Take(len, &d)) return false;
+      has_d = true;
+    } else if (!gemm::wire::CopyField(r, tag, &rest)) {
+      return false;
+    }
+  }
+  if (!out->ParseFromString(rest)) return false;
+  if (has_d) out->set_d(std::move(d));
+  return true;
+}
+
 }  // namespace
 
 // The protobuf wire format lets a message field appear more than once (the
@@ -203,7 +230,9 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   timing->call_seconds = lap();
   if (!status.ok()) return status;
 
-  status = grpc::GenericDeserialize<grpc::ProtoBufferReader, gemm::v1::MultiplyResponse>(&reply, resp);
+  if (!ParseMultiplyResponse(reply, resp)) {
+    status = grpc::Status(grpc::StatusCode::INTERNAL, "the reply is not a MultiplyResponse in the protobuf wire format");
+  }
   reply.Clear();
   timing->deserialize_seconds = lap();
   return status;

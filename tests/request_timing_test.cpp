@@ -81,6 +81,14 @@ TEST_F(RequestTimingTest, TheClientsPhasesAddUpToItsRoundTrip) {
   EXPECT_LE(sum, round_trip);
   EXPECT_GE(sum, round_trip * 0.95);
   EXPECT_GT(timing.call_seconds, resp.timing().total_seconds());  // the server's work happens inside the call
+  // The reply, parsed with D gathered straight from the slices, is what
+  // protobuf makes of the same request's reply.
+  MultiplyResponse typed;
+  ASSERT_TRUE(client().Multiply(req, &typed).ok());
+  EXPECT_EQ(resp.d(), typed.d());
+  EXPECT_EQ(resp.shape().SerializeAsString(), typed.shape().SerializeAsString());
+  EXPECT_EQ(resp.verification().SerializeAsString(), typed.verification().SerializeAsString());
+  EXPECT_EQ(resp.device(), typed.device());
 }
 
 // Benchmark timing is a request option: accepted, verified all the same.

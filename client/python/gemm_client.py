@@ -84,13 +84,26 @@ class GemmClient:
         return self._stub.UploadMatrix(chunks(), timeout=self._timeout, metadata=self._metadata).handle
 
     def download(self, handle):
+        """A stored matrix as a float16 array."""
+        data, info = self._download(handle, 0, 0)
+        return np.frombuffer(data, dtype="<f2").reshape(info.rows, info.cols)
+
+    def download_bytes(self, handle, offset=0, length=0):
+        """Bytes [offset, offset + length) of a stored matrix (length 0: to
+        the end). Ranges on separate channels fetch one matrix over several
+        connections at once; past the end is OUT_OF_RANGE."""
+        return self._download(handle, offset, length)[0]
+
+    def _download(self, handle, offset, length):
         parts, info = [], None
-        for chunk in self._stub.DownloadMatrix(gemm_pb2.DownloadMatrixRequest(handle=handle),
-                                               timeout=self._timeout, metadata=self._metadata):
+        req = gemm_pb2.DownloadMatrixRequest(handle=handle, offset=offset, length=length)
+        for chunk in self._stub.DownloadMatrix(req, timeout=self._timeout, metadata=self._metadata):
             if chunk.HasField("info"):
                 info = chunk.info
+            if chunk.offset != offset + sum(len(p) for p in parts):
+                raise ValueError(f"download chunk at {chunk.offset} out of order")
             parts.append(chunk.data)
-        return np.frombuffer(b"".join(parts), dtype="<f2").reshape(info.rows, info.cols)
+        return b"".join(parts), info
 
     def delete(self, handle):
         self._stub.DeleteMatrix(gemm_pb2.DeleteMatrixRequest(handle=handle), timeout=self._timeout, metadata=self._metadata)

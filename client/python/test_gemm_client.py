@@ -60,6 +60,21 @@ class GemmClientTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.client.multiply(a, np.ones((4, 5), np.float16))
 
+    def test_byte_ranges_of_a_stored_matrix(self):
+        m = self.rng.uniform(-1, 1, (300, 70)).astype(np.float16)
+        handle = self.client.upload(m, chunk_bytes=10000)
+        try:
+            whole = m.astype("<f2").tobytes()
+            self.assertTrue(np.array_equal(self.client.download(handle), m))
+            self.assertEqual(self.client.download_bytes(handle, 12346, 20000), whole[12346:32346])
+            self.assertEqual(self.client.download_bytes(handle, 40000), whole[40000:])
+            with self.assertRaises(grpc.RpcError) as e:
+                self.client.download_bytes(handle, len(whole) - 2, 4)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.OUT_OF_RANGE)
+            self.assertIn(f"which has {len(whole)} bytes", e.exception.details())
+        finally:
+            self.client.delete(handle)
+
     def test_list_kernels(self):
         r = self.client.list_kernels()
         self.assertEqual(len(r.kernels), 11)

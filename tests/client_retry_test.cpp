@@ -82,6 +82,19 @@ TEST_F(ClientRetryTest, ABadRequestIsNotRetried) {
   EXPECT_EQ(retries, 0);
 }
 
+// A refusal that no retry can fix (here a shape over the server's largest
+// dimension) is RESOURCE_EXHAUSTED like a full queue, but the server's
+// pushback tells the retry policy not to send it again.
+TEST_F(ClientRetryTest, ARefusalNoRetryCanFixIsNotRetried) {
+  gemmc::GemmClient retrying(Options(true));
+  MultiplyResponse r;
+  int retries = -1;
+  const grpc::Status st = retrying.Multiply(SeededRequest(70000, 8, 8, 1, 1), &r, &retries);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(st.error_message(), ::testing::HasSubstr("above this server's largest dimension"));
+  EXPECT_EQ(retries, 0);
+}
+
 // What a server killed between a Delete and its reply does (the soak saw
 // it): gRPC retries the call, and the retry finds no matrix. The NOT_FOUND
 // then names the attempt, and the client learns it was a retry.

@@ -575,7 +575,11 @@ TEST_F(GemmServiceTest, ALabelOverTheLimitIsRefused) {
 TEST_F(GemmServiceTest, OutputHandleBeyondTheQuotaIsRefused) {
   MultiplyRequest req = RandomRequest(8192, 8192, 1, 1);  // D: 128 MiB > 64 MiB quota
   req.set_output(gemm::v1::OUTPUT_HANDLE);
-  ExpectError(Send(req), grpc::StatusCode::RESOURCE_EXHAUSTED, "matrix quota exhausted");
+  MultiplyResponse resp;
+  int retries = -1;
+  ExpectError(client().Multiply(req, &resp, &retries), grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "larger than the whole quota");
+  EXPECT_EQ(retries, 0) << "no retry can make it fit: the server's pushback stops the retry policy";
 }
 
 class WideLimitsTest : public ServerFixture {

@@ -9,6 +9,7 @@
 
 #include "api/matrix_streams.h"
 #include "api/multiply_wire.h"
+#include "engine/permanent_refusal.h"
 #include "gemm/steps.h"
 #include "version.h"
 
@@ -418,6 +419,7 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
     }
   } else {
     call->resp->Clear();  // a refused call carries no half-filled reply
+    if (IsPermanent(status)) call->ctx->AddTrailingMetadata("grpc-retry-pushback-ms", "-1");
   }
   metrics_.RecordRequest("Multiply", call->req->step(), CodeName(status.code()), total);
   metrics_.AddInFlight(-1);

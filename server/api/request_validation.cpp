@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "engine/permanent_refusal.h"
 #include "gemm/steps.h"
 
 namespace gemmd {
@@ -73,9 +74,9 @@ absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& l
                                         std::to_string(value));
     }
     if (value > limits.max_dim) {
-      return absl::ResourceExhaustedError(std::string("shape.") + dim + " = " + std::to_string(value) +
+      return Permanent(absl::ResourceExhaustedError(std::string("shape.") + dim + " = " + std::to_string(value) +
                                           " is above this server's largest dimension, " +
-                                          std::to_string(limits.max_dim));
+                                          std::to_string(limits.max_dim)));
     }
   }
   if (gemm::FindStep(req.step()) == nullptr) {
@@ -98,21 +99,21 @@ absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& l
   uint64_t a = 0, b = 0, d = 0, total = 0;
   if (!MatrixBytes(s.m(), s.k(), &a) || !MatrixBytes(s.n(), s.k(), &b) || !MatrixBytes(s.m(), s.n(), &d) ||
       __builtin_add_overflow(a, b, &total) || __builtin_add_overflow(total, d, &total)) {
-    return absl::ResourceExhaustedError("shape " + std::to_string(s.m()) + "x" + std::to_string(s.n()) +
-                                        "x" + std::to_string(s.k()) + " overflows 64-bit byte counts");
+    return Permanent(absl::ResourceExhaustedError("shape " + std::to_string(s.m()) + "x" + std::to_string(s.n()) +
+                                        "x" + std::to_string(s.k()) + " overflows 64-bit byte counts"));
   }
   if (total > limits.max_request_bytes) {
-    return absl::ResourceExhaustedError(
+    return Permanent(absl::ResourceExhaustedError(
         "shape " + std::to_string(s.m()) + "x" + std::to_string(s.n()) + "x" + std::to_string(s.k()) +
         " needs " + std::to_string(total) + " bytes for A, B and D, above this server's limit of " +
-        std::to_string(limits.max_request_bytes));
+        std::to_string(limits.max_request_bytes)));
   }
   // Room for the rest of the reply (report, field tags) beside D.
   constexpr uint64_t kReplyOverhead = 64 * 1024;
   if (req.output() == gemm::v1::OUTPUT_INLINE && d + kReplyOverhead > limits.max_message_bytes) {
-    return absl::ResourceExhaustedError(
+    return Permanent(absl::ResourceExhaustedError(
         "D is " + std::to_string(d) + " bytes, too large to return inline under the max message size of " +
-        std::to_string(limits.max_message_bytes) + " bytes; ask for OUTPUT_HANDLE and DownloadMatrix");
+        std::to_string(limits.max_message_bytes) + " bytes; ask for OUTPUT_HANDLE and DownloadMatrix"));
   }
 
   if (auto st = CheckOperand("a", "m x k", req.a(), s.m(), s.k(), inline_bytes ? &(*inline_bytes)[0] : nullptr);

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/matrix_files.h"
+#include "engine/permanent_refusal.h"
 #include "gemm/random_fill.h"
 
 namespace gemmd {
@@ -65,9 +66,10 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows
   // a size near 2^64 would wrap that sum to a small charge that passes.
   if (__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), &bytes) ||
       __builtin_mul_overflow(bytes, uint64_t{2}, &bytes) || bytes > quota_) {
-    return absl::ResourceExhaustedError("matrix quota exhausted: a " + std::to_string(rows) + "x" +
-                                        std::to_string(cols) + " fp16 matrix is larger than the whole quota of " +
-                                        std::to_string(quota_) + " bytes");
+    return Permanent(absl::ResourceExhaustedError("matrix quota exhausted: a " + std::to_string(rows) + "x" +
+                                                  std::to_string(cols) +
+                                                  " fp16 matrix is larger than the whole quota of " +
+                                                  std::to_string(quota_) + " bytes"));
   }
   if (label.size() > kMaxLabelBytes) {
     return absl::InvalidArgumentError("the label is " + std::to_string(label.size()) + " bytes; at most " +

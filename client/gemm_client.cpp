@@ -97,44 +97,46 @@ const grpc::internal::RpcMethod kUploadMethod("/gemm.v1.GemmService/UploadMatrix
 const grpc::internal::RpcMethod kDownloadMethod("/gemm.v1.GemmService/DownloadMatrix",
                                                 grpc::internal::RpcMethod::SERVER_STREAMING);
 
-// One MatrixChunk as it arrived: its data where it lies in gRPC's slices.
-struct ChunkView {
+}  // namespace
+
+struct GemmClient::Chunk {
   std::vector<grpc::Slice> slices;
   bool has_info = false;
-  gemm::v1::MatrixInfo info;
+  gemm::v1::MatrixInfo info;  // the first chunk's only
   uint64_t offset = 0, size = 0;
-  std::vector<std::pair<const char*, size_t>> data;
+  std::vector<std::pair<const char*, size_t>> data;  // pieces of the slices
   void CopyTo(char* dst) const {
     for (const auto& [p, n] : data) dst = static_cast<char*>(std::memcpy(dst, p, n)) + n;
   }
+  bool Parse(const grpc::ByteBuffer& buffer);
 };
 
 // Fields as protobuf reads them: the last offset and data win, infos merge.
-bool ParseChunk(const grpc::ByteBuffer& buffer, ChunkView* out) {
-  *out = ChunkView();
-  if (!buffer.Dump(&out->slices).ok()) return false;
-  gemm::wire::SliceReader r(out->slices);
-  std::string info, unknown;
+bool GemmClient::Chunk::Parse(const grpc::ByteBuffer& buffer) {
+  *this = Chunk();
+  if (!buffer.Dump(&slices).ok()) return false;
+  gemm::wire::SliceReader r(slices);
+  std::string info_bytes, unknown;
   while (r.remaining() > 0) {
     uint64_t tag, v;
     if (!r.ReadVarint(&tag)) return false;
     if (tag == gemm::wire::Tag(1, gemm::wire::kLengthDelimited)) {
-      if (!r.ReadVarint(&v) || !r.Take(v, &info)) return false;
-      out->has_info = true;
+      if (!r.ReadVarint(&v) || !r.Take(v, &info_bytes)) return false;
+      has_info = true;
     } else if (tag == gemm::wire::Tag(2, gemm::wire::kVarint)) {
-      if (!r.ReadVarint(&out->offset)) return false;
+      if (!r.ReadVarint(&offset)) return false;
     } else if (tag == gemm::wire::Tag(3, gemm::wire::kLengthDelimited)) {
-      out->data.clear();
-      if (!r.ReadVarint(&v) || !r.Walk(v, [out](const char* p, size_t n) { out->data.emplace_back(p, n); })) {
-        return false;
-      }
-      out->size = v;
+      data.clear();
+      if (!r.ReadVarint(&v) || !r.Walk(v, [this](const char* p, size_t n) { data.emplace_back(p, n); })) return false;
+      size = v;
     } else if ((tag >> 3) == 0 || !gemm::wire::CopyField(r, tag, &unknown)) {
       return false;
     }
   }
-  return !out->has_info || out->info.ParseFromString(info);
+  return !has_info || info.ParseFromString(info_bytes);
 }
+
+namespace {
 
 // D (field 3) gathered from gRPC's slices into one string reserved at its
 // size, and the other fields parsed by protobuf: protobuf's own parse of a
@@ -329,8 +331,7 @@ grpc::Status GemmClient::Upload(int64_t rows, int64_t cols, std::string_view byt
 }
 
 grpc::Status GemmClient::ReadChunks(const std::string& handle, uint64_t offset, uint64_t length,
-                                    const std::function<bool(const gemm::v1::MatrixInfo*, uint64_t, uint64_t,
-                                                             const std::function<void(char*)>&)>& sink) {
+                                    const std::function<bool(const Chunk&)>& sink) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
   gemm::v1::DownloadMatrixRequest req;
@@ -341,15 +342,14 @@ grpc::Status GemmClient::ReadChunks(const std::string& handle, uint64_t offset, 
   std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
       grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel_.get(), kDownloadMethod, &ctx, req));
   grpc::ByteBuffer message;
-  ChunkView chunk;
+  Chunk chunk;
   while (reader->Read(&message)) {
-    if (!ParseChunk(message, &chunk)) {
+    if (!chunk.Parse(message)) {
       ctx.TryCancel();
       reader->Finish();
       return grpc::Status(grpc::StatusCode::DATA_LOSS, "a download chunk is not a MatrixChunk");
     }
-    if (!sink(chunk.has_info ? &chunk.info : nullptr, chunk.offset, chunk.size,
-              [&chunk](char* dst) { chunk.CopyTo(dst); })) {
+    if (!sink(chunk)) {
       ctx.TryCancel();
       reader->Finish();
       return grpc::Status(grpc::StatusCode::DATA_LOSS, "a download chunk arrived out of order or outside the range "
@@ -363,16 +363,15 @@ grpc::Status GemmClient::Download(const std::string& handle, std::string* bytes,
                                   const Progress& progress) {
   bytes->clear();
   uint64_t total = 0;
-  return ReadChunks(handle, 0, 0, [&](const gemm::v1::MatrixInfo* first, uint64_t offset, uint64_t size,
-                                      const std::function<void(char*)>& copy_to) {
-    if (first) {
-      total = first->bytes();
+  return ReadChunks(handle, 0, 0, [&](const Chunk& chunk) {
+    if (chunk.has_info) {
+      total = chunk.info.bytes();
       bytes->reserve(total);
-      if (info) *info = *first;
+      if (info) *info = chunk.info;
     }
-    if (offset != bytes->size() || size > total - offset) return false;
-    bytes->resize(offset + size);
-    copy_to(bytes->data() + offset);
+    if (chunk.offset != bytes->size() || chunk.size > total - chunk.offset) return false;
+    bytes->resize(chunk.offset + chunk.size);
+    chunk.CopyTo(bytes->data() + chunk.offset);
     if (progress) progress(bytes->size(), total);
     return true;
   });
@@ -380,11 +379,10 @@ grpc::Status GemmClient::Download(const std::string& handle, std::string* bytes,
 
 grpc::Status GemmClient::DownloadRange(const std::string& handle, uint64_t offset, uint64_t length, char* dst) {
   uint64_t done = 0;
-  grpc::Status st = ReadChunks(handle, offset, length, [&](const gemm::v1::MatrixInfo*, uint64_t at, uint64_t size,
-                                                            const std::function<void(char*)>& copy_to) {
-    if (at != offset + done || size > length - done) return false;
-    copy_to(dst + done);
-    done += size;
+  grpc::Status st = ReadChunks(handle, offset, length, [&](const Chunk& chunk) {
+    if (chunk.offset != offset + done || chunk.size > length - done) return false;
+    chunk.CopyTo(dst + done);
+    done += chunk.size;
     return true;
   });
   if (st.ok() && done != length) {

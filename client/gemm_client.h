@@ -112,13 +112,13 @@ class GemmClient {
 
  private:
   void Prepare(grpc::ClientContext* ctx) const;
+  // One DownloadMatrix chunk as it arrived, its data still in gRPC's slices.
+  struct Chunk;
   // Reads DownloadMatrix's stream of [offset, offset + length) (length 0:
-  // to the end). `sink` gets each chunk's info (the first's only), offset,
-  // size, and a function that copies its bytes to a destination; it returns
-  // false to refuse the chunk, which ends the call with DATA_LOSS.
+  // to the end), handing each chunk to `sink`; a chunk the sink refuses
+  // (false) ends the call with DATA_LOSS.
   grpc::Status ReadChunks(const std::string& handle, uint64_t offset, uint64_t length,
-                          const std::function<bool(const gemm::v1::MatrixInfo*, uint64_t, uint64_t,
-                                                   const std::function<void(char*)>&)>& sink);
+                          const std::function<bool(const Chunk&)>& sink);
   // The chunk size uploads and downloads ask for: 4 MiB, or half a message.
   uint64_t ChunkBytes() const { return std::min<uint64_t>(4ull << 20, options_.max_message_bytes / 2); }
 

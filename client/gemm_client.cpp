@@ -101,40 +101,18 @@ const grpc::internal::RpcMethod kDownloadMethod("/gemm.v1.GemmService/DownloadMa
 
 struct GemmClient::Chunk {
   std::vector<grpc::Slice> slices;
-  bool has_info = false;
-  gemm::v1::MatrixInfo info;  // the first chunk's only
-  uint64_t offset = 0, size = 0;
-  std::vector<std::pair<const char*, size_t>> data;  // pieces of the slices
+  gemm::v1::MatrixChunk fields;  // every field but data (info in the first chunk only)
+  gemm::wire::BytesField data;   // in the slices
+  bool Parse(const grpc::ByteBuffer& buffer) {
+    slices.clear();
+    std::string rest;
+    return buffer.Dump(&slices).ok() && gemm::wire::SplitBytesField(slices, 3, &data, &rest) &&
+           fields.ParseFromString(rest);
+  }
   void CopyTo(char* dst) const {
-    for (const auto& [p, n] : data) dst = static_cast<char*>(std::memcpy(dst, p, n)) + n;
+    for (const auto& [p, n] : data.pieces) dst = static_cast<char*>(std::memcpy(dst, p, n)) + n;
   }
-  bool Parse(const grpc::ByteBuffer& buffer);
 };
-
-// Fields as protobuf reads them: the last offset and data win, infos merge.
-bool GemmClient::Chunk::Parse(const grpc::ByteBuffer& buffer) {
-  *this = Chunk();
-  if (!buffer.Dump(&slices).ok()) return false;
-  gemm::wire::SliceReader r(slices);
-  std::string info_bytes, unknown;
-  while (r.remaining() > 0) {
-    uint64_t tag, v;
-    if (!r.ReadVarint(&tag)) return false;
-    if (tag == gemm::wire::Tag(1, gemm::wire::kLengthDelimited)) {
-      if (!r.ReadVarint(&v) || !r.Take(v, &info_bytes)) return false;
-      has_info = true;
-    } else if (tag == gemm::wire::Tag(2, gemm::wire::kVarint)) {
-      if (!r.ReadVarint(&offset)) return false;
-    } else if (tag == gemm::wire::Tag(3, gemm::wire::kLengthDelimited)) {
-      data.clear();
-      if (!r.ReadVarint(&v) || !r.Walk(v, [this](const char* p, size_t n) { data.emplace_back(p, n); })) return false;
-      size = v;
-    } else if ((tag >> 3) == 0 || !gemm::wire::CopyField(r, tag, &unknown)) {
-      return false;
-    }
-  }
-  return !has_info || info.ParseFromString(info_bytes);
-}
 
 namespace {
 
@@ -143,25 +121,18 @@ namespace {
 // 32 MiB D took 23 ms on an H100 machine.
 bool ParseMultiplyResponse(const grpc::ByteBuffer& buffer, gemm::v1::MultiplyResponse* out) {
   std::vector<grpc::Slice> slices;
-  if (!buffer.Dump(&slices).ok()) return false;
-  gemm::wire::SliceReader r(slices);
-  std::string rest, d;
-  bool has_d = false;
-  while (r.remaining() > 0) {
-    uint64_t tag, len;
-    if (!r.ReadVarint(&tag) || (tag >> 3) == 0) return false;
-    if (tag == gemm::wire::Tag(3, gemm::wire::kLengthDelimited)) {
-      if (!r.ReadVarint(&len) || len > r.remaining()) return false;
-      d.clear();
-      d.reserve(len);
-      if (!r.Take(len, &d)) return false;
-      has_d = true;
-    } else if (!gemm::wire::CopyField(r, tag, &rest)) {
-      return false;
-    }
+  gemm::wire::BytesField d;
+  std::string rest;
+  if (!buffer.Dump(&slices).ok() || !gemm::wire::SplitBytesField(slices, 3, &d, &rest) ||
+      !out->ParseFromString(rest)) {
+    return false;
   }
-  if (!out->ParseFromString(rest)) return false;
-  if (has_d) out->set_d(std::move(d));
+  if (d.present) {
+    std::string bytes;
+    bytes.reserve(d.size);
+    for (const auto& [p, n] : d.pieces) bytes.append(p, n);
+    out->set_d(std::move(bytes));
+  }
   return true;
 }
 
@@ -364,14 +335,13 @@ grpc::Status GemmClient::Download(const std::string& handle, std::string* bytes,
   bytes->clear();
   uint64_t total = 0;
   return ReadChunks(handle, 0, 0, [&](const Chunk& chunk) {
-    if (chunk.has_info) {
-      total = chunk.info.bytes();
+    if (chunk.fields.has_info()) {
+      total = chunk.fields.info().bytes();
       bytes->reserve(total);
-      if (info) *info = chunk.info;
+      if (info) *info = chunk.fields.info();
     }
-    if (chunk.offset != bytes->size() || chunk.size > total - chunk.offset) return false;
-    bytes->resize(chunk.offset + chunk.size);
-    chunk.CopyTo(bytes->data() + chunk.offset);
+    if (chunk.fields.offset() != bytes->size() || chunk.data.size > total - bytes->size()) return false;
+    for (const auto& [p, n] : chunk.data.pieces) bytes->append(p, n);
     if (progress) progress(bytes->size(), total);
     return true;
   });
@@ -380,9 +350,9 @@ grpc::Status GemmClient::Download(const std::string& handle, std::string* bytes,
 grpc::Status GemmClient::DownloadRange(const std::string& handle, uint64_t offset, uint64_t length, char* dst) {
   uint64_t done = 0;
   grpc::Status st = ReadChunks(handle, offset, length, [&](const Chunk& chunk) {
-    if (chunk.offset != offset + done || chunk.size > length - done) return false;
+    if (chunk.fields.offset() != offset + done || chunk.data.size > length - done) return false;
     chunk.CopyTo(dst + done);
-    done += chunk.size;
+    done += chunk.data.size;
     return true;
   });
   if (st.ok() && done != length) {

@@ -80,4 +80,24 @@ bool CopyField(SliceReader& r, uint64_t tag, std::string* out, int depth) {
   }
 }
 
+bool SplitBytesField(const std::vector<grpc::Slice>& slices, uint64_t field, BytesField* bytes, std::string* rest) {
+  *bytes = BytesField();
+  SliceReader r(slices);
+  while (r.remaining() > 0) {
+    uint64_t tag;
+    if (!r.ReadVarint(&tag) || (tag >> 3) == 0) return false;
+    if (tag == Tag(field, kLengthDelimited)) {
+      *bytes = BytesField();
+      if (!r.ReadVarint(&bytes->size) ||
+          !r.Walk(bytes->size, [bytes](const char* p, size_t n) { bytes->pieces.emplace_back(p, n); })) {
+        return false;
+      }
+      bytes->present = true;
+    } else if (!CopyField(r, tag, rest)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace gemm::wire

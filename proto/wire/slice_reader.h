@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gemm::wire {
@@ -57,5 +58,18 @@ class SliceReader {
 // unknown fields) are copied whole, up to their end tag. false when the
 // field is malformed or runs past the end.
 bool CopyField(SliceReader& r, uint64_t tag, std::string* out, int depth = 0);
+
+// A singular bytes field as it lies in the slices, never copied.
+struct BytesField {
+  bool present = false;
+  uint64_t size = 0;
+  std::vector<std::pair<const char*, size_t>> pieces;
+};
+
+// Splits a message whose bytes field `field` holds a matrix: that field's
+// last occurrence (protobuf keeps the last) into *bytes, every other field
+// copied to *rest for protobuf to parse, so that together they mean what
+// protobuf makes of the whole. false when the message is malformed.
+bool SplitBytesField(const std::vector<grpc::Slice>& slices, uint64_t field, BytesField* bytes, std::string* rest);
 
 }  // namespace gemm::wire

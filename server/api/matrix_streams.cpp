@@ -125,7 +125,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
       ctx->TryCancel();
     });
     gemm::v1::DownloadMatrixRequest req;
-    if (std::vector<grpc::Slice> slices; !request.Dump(&slices).ok() || !ParseSlices(slices, &req)) {
+    if (grpc::ByteBuffer bytes = request;  // GenericDeserialize empties what it reads
+        !grpc::GenericDeserialize<grpc::ProtoBufferReader, gemm::v1::DownloadMatrixRequest>(&bytes, &req).ok()) {
       Done(absl::InvalidArgumentError("the request is not a DownloadMatrixRequest in the protobuf wire format"));
       return;
     }
@@ -170,17 +171,11 @@ class DownloadReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
   void WriteNext() {
     const uint64_t len = std::min(chunk_, end_ - offset_);
     // The chunk's data is the stored matrix's own memory, held until sent.
-    SerializeMatrixChunk(first_ ? &info_ : nullptr, offset_, reinterpret_cast<const char*>(matrix_->data()) + offset_,
-                         len, matrix_, &chunk_msg_);
-    first_ = false;
+    SerializeMatrixChunk(sent_ == 0 ? &info_ : nullptr, offset_,
+                         reinterpret_cast<const char*>(matrix_->data()) + offset_, len, matrix_, &chunk_msg_);
     offset_ += len;
     sent_ += len;
     StartWrite(&chunk_msg_);
-  }
-  static bool ParseSlices(const std::vector<grpc::Slice>& slices, gemm::v1::DownloadMatrixRequest* req) {
-    std::string bytes;
-    for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    return req->ParseFromString(bytes);
   }
 
   void Done(const absl::Status& status) {
@@ -199,8 +194,7 @@ class DownloadReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
   std::shared_ptr<const StoredMatrix> matrix_;
   uint64_t chunk_ = 0;
   uint64_t offset_ = 0, end_ = 0;  // the range still to send
-  uint64_t sent_ = 0;
-  bool first_ = true;
+  uint64_t sent_ = 0;  // the first chunk (none sent yet) carries info_
   MatrixInfo info_;
   grpc::ByteBuffer chunk_msg_;
   Clock::time_point start_ = Clock::now();

@@ -7,9 +7,8 @@
 namespace gemmd {
 namespace {
 
-using gemm::wire::SliceReader;
-constexpr uint64_t kUploadData = gemm::wire::Tag(2, gemm::wire::kLengthDelimited);  // UploadMatrixRequest.data
-constexpr uint64_t kChunkData = gemm::wire::Tag(3, gemm::wire::kLengthDelimited);   // MatrixChunk.data
+constexpr uint64_t kUploadData = 2;  // UploadMatrixRequest.data
+constexpr uint64_t kChunkData = gemm::wire::Tag(3, gemm::wire::kLengthDelimited);  // MatrixChunk.data
 
 absl::Status Malformed() {
   return absl::InvalidArgumentError("the message is not an UploadMatrixRequest in the protobuf wire format");
@@ -20,22 +19,13 @@ absl::Status Malformed() {
 absl::Status ParseUploadMessage(const grpc::ByteBuffer& buffer, UploadWireMessage* out) {
   out->data = HostBytes();
   out->slices.clear();
-  if (!buffer.Dump(&out->slices).ok()) return Malformed();
-  SliceReader r(out->slices);
+  gemm::wire::BytesField data;
   std::string rest;  // every field but data, for protobuf
-  while (r.remaining() > 0) {
-    uint64_t tag;
-    if (!r.ReadVarint(&tag) || (tag >> 3) == 0) return Malformed();
-    if (tag == kUploadData) {
-      uint64_t len;
-      if (!r.ReadVarint(&len)) return Malformed();
-      out->data = HostBytes();
-      if (!r.Walk(len, [out](const char* p, size_t n) { out->data.Append(p, n); })) return Malformed();
-    } else if (!gemm::wire::CopyField(r, tag, &rest)) {
-      return Malformed();
-    }
+  if (!buffer.Dump(&out->slices).ok() || !gemm::wire::SplitBytesField(out->slices, kUploadData, &data, &rest) ||
+      !out->fields.ParseFromString(rest)) {
+    return Malformed();
   }
-  if (!out->fields.ParseFromString(rest)) return Malformed();
+  for (const auto& [p, n] : data.pieces) out->data.Append(p, n);
   return absl::OkStatus();
 }
 

@@ -10,7 +10,6 @@
 
 #include "engine/cuda_device.h"
 #include "engine/verify.h"
-#include "gemm/steps.h"
 
 namespace gemmd {
 namespace {
@@ -137,20 +136,11 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
       // SIMT kernel where no ladder step is available (it took longer than
       // the batch it checked at 256^3, so that batching lost).
       __half *ai = a_all + i * slot_a, *bi = b_all + i * slot_b, *di = d_all + i * slot_d, *ri = ref_all + i * slot_d;
-      e = gemm::Poison(ri, slot_d, lane->compute);
-      if (e == cudaSuccess && reference_step != gemm::kVendorStep) {
-        const gemm::Problem check{shape.m, shape.n, shape.k, ai, bi, ri, a.ld, b.ld, d.ld, true};
-        if (auto err = gemm::Launch(reference_step, check, lane->ctx, lane->compute); !err.empty()) {
-          if ((e = cudaGetLastError()) != cudaSuccess) return all(dev.Fail("batch reference", e));
-          return all(absl::InternalError(dev.desc.id + ": step " + std::to_string(reference_step) + " reference: " + err));
-        }
-      } else if (e == cudaSuccess) {
-        e = gemm::ReferenceGemm(shape.m, shape.n, shape.k, ai, a.ld, bi, b.ld, ri, d.ld, lane->compute);
-      }
-      if (e == cudaSuccess) {
-        e = gemm::Compare(di, ri, d.rows, d.cols, d.ld, static_cast<float>(kRtol), static_cast<float>(kAtol),
-                          cmp_all + i, lane->compute);
-      }
+      if ((e = gemm::Poison(ri, slot_d, lane->compute)) != cudaSuccess) return all(dev.Fail("verification", e));
+      const gemm::Problem check{shape.m, shape.n, shape.k, ai, bi, ri, a.ld, b.ld, d.ld, true};
+      if (auto st = LaunchVendorReference(dev, *lane, reference_step, check); !st.ok()) return all(st);
+      e = gemm::Compare(di, ri, d.rows, d.cols, d.ld, static_cast<float>(kRtol), static_cast<float>(kAtol), cmp_all + i,
+                        lane->compute);
       if (e != cudaSuccess) return all(dev.Fail("verification", e));
     }
     cudaEventRecord(lane->verified, lane->compute);
@@ -204,8 +194,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
       v.elements = static_cast<uint64_t>(job.m) * job.n;
       v.rtol = kRtol;
       v.atol = kAtol;
-      v.reference =
-          reference_step == gemm::kVendorStep ? "gpu-simt-fp32" : "ladder-step-" + std::to_string(reference_step);
+      v.reference = VendorReferenceName(reference_step);
       v.passed = v.mismatches == 0;
     }
     reports.push_back(std::move(report));

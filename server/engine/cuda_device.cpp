@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gemm/steps.h"
+
 namespace gemmd {
 
 std::string ErrorText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
@@ -111,4 +113,23 @@ cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const Devi
   }
   return cudaSuccess;
 }
+absl::Status LaunchVendorReference(CudaEngine::Device& dev, Lane& lane, int reference_step,
+                                   const gemm::Problem& check) {
+  if (reference_step == gemm::kVendorStep) {
+    const cudaError_t e = gemm::ReferenceGemm(check.m, check.n, check.k, check.a, check.lda, check.b, check.ldb,
+                                              check.d, check.ldd, lane.compute);
+    return e == cudaSuccess ? absl::OkStatus() : dev.Fail("SIMT reference", e);
+  }
+  if (auto err = gemm::Launch(reference_step, check, lane.ctx, lane.compute); !err.empty()) {
+    const std::string what = "step " + std::to_string(reference_step) + " reference";
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return dev.Fail(what.c_str(), e);
+    return absl::InternalError(dev.desc.id + ": " + what + ": " + err);
+  }
+  return absl::OkStatus();
+}
+
+std::string VendorReferenceName(int reference_step) {
+  return reference_step == gemm::kVendorStep ? "gpu-simt-fp32" : "ladder-step-" + std::to_string(reference_step);
+}
+
 }  // namespace gemmd

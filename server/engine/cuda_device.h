@@ -232,6 +232,15 @@ DeviceMatrix VendorB(const DeviceMatrix& b, const DeviceMatrix& d);
 cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d, cudaStream_t stream);
 gemm::Problem VendorProblem(const DeviceMatrix& a, const DeviceMatrix& b, __half* d, int64_t ldd);
 
+// Step 0's reference into `check.d` on the lane's compute stream:
+// `reference_step` (CudaEngine::VendorReferenceStep: a ladder step, never
+// cuBLAS's own path) or, for kVendorStep, our SIMT kernel. Run and RunBatch
+// both call it, so a batch is checked as a lone request is.
+absl::Status LaunchVendorReference(CudaEngine::Device& dev, Lane& lane, int reference_step,
+                                   const gemm::Problem& check);
+// Its name in VerificationResult::reference.
+std::string VendorReferenceName(int reference_step);
+
 // Host -> device through the lane's pinned staging, one slot per chunk, the
 // slots in turn; `copier` moves each chunk into pinned memory on several
 // threads. Whole rows per chunk, unless the matrix is dense (any bytes).

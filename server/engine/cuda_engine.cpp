@@ -399,16 +399,9 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       // The reference never shares a path with the step it checks: cuBLAS
       // for the ladder, and for cuBLAS itself the ladder's top step, or a
       // plain SIMT kernel of ours where no ladder step is available.
-      if (job.step == gemm::kVendorStep && reference_step != gemm::kVendorStep) {
+      if (job.step == gemm::kVendorStep) {
         const gemm::Problem check{job.m, job.n, job.k, a.data, b.data, ref.data, a.ld, b.ld, ref.ld, true};
-        if (auto err = gemm::Launch(reference_step, check, lane->ctx, lane->compute); !err.empty()) {
-          return absl::InternalError(dev.desc.id + ": step " + std::to_string(reference_step) + " reference: " + err);
-        }
-      } else if (job.step == gemm::kVendorStep) {
-        if ((e = gemm::ReferenceGemm(job.m, job.n, job.k, a.data, a.ld, b.data, b.ld, ref.data, ref.ld,
-                                     lane->compute)) != cudaSuccess) {
-          return dev.Fail("SIMT reference", e);
-        }
+        if (auto st = LaunchVendorReference(dev, *lane, reference_step, check); !st.ok()) return st;
       } else if (auto err = gemm::Launch(gemm::kVendorStep,
                                          vendor_padded ? VendorProblem(a, b, ref.data, ref.ld)
                                                        : gemm::Problem{job.m, job.n, job.k, a.data, b.data, ref.data,
@@ -452,9 +445,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       v.elements = static_cast<uint64_t>(job.m) * job.n;
       v.rtol = kRtol;
       v.atol = kAtol;
-      v.reference = job.step != gemm::kVendorStep          ? "cublas"
-                    : reference_step == gemm::kVendorStep ? "gpu-simt-fp32"
-                                                          : "ladder-step-" + std::to_string(reference_step);
+      v.reference = job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step);
       v.passed = v.mismatches == 0;
     }
   }

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "reply_losing_proxy.h"
@@ -27,6 +29,25 @@ class ClientRetryTest : public GatedServerFixture {
     o.target = "127.0.0.1:" + std::to_string(server().port());
     o.retries = retries;
     return o;
+  }
+  // A stored matrix, and a client that reaches the server through a proxy
+  // that loses the reply to the first call naming the matrix.
+  struct BehindALossyProxy {
+    std::string handle;
+    std::unique_ptr<ReplyLosingProxy> proxy;
+    std::unique_ptr<gemmc::GemmClient> client;
+  };
+  BehindALossyProxy StoreBehindALossyProxy(bool retries, uint64_t seed) {
+    BehindALossyProxy out;
+    gemm::v1::MatrixInfo info;
+    EXPECT_TRUE(client().Upload(8, 8, RandomHalfBytes(8, 8, seed), "", &info).ok());
+    out.handle = info.handle();
+    out.proxy = std::make_unique<ReplyLosingProxy>(server().port());
+    out.proxy->LoseTheReplyTo(out.handle);
+    gemmc::ClientOptions o = Options(retries);
+    o.target = "127.0.0.1:" + std::to_string(out.proxy->port());
+    out.client = std::make_unique<gemmc::GemmClient>(o);
+    return out;
   }
   // One request holds the device at the gate, a second fills the queue.
   std::unique_ptr<HeldRequest> FillDeviceAndQueue(std::thread* second) {
@@ -99,38 +120,26 @@ TEST_F(ClientRetryTest, ARefusalNoRetryCanFixIsNotRetried) {
 // it): gRPC retries the call, and the retry finds no matrix. The NOT_FOUND
 // then names the attempt, and the client learns it was a retry.
 TEST_F(ClientRetryTest, ADeleteWhoseReplyWasLostIsRetriedAndItsNotFoundSaysWhy) {
-  gemm::v1::MatrixInfo info;
-  ASSERT_TRUE(client().Upload(8, 8, RandomHalfBytes(8, 8, 5), "", &info).ok());
-  ReplyLosingProxy proxy(server().port());
-  proxy.LoseTheReplyTo(info.handle());
-  gemmc::ClientOptions o = Options(true);
-  o.target = "127.0.0.1:" + std::to_string(proxy.port());
-  gemmc::GemmClient retrying(o);
+  const auto lossy = StoreBehindALossyProxy(true, 5);
   int retries = -1;
-  const grpc::Status st = retrying.Delete(info.handle(), nullptr, &retries);
-  EXPECT_EQ(proxy.replies_lost(), 1);
+  const grpc::Status st = lossy.client->Delete(lossy.handle, nullptr, &retries);
+  EXPECT_EQ(lossy.proxy->replies_lost(), 1);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
   EXPECT_THAT(st.error_message(), ::testing::HasSubstr("this was attempt 2 of the call, so an earlier attempt may "
                                                        "have deleted it before its reply was lost"));
   EXPECT_EQ(retries, 1);
   std::string bytes;
-  EXPECT_EQ(client().Download(info.handle(), &bytes).error_code(), grpc::StatusCode::NOT_FOUND)
+  EXPECT_EQ(client().Download(lossy.handle, &bytes).error_code(), grpc::StatusCode::NOT_FOUND)
       << "the first attempt deleted it";
 }
 
 // Without the policy the lost reply itself comes back; a first attempt's
 // NOT_FOUND says nothing about earlier attempts.
 TEST_F(ClientRetryTest, WithoutThePolicyALostDeleteReplyIsUnavailable) {
-  gemm::v1::MatrixInfo info;
-  ASSERT_TRUE(client().Upload(8, 8, RandomHalfBytes(8, 8, 6), "", &info).ok());
-  ReplyLosingProxy proxy(server().port());
-  proxy.LoseTheReplyTo(info.handle());
-  gemmc::ClientOptions o = Options(false);
-  o.target = "127.0.0.1:" + std::to_string(proxy.port());
-  gemmc::GemmClient plain(o);
-  EXPECT_EQ(plain.Delete(info.handle()).error_code(), grpc::StatusCode::UNAVAILABLE);
+  const auto lossy = StoreBehindALossyProxy(false, 6);
+  EXPECT_EQ(lossy.client->Delete(lossy.handle).error_code(), grpc::StatusCode::UNAVAILABLE);
   int retries = -1;
-  const grpc::Status again = plain.Delete(info.handle(), nullptr, &retries);
+  const grpc::Status again = lossy.client->Delete(lossy.handle, nullptr, &retries);
   EXPECT_EQ(again.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(again.error_message(), ::testing::Not(::testing::HasSubstr("earlier attempt")));
   EXPECT_EQ(retries, 0);

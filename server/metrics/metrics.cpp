@@ -151,23 +151,42 @@ int Metrics::port() const {
 void Metrics::RecordRequest(const std::string& method, std::optional<int64_t> step, const std::string& code,
                             double seconds) {
   const std::string label = step ? StepLabel(*step) : "";
-  requests_.Add({{"method", method}, {"step", label}, {"code", code}}).Increment();
-  request_seconds_.Add({{"method", method}, {"step", label}}, LatencyBuckets()).Observe(seconds);
-  if (code == "RESOURCE_EXHAUSTED") refusal_seconds_.Add({{"method", method}}, RefusalBuckets()).Observe(seconds);
+  RequestSeries& series = request_series_.Get(method + '/' + label + '/' + code, [&] {
+    return RequestSeries{
+        &requests_.Add({{"method", method}, {"step", label}, {"code", code}}),
+        &request_seconds_.Add({{"method", method}, {"step", label}}, LatencyBuckets()),
+        code == "RESOURCE_EXHAUSTED" ? &refusal_seconds_.Add({{"method", method}}, RefusalBuckets()) : nullptr};
+  });
+  series.count->Increment();
+  series.seconds->Observe(seconds);
+  if (series.refusal_seconds != nullptr) series.refusal_seconds->Observe(seconds);
 }
 
 void Metrics::RecordPhase(const std::string& phase, double seconds) {
-  phase_seconds_.Add({{"phase", phase}}, LatencyBuckets()).Observe(seconds);
+  phase_series_.Get(phase, [&] { return &phase_seconds_.Add({{"phase", phase}}, LatencyBuckets()); })
+      ->Observe(seconds);
 }
 
 void Metrics::RecordGemm(int step, const std::string& device, double kernel_seconds, double flops,
                          bool verification_failed) {
   const std::string s = std::to_string(step);
-  kernel_seconds_.Add({{"step", s}, {"device", device}}, LatencyBuckets()).Observe(kernel_seconds);
-  flops_.Add({{"step", s}, {"device", device}}).Increment(flops);
-  gemms_.Add({{"step", s}, {"device", device}}).Increment();
-  auto& failures = verification_failures_.Add({{"step", s}, {"device", device}});
-  if (verification_failed) failures.Increment();
+  GemmSeries& series = gemm_series_.Get(s + '/' + device, [&] {
+    const prometheus::Labels labels{{"step", s}, {"device", device}};
+    return GemmSeries{&kernel_seconds_.Add(labels, LatencyBuckets()), &flops_.Add(labels), &gemms_.Add(labels),
+                      &verification_failures_.Add(labels)};
+  });
+  series.kernel_seconds->Observe(kernel_seconds);
+  series.flops->Increment(flops);
+  series.runs->Increment();
+  if (verification_failed) series.verification_failures->Increment();
+}
+
+Metrics::DeviceSeries& Metrics::Device(const std::string& device) {
+  return device_series_.Get(device, [&] {
+    const prometheus::Labels labels{{"device", device}};
+    return DeviceSeries{&queue_depth_.Add(labels), &device_healthy_.Add(labels), &device_memory_total_.Add(labels),
+                        &device_memory_pool_.Add(labels), &device_memory_used_.Add(labels)};
+  });
 }
 
 void Metrics::InitSeries(int step, const std::string& device) {
@@ -189,18 +208,17 @@ void Metrics::SetStepWithdrawn(int step, const std::string& device) {
   step_withdrawn_.Add({{"step", std::to_string(step)}, {"device", device}}).Set(1);
 }
 
-void Metrics::SetDeviceHealthy(const std::string& device, bool healthy) {
-  device_healthy_.Add({{"device", device}}).Set(healthy ? 1 : 0);
-}
+void Metrics::SetDeviceHealthy(const std::string& device, bool healthy) { Device(device).healthy->Set(healthy ? 1 : 0); }
 
 void Metrics::SetQueueDepth(const std::string& device, size_t depth) {
-  queue_depth_.Add({{"device", device}}).Set(static_cast<double>(depth));
+  Device(device).queue_depth->Set(static_cast<double>(depth));
 }
 
 void Metrics::SetDeviceMemory(const std::string& device, uint64_t total, uint64_t pool, uint64_t used) {
-  device_memory_total_.Add({{"device", device}}).Set(static_cast<double>(total));
-  device_memory_pool_.Add({{"device", device}}).Set(static_cast<double>(pool));
-  device_memory_used_.Add({{"device", device}}).Set(static_cast<double>(used));
+  DeviceSeries& series = Device(device);
+  series.memory_total->Set(static_cast<double>(total));
+  series.memory_pool->Set(static_cast<double>(pool));
+  series.memory_used->Set(static_cast<double>(used));
 }
 
 void Metrics::AddInFlight(double delta) { in_flight_.Increment(delta); }

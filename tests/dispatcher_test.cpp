@@ -334,5 +334,40 @@ TEST(Dispatcher, WithoutBatchingEveryTaskRunsAlone) {
   EXPECT_EQ(log.runs, expected);
 }
 
+// One idle worker spins and the others sleep, so Enqueue wakes no one while
+// a worker spins. Two tasks that come together must still run side by side:
+// each here waits (up to 5 s) until both have started.
+TEST(Dispatcher, TwoTasksArrivingWhileAWorkerSpinsRunOnTwoWorkers) {
+  FakeEngine engine(1);
+  DispatcherOptions o;
+  o.workers_per_device = 2;
+  Dispatcher d(engine, o);
+  for (int round = 0; round < 20; ++round) {
+    std::promise<void> warm;
+    Dispatcher::Task first;
+    first.run = [&](int) { warm.set_value(); };
+    ASSERT_TRUE(d.Submit(std::move(first)).ok());
+    warm.get_future().wait();  // its worker spins again in a moment
+    std::mutex mu;
+    std::condition_variable cv;
+    int started = 0;
+    std::atomic<int> saw_both{0};
+    std::latch finished(2);
+    for (int i = 0; i < 2; ++i) {
+      Dispatcher::Task t;
+      t.run = [&](int) {
+        std::unique_lock lock(mu);
+        ++started;
+        cv.notify_all();
+        if (cv.wait_for(lock, std::chrono::seconds(5), [&] { return started == 2; })) ++saw_both;
+        finished.count_down();
+      };
+      ASSERT_TRUE(d.Submit(std::move(t)).ok());
+    }
+    finished.wait();
+    ASSERT_EQ(saw_both.load(), 2) << "round " << round << ": one task waited for the other to end";
+  }
+}
+
 }  // namespace
 }  // namespace gemmd

@@ -53,10 +53,12 @@ void Dispatcher::Enqueue(int device, Task task) {
   dev.queue_size.store(dev.queue.size(), std::memory_order_release);
   ++queued_;
   options_.on_queue_depth(device, dev.queue.size());
-  // A worker waiting to fill a batch may not take this task: wake them all.
-  if (options_.max_batch > 1) {
+  if (options_.max_batch > 1 && options_.batch_window.count() > 0) {
+    // A worker waiting to fill a batch may not take this task: wake them all.
     dev.ready.notify_all();
-  } else {
+  } else if (dev.spinners == 0) {
+    // A spinning worker sees the task by itself; waking a sleeping one as
+    // well only has the two contend for the lock.
     dev.ready.notify_one();
   }
 }
@@ -111,21 +113,33 @@ void Dispatcher::WorkerLoop(int device) {
   std::unique_lock lock(mu_);
   for (;;) {
     ++dev.idle_workers;
-    if (dev.queue.empty() && !stopping_) {
+    if (dev.queue.empty() && !stopping_ && dev.spinners == 0) {
       // Spin a little before sleeping: a worker woken from a futex wait
       // starts tens of microseconds later, as much as a small GEMM's whole
       // device time, and requests often follow one another this closely.
+      // One worker spins, the others sleep: two spinning workers both ran
+      // for the lock when a task came, and the hand-off took 9 us instead
+      // of 1 (a task to a waiting worker, tests/dispatcher_test.cpp's
+      // measure, on a 2-core VM).
+      ++dev.spinners;
       lock.unlock();
       const auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
       while (dev.queue_size.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) {
         std::this_thread::yield();
       }
-      lock.lock();
+      // The submitter still holds the lock for a moment (it publishes the
+      // queue's depth): a blocking lock() here slept in the kernel and
+      // woke 10-15 us later, the whole hand-off's cost (H100 host).
+      while (!lock.try_lock()) std::this_thread::yield();
+      --dev.spinners;
     }
     dev.ready.wait(lock, [&] { return stopping_ || !dev.queue.empty(); });
     --dev.idle_workers;
     if (dev.queue.empty()) return;  // stopping, and nothing left to drain
     Task task = Take(device, 0);
+    // Enqueue woke no one while this worker spun: another task that came
+    // meanwhile must not wait for this one while a worker sleeps.
+    if (!dev.queue.empty()) dev.ready.notify_one();
     if (!engine_.healthy(device)) {
       // The device left service while this task waited: a healthy one
       // takes it. With none left, it runs here and fails fast as UNAVAILABLE.

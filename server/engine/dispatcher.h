@@ -79,6 +79,8 @@ class Dispatcher {
     double running_work = 0;
     size_t running = 0;
     size_t idle_workers = 0;
+    // Idle workers spinning before they sleep: at most one (see WorkerLoop).
+    size_t spinners = 0;
     std::condition_variable ready;
     // queue.size(), readable without mu_ by a worker spinning before it sleeps.
     std::atomic<size_t> queue_size{0};

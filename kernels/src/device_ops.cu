@@ -23,6 +23,22 @@ __global__ void FillRandomKernel(__half* dst, uint64_t count, uint64_t cols, uin
   }
 }
 
+struct FillArgs {
+  __half* dst;
+  uint64_t count, cols, ld, seed;
+  OperandId operand;
+};
+
+__global__ void FillRandomPairKernel(FillArgs first, FillArgs second) {
+  const uint64_t total = first.count + second.count;
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < total; i += uint64_t{gridDim.x} * blockDim.x) {
+    const bool in_first = i < first.count;
+    const FillArgs& f = in_first ? first : second;
+    const uint64_t j = in_first ? i : i - first.count;
+    f.dst[PitchedOffset(j, f.cols, f.ld)] = __float2half_rn(RandomValue(f.seed, f.operand, j));
+  }
+}
+
 __global__ void CompareKernel(const __half* d, const __half* ref, uint64_t count, uint64_t cols, uint64_t ld,
                               float rtol, float atol, CompareResult* result) {
   unsigned long long mismatches = 0, non_finite = 0;
@@ -135,6 +151,21 @@ cudaError_t FillRandom(__half* dst, int64_t rows, int64_t cols, int64_t ld, uint
   if (ld < cols) return cudaErrorInvalidValue;
   const uint64_t count = static_cast<uint64_t>(rows) * cols;
   FillRandomKernel<<<Blocks(count), kThreads, 0, stream>>>(dst, count, cols, ld, seed, operand);
+  return cudaGetLastError();
+}
+
+cudaError_t FillRandom(const RandomMatrix& first, const RandomMatrix& second, cudaStream_t stream) {
+  FillArgs args[2];
+  const RandomMatrix* matrices[2] = {&first, &second};
+  for (int m = 0; m < 2; ++m) {
+    const RandomMatrix& r = *matrices[m];
+    if (r.rows < 0 || r.cols < 0 || (r.rows > 0 && r.cols > 0 && r.ld < r.cols)) return cudaErrorInvalidValue;
+    const uint64_t count = static_cast<uint64_t>(r.rows) * static_cast<uint64_t>(r.cols);
+    args[m] = {r.dst, count, static_cast<uint64_t>(r.cols), static_cast<uint64_t>(r.ld), r.seed, r.operand};
+  }
+  const uint64_t total = args[0].count + args[1].count;
+  if (total == 0) return cudaSuccess;
+  FillRandomPairKernel<<<Blocks(total), kThreads, 0, stream>>>(args[0], args[1]);
   return cudaGetLastError();
 }
 

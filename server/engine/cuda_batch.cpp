@@ -83,9 +83,16 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
 
   if (!host_inputs) cudaEventRecord(lane->inputs_start, lane->compute);
   for (size_t i = 0; i < count; ++i) {
+    const GemmJob& job = *jobs[i];
+    if (job.a.kind == OperandView::Kind::kRandom && job.b.kind == OperandView::Kind::kRandom) {  // one launch
+      e = gemm::FillRandom({a_all + i * slot_a, a.rows, a.cols, a.ld, job.a.seed, gemm::OperandId::kA},
+                           {b_all + i * slot_b, b.rows, b.cols, b.ld, job.b.seed, gemm::OperandId::kB}, input_stream);
+      if (e != cudaSuccess) return all(dev.Fail("upload", e));
+      continue;
+    }
     for (auto [op, matrix, slot, base, id] :
-         {std::tuple{&jobs[i]->a, a, slot_a, a_all, gemm::OperandId::kA},
-          std::tuple{&jobs[i]->b, b, slot_b, b_all, gemm::OperandId::kB}}) {
+         {std::tuple{&job.a, a, slot_a, a_all, gemm::OperandId::kA},
+          std::tuple{&job.b, b, slot_b, b_all, gemm::OperandId::kB}}) {
       matrix.data = base + i * slot;
       e = op->kind == OperandView::Kind::kRandom
               ? gemm::FillRandom(matrix.data, matrix.rows, matrix.cols, matrix.ld, op->seed, id, input_stream)

@@ -59,6 +59,48 @@ TEST_F(KernelsGpuTest, FillRandomMatchesTheHostGenerator) {
   }
 }
 
+// The two-matrix fill gives each matrix what the one-matrix fill gives it,
+// pitches included, and leaves the gaps between rows alone.
+TEST_F(KernelsGpuTest, FillingTwoMatricesInOneLaunchMatchesFillingEach) {
+  struct Case {
+    int64_t rows, cols, ld;
+  };
+  for (auto [first, second] : {std::pair{Case{64, 64, 64}, Case{64, 64, 64}}, {Case{77, 50, 56}, Case{100, 50, 64}},
+                               {Case{1, 3, 8}, Case{1000, 129, 136}}, {Case{0, 5, 8}, Case{3, 3, 3}}}) {
+    std::vector<__half*> one(2), pair(2);
+    const Case cases[2] = {first, second};
+    const uint64_t seeds[2] = {11, 12};
+    const gemm::OperandId ids[2] = {gemm::OperandId::kA, gemm::OperandId::kB};
+    gemm::RandomMatrix m[2];
+    for (int i = 0; i < 2; ++i) {
+      const size_t bytes = std::max<size_t>(2, cases[i].rows * cases[i].ld * 2);
+      ASSERT_CUDA(cudaMalloc(&one[i], bytes));
+      ASSERT_CUDA(cudaMalloc(&pair[i], bytes));
+      ASSERT_CUDA(cudaMemsetAsync(one[i], 0x7B, bytes, stream_));  // the gaps: equal and not a fill's value
+      ASSERT_CUDA(cudaMemsetAsync(pair[i], 0x7B, bytes, stream_));
+      ASSERT_CUDA(gemm::FillRandom(one[i], cases[i].rows, cases[i].cols, cases[i].ld, seeds[i], ids[i], stream_));
+      m[i] = {pair[i], cases[i].rows, cases[i].cols, cases[i].ld, seeds[i], ids[i]};
+    }
+    ASSERT_CUDA(gemm::FillRandom(m[0], m[1], stream_));
+    for (int i = 0; i < 2; ++i) {
+      const size_t n = std::max<size_t>(1, cases[i].rows * cases[i].ld);
+      std::vector<uint16_t> a(n), b(n);
+      ASSERT_CUDA(cudaMemcpyAsync(a.data(), one[i], n * 2, cudaMemcpyDeviceToHost, stream_));
+      ASSERT_CUDA(cudaMemcpyAsync(b.data(), pair[i], n * 2, cudaMemcpyDeviceToHost, stream_));
+      ASSERT_CUDA(cudaStreamSynchronize(stream_));
+      EXPECT_EQ(a, b) << "matrix " << i << " of " << cases[i].rows << "x" << cases[i].cols << " ld " << cases[i].ld;
+      if (cases[i].rows > 0) {
+        EXPECT_EQ(gemm::HalfToFloat(b[0]), gemm::RandomValue(seeds[i], ids[i], 0));  // written, not left as set
+      }
+      cudaFree(one[i]);
+      cudaFree(pair[i]);
+    }
+  }
+  gemm::RandomMatrix bad{nullptr, 2, 8, 4, 1, gemm::OperandId::kA};  // ld shorter than a row
+  gemm::RandomMatrix fine{nullptr, 0, 0, 0, 1, gemm::OperandId::kB};
+  EXPECT_EQ(gemm::FillRandom(bad, fine, stream_), cudaErrorInvalidValue);
+}
+
 TEST_F(KernelsGpuTest, CompareCatchesAPlantedWrongElementAndAnUnwrittenOne) {
   const uint64_t n = 1 << 20;
   __half *ref = nullptr, *d = nullptr;

@@ -7,7 +7,7 @@
 # last. Needs .bundle.tar.xz (scripts/gpu/bundle.sh).
 #   BENCH_SHAPES, BENCH_STEPS, BENCH_ITERS override the benchmark's lists.
 #   SWEEP_SHAPES, SWEEP_SEED, SWEEP_STEPS, SWEEP_LAYOUTS shape the sweep.
-#   PARTS picks sections (default all, in this order): tests service
+#   PARTS picks sections (default all, in this order): tests service tiny
 #   firsttouch soak bench sweep sass sanitize ncu. A device call has 600 s;
 #   the whole script needs about two, so split it, e.g. PARTS="tests service
 #   soak sass".
@@ -21,7 +21,7 @@ bin=$PWD/.bundle/bin
 summary=$OUT/summary.txt
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
-all_parts="tests service firsttouch soak bench sweep sass sanitize ncu"
+all_parts="tests service tiny firsttouch soak bench sweep sass sanitize ncu"
 # part NAME: whether PARTS asks for this section; notes the time it starts at.
 part() {
   [[ " ${PARTS:-$all_parts} " == *" $1 "* ]] || return 1
@@ -30,10 +30,11 @@ part() {
 work=$(mktemp -d)
 # start_gemmd NAME [ARGS...]: a gemmd on loopback ports, logging to
 # $OUT/gemmd_NAME.log; sets gemmd_pid and GEMM_TARGET, and waits until SERVING.
+# GEMMD_BIN: another gemmd binary to start.
 start_gemmd() {
   local name=$1
   shift
-  "$bin/gemmd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port_$name" "$@" \
+  "${GEMMD_BIN:-$bin/gemmd}" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port_$name" "$@" \
     2>"$OUT/gemmd_$name.log" &
   gemmd_pid=$!
   for _ in $(seq 600); do [[ -s $work/port_$name ]] && break; sleep 0.1; done
@@ -259,6 +260,50 @@ count, total = float(m.get("gemm_batch_size_count", 0)), float(m.get("gemm_batch
 print(f"batching on: {count:.0f} launches, mean batch {total / count if count else 0:.1f} requests")
 PY
 
+fi
+
+if part tiny; then
+# 2g. Tiny requests, 64^3 step 0 (gemm-client bench's defaults), one server
+# setting after another, twice over, each beside a bare gRPC echo measured
+# just before it: one in flight (p50) and 32 (req/s). A bundle that holds
+# bin/gemmd-before (an earlier build, added by hand) has it measured too.
+tiny_configs=("defaults:" "workers2:--workers 2")
+[[ -x $bin/gemmd-before ]] && tiny_configs+=("before:BEFORE" "before_workers2:BEFORE --workers 2")
+for round in 1 2; do
+  for config in "${tiny_configs[@]}"; do
+    name=${config%%:*}
+    args=${config#*:}
+    gemmd_bin=$bin/gemmd
+    [[ $args == BEFORE* ]] && gemmd_bin=$bin/gemmd-before && args=${args#BEFORE}
+    GEMMD_BIN=$gemmd_bin start_gemmd "tiny_${name}_$round" $args
+    "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256 \
+      >"$OUT/tiny_${name}_$round.echo"
+    "$bin/grpc-echo-bench" --mode latency --concurrency 32 --seconds 2 --up-bytes 64 --down-bytes 256 \
+      >>"$OUT/tiny_${name}_$round.echo"
+    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 4 >"$OUT/tiny_${name}_$round.c1" 2>&1
+    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 4 >"$OUT/tiny_${name}_$round.c32" 2>&1
+    kill -TERM $gemmd_pid; wait $gemmd_pid
+  done
+done
+python3 - "$OUT" "${tiny_configs[@]}" <<'PY' | tee -a "$summary"
+import sys
+out = sys.argv[1]
+def bench(path):
+    rows = [l.split() for l in open(path) if l.startswith("64x64x64")]
+    server = "".join(l.strip() for l in open(path) if "server p50" in l)
+    return (float(rows[0][4]), float(rows[0][5]) * 1e3, server) if rows else (0.0, 0.0, server)
+for round in (1, 2):
+    for config in sys.argv[2:]:
+        name, args = config.split(":", 1)
+        stem = f"{out}/tiny_{name}_{round}"
+        echo = [dict(kv.split("=") for kv in line.split()) for line in open(f"{stem}.echo")]
+        _, p50, server = bench(f"{stem}.c1")
+        rate, _, _ = bench(f"{stem}.c32")
+        e50, erate = float(echo[0]["p50_us"]), float(echo[1]["calls_per_s"])
+        print(f"tiny {name:16s} round {round}: 1 in flight p50 {p50:.0f} us (echo {e50:.0f}, gap {p50 - e50:+.0f}); "
+              f"32 in flight {rate:.0f} req/s (echo {erate:.0f})")
+        print(f"    {server}")
+PY
 fi
 
 if part firsttouch; then

@@ -282,6 +282,12 @@ for round in 1 2; do
       >>"$OUT/tiny_${name}_$round.echo"
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 4 >"$OUT/tiny_${name}_$round.c1" 2>&1
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 4 >"$OUT/tiny_${name}_$round.c32" 2>&1
+    # One connection is served by one thread at a time on each side: the
+    # same 32 in flight over four, against the echo over four.
+    "$bin/grpc-echo-bench" --mode latency --concurrency 32 --connections 4 --seconds 2 --up-bytes 64 \
+      --down-bytes 256 >>"$OUT/tiny_${name}_$round.echo"
+    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 4 --duration 4 \
+      >"$OUT/tiny_${name}_$round.c32x4" 2>&1
     kill -TERM $gemmd_pid; wait $gemmd_pid
   done
 done
@@ -299,9 +305,10 @@ for round in (1, 2):
         echo = [dict(kv.split("=") for kv in line.split()) for line in open(f"{stem}.echo")]
         _, p50, server = bench(f"{stem}.c1")
         rate, _, _ = bench(f"{stem}.c32")
-        e50, erate = float(echo[0]["p50_us"]), float(echo[1]["calls_per_s"])
+        rate4, _, _ = bench(f"{stem}.c32x4")
+        e50, erate, erate4 = float(echo[0]["p50_us"]), float(echo[1]["calls_per_s"]), float(echo[2]["calls_per_s"])
         print(f"tiny {name:16s} round {round}: 1 in flight p50 {p50:.0f} us (echo {e50:.0f}, gap {p50 - e50:+.0f}); "
-              f"32 in flight {rate:.0f} req/s (echo {erate:.0f})")
+              f"32 in flight {rate:.0f} req/s (echo {erate:.0f}); over 4 connections {rate4:.0f} (echo {erate4:.0f})")
         print(f"    {server}")
 PY
 fi

@@ -28,14 +28,15 @@ struct FillArgs {
   uint64_t count, cols, ld, seed;
   OperandId operand;
 };
+struct FillList {
+  FillArgs matrices[kMaxRandomMatrices];
+};
 
-__global__ void FillRandomPairKernel(FillArgs first, FillArgs second) {
-  const uint64_t total = first.count + second.count;
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < total; i += uint64_t{gridDim.x} * blockDim.x) {
-    const bool in_first = i < first.count;
-    const FillArgs& f = in_first ? first : second;
-    const uint64_t j = in_first ? i : i - first.count;
-    f.dst[PitchedOffset(j, f.cols, f.ld)] = __float2half_rn(RandomValue(f.seed, f.operand, j));
+// blockIdx.y picks the matrix; its blocks stride over it as FillRandomKernel's do.
+__global__ void FillRandomListKernel(const __grid_constant__ FillList list) {
+  const FillArgs& f = list.matrices[blockIdx.y];
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < f.count; i += uint64_t{gridDim.x} * blockDim.x) {
+    f.dst[PitchedOffset(i, f.cols, f.ld)] = __float2half_rn(RandomValue(f.seed, f.operand, i));
   }
 }
 
@@ -154,19 +155,26 @@ cudaError_t FillRandom(__half* dst, int64_t rows, int64_t cols, int64_t ld, uint
   return cudaGetLastError();
 }
 
-cudaError_t FillRandom(const RandomMatrix& first, const RandomMatrix& second, cudaStream_t stream) {
-  FillArgs args[2];
-  const RandomMatrix* matrices[2] = {&first, &second};
-  for (int m = 0; m < 2; ++m) {
-    const RandomMatrix& r = *matrices[m];
+cudaError_t FillRandom(const RandomMatrix* matrices, size_t count, cudaStream_t stream) {
+  for (size_t i = 0; i < count; ++i) {
+    const RandomMatrix& r = matrices[i];
     if (r.rows < 0 || r.cols < 0 || (r.rows > 0 && r.cols > 0 && r.ld < r.cols)) return cudaErrorInvalidValue;
-    const uint64_t count = static_cast<uint64_t>(r.rows) * static_cast<uint64_t>(r.cols);
-    args[m] = {r.dst, count, static_cast<uint64_t>(r.cols), static_cast<uint64_t>(r.ld), r.seed, r.operand};
   }
-  const uint64_t total = args[0].count + args[1].count;
-  if (total == 0) return cudaSuccess;
-  FillRandomPairKernel<<<Blocks(total), kThreads, 0, stream>>>(args[0], args[1]);
-  return cudaGetLastError();
+  for (size_t first = 0; first < count; first += kMaxRandomMatrices) {
+    FillList list{};
+    unsigned n = 0;
+    uint64_t largest = 0;
+    for (size_t i = first; i < count && i < first + kMaxRandomMatrices; ++i) {
+      const RandomMatrix& r = matrices[i];
+      const uint64_t elements = static_cast<uint64_t>(r.rows) * static_cast<uint64_t>(r.cols);
+      list.matrices[n++] = {r.dst, elements, static_cast<uint64_t>(r.cols), static_cast<uint64_t>(r.ld), r.seed, r.operand};
+      largest = elements > largest ? elements : largest;
+    }
+    if (largest == 0) continue;
+    FillRandomListKernel<<<dim3(Blocks(largest), n), kThreads, 0, stream>>>(list);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 cudaError_t Poison(__half* dst, uint64_t count, cudaStream_t stream) {

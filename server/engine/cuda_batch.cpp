@@ -82,23 +82,22 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   auto* cmp_all = reinterpret_cast<gemm::CompareResult*>(cmp_raw);
 
   if (!host_inputs) cudaEventRecord(lane->inputs_start, lane->compute);
+  // Generated operands, every job's, in one launch; the others staged up.
+  std::vector<gemm::RandomMatrix> generated;
   for (size_t i = 0; i < count; ++i) {
-    const GemmJob& job = *jobs[i];
-    if (job.a.kind == OperandView::Kind::kRandom && job.b.kind == OperandView::Kind::kRandom) {  // one launch
-      e = gemm::FillRandom({a_all + i * slot_a, a.rows, a.cols, a.ld, job.a.seed, gemm::OperandId::kA},
-                           {b_all + i * slot_b, b.rows, b.cols, b.ld, job.b.seed, gemm::OperandId::kB}, input_stream);
-      if (e != cudaSuccess) return all(dev.Fail("upload", e));
-      continue;
-    }
     for (auto [op, matrix, slot, base, id] :
-         {std::tuple{&job.a, a, slot_a, a_all, gemm::OperandId::kA},
-          std::tuple{&job.b, b, slot_b, b_all, gemm::OperandId::kB}}) {
+         {std::tuple{&jobs[i]->a, a, slot_a, a_all, gemm::OperandId::kA},
+          std::tuple{&jobs[i]->b, b, slot_b, b_all, gemm::OperandId::kB}}) {
       matrix.data = base + i * slot;
-      e = op->kind == OperandView::Kind::kRandom
-              ? gemm::FillRandom(matrix.data, matrix.rows, matrix.cols, matrix.ld, op->seed, id, input_stream)
-              : StagedUpload(*lane, *dev.copier, matrix, op->host);
-      if (e != cudaSuccess) return all(dev.Fail("upload", e));
+      if (op->kind == OperandView::Kind::kRandom) {
+        generated.push_back({matrix.data, matrix.rows, matrix.cols, matrix.ld, op->seed, id});
+      } else if ((e = StagedUpload(*lane, *dev.copier, matrix, op->host)) != cudaSuccess) {
+        return all(dev.Fail("upload", e));
+      }
     }
+  }
+  if ((e = gemm::FillRandom(generated.data(), generated.size(), input_stream)) != cudaSuccess) {
+    return all(dev.Fail("upload", e));
   }
   double upload_seconds = 0;
   if (host_inputs) {  // the compute stream waits for the copy stream's uploads

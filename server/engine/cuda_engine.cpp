@@ -347,8 +347,9 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   if (!host_inputs) cudaEventRecord(lane->inputs_start, lane->compute);
   if (vendor_padded && (e = ZeroVendorPadding(a, b, d, input_stream)) != cudaSuccess) return dev.Fail("padding", e);
   if (!host_inputs) {  // both generated, in one launch
-    e = gemm::FillRandom({a.data, a.rows, a.cols, a.ld, job.a.seed, gemm::OperandId::kA},
-                         {b.data, b.rows, b.cols, b.ld, job.b.seed, gemm::OperandId::kB}, input_stream);
+    const gemm::RandomMatrix both[] = {{a.data, a.rows, a.cols, a.ld, job.a.seed, gemm::OperandId::kA},
+                                       {b.data, b.rows, b.cols, b.ld, job.b.seed, gemm::OperandId::kB}};
+    e = gemm::FillRandom(both, 2, input_stream);
   } else {
     for (auto [op, dst, id] :
          {std::tuple{&job.a, &a, gemm::OperandId::kA}, std::tuple{&job.b, &b, gemm::OperandId::kB}}) {

@@ -59,46 +59,54 @@ TEST_F(KernelsGpuTest, FillRandomMatchesTheHostGenerator) {
   }
 }
 
-// The two-matrix fill gives each matrix what the one-matrix fill gives it,
-// pitches included, and leaves the gaps between rows alone.
-TEST_F(KernelsGpuTest, FillingTwoMatricesInOneLaunchMatchesFillingEach) {
+// The many-matrix fill gives each matrix what the one-matrix fill gives it,
+// pitches included, leaves the gaps between rows alone, and takes more
+// matrices than one launch holds.
+TEST_F(KernelsGpuTest, FillingManyMatricesInOneLaunchMatchesFillingEach) {
   struct Case {
     int64_t rows, cols, ld;
   };
-  for (auto [first, second] : {std::pair{Case{64, 64, 64}, Case{64, 64, 64}}, {Case{77, 50, 56}, Case{100, 50, 64}},
-                               {Case{1, 3, 8}, Case{1000, 129, 136}}, {Case{0, 5, 8}, Case{3, 3, 3}}}) {
-    std::vector<__half*> one(2), pair(2);
-    const Case cases[2] = {first, second};
-    const uint64_t seeds[2] = {11, 12};
-    const gemm::OperandId ids[2] = {gemm::OperandId::kA, gemm::OperandId::kB};
-    gemm::RandomMatrix m[2];
-    for (int i = 0; i < 2; ++i) {
-      const size_t bytes = std::max<size_t>(2, cases[i].rows * cases[i].ld * 2);
+  const std::vector<std::vector<Case>> lists = {
+      {{64, 64, 64}, {64, 64, 64}},
+      {{77, 50, 56}, {100, 50, 64}, {1, 3, 8}, {1000, 129, 136}},
+      {{0, 5, 8}, {3, 3, 3}},
+      std::vector<Case>(gemm::kMaxRandomMatrices + 3, Case{9, 7, 8}),  // two launches
+  };
+  for (const auto& cases : lists) {
+    const size_t n = cases.size();
+    std::vector<__half*> one(n), many(n);
+    std::vector<gemm::RandomMatrix> matrices(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Case& c = cases[i];
+      const size_t bytes = std::max<size_t>(2, c.rows * c.ld * 2);
+      const uint64_t seed = 11 + i;
+      const auto id = i % 2 ? gemm::OperandId::kB : gemm::OperandId::kA;
       ASSERT_CUDA(cudaMalloc(&one[i], bytes));
-      ASSERT_CUDA(cudaMalloc(&pair[i], bytes));
+      ASSERT_CUDA(cudaMalloc(&many[i], bytes));
       ASSERT_CUDA(cudaMemsetAsync(one[i], 0x7B, bytes, stream_));  // the gaps: equal and not a fill's value
-      ASSERT_CUDA(cudaMemsetAsync(pair[i], 0x7B, bytes, stream_));
-      ASSERT_CUDA(gemm::FillRandom(one[i], cases[i].rows, cases[i].cols, cases[i].ld, seeds[i], ids[i], stream_));
-      m[i] = {pair[i], cases[i].rows, cases[i].cols, cases[i].ld, seeds[i], ids[i]};
+      ASSERT_CUDA(cudaMemsetAsync(many[i], 0x7B, bytes, stream_));
+      ASSERT_CUDA(gemm::FillRandom(one[i], c.rows, c.cols, c.ld, seed, id, stream_));
+      matrices[i] = {many[i], c.rows, c.cols, c.ld, seed, id};
     }
-    ASSERT_CUDA(gemm::FillRandom(m[0], m[1], stream_));
-    for (int i = 0; i < 2; ++i) {
-      const size_t n = std::max<size_t>(1, cases[i].rows * cases[i].ld);
-      std::vector<uint16_t> a(n), b(n);
-      ASSERT_CUDA(cudaMemcpyAsync(a.data(), one[i], n * 2, cudaMemcpyDeviceToHost, stream_));
-      ASSERT_CUDA(cudaMemcpyAsync(b.data(), pair[i], n * 2, cudaMemcpyDeviceToHost, stream_));
+    ASSERT_CUDA(gemm::FillRandom(matrices.data(), n, stream_));
+    for (size_t i = 0; i < n; ++i) {
+      const Case& c = cases[i];
+      const size_t elements = std::max<size_t>(1, c.rows * c.ld);
+      std::vector<uint16_t> expected(elements), got(elements);
+      ASSERT_CUDA(cudaMemcpyAsync(expected.data(), one[i], elements * 2, cudaMemcpyDeviceToHost, stream_));
+      ASSERT_CUDA(cudaMemcpyAsync(got.data(), many[i], elements * 2, cudaMemcpyDeviceToHost, stream_));
       ASSERT_CUDA(cudaStreamSynchronize(stream_));
-      EXPECT_EQ(a, b) << "matrix " << i << " of " << cases[i].rows << "x" << cases[i].cols << " ld " << cases[i].ld;
-      if (cases[i].rows > 0) {
-        EXPECT_EQ(gemm::HalfToFloat(b[0]), gemm::RandomValue(seeds[i], ids[i], 0));  // written, not left as set
+      EXPECT_EQ(expected, got) << "matrix " << i << " of " << n << ": " << c.rows << "x" << c.cols << " ld " << c.ld;
+      if (c.rows > 0) {  // written, not left as set
+        EXPECT_EQ(gemm::HalfToFloat(got[0]), gemm::RandomValue(matrices[i].seed, matrices[i].operand, 0));
       }
       cudaFree(one[i]);
-      cudaFree(pair[i]);
+      cudaFree(many[i]);
     }
   }
-  gemm::RandomMatrix bad{nullptr, 2, 8, 4, 1, gemm::OperandId::kA};  // ld shorter than a row
-  gemm::RandomMatrix fine{nullptr, 0, 0, 0, 1, gemm::OperandId::kB};
-  EXPECT_EQ(gemm::FillRandom(bad, fine, stream_), cudaErrorInvalidValue);
+  const gemm::RandomMatrix bad[] = {{nullptr, 0, 0, 0, 1, gemm::OperandId::kB},
+                                    {nullptr, 2, 8, 4, 1, gemm::OperandId::kA}};  // ld shorter than a row
+  EXPECT_EQ(gemm::FillRandom(bad, 2, stream_), cudaErrorInvalidValue);
 }
 
 TEST_F(KernelsGpuTest, CompareCatchesAPlantedWrongElementAndAnUnwrittenOne) {

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "gemm/random_fill.h"
@@ -19,17 +20,19 @@ cudaError_t FillRandom(__half* dst, uint64_t count, uint64_t seed, OperandId ope
 // gaps between rows are left as they are.
 cudaError_t FillRandom(__half* dst, int64_t rows, int64_t cols, int64_t ld, uint64_t seed, OperandId operand,
                        cudaStream_t stream);
-// One pitched matrix for the two-matrix fill below.
+// One pitched matrix for the many-matrix fill below.
 struct RandomMatrix {
   __half* dst;
   int64_t rows, cols, ld;
   uint64_t seed;
   OperandId operand;
 };
-// Both matrices, each as the pitched FillRandom above fills it, in one
-// launch: a small request's A and B cost one launch's host time (about
-// 5 us on an H100 host) instead of two.
-cudaError_t FillRandom(const RandomMatrix& first, const RandomMatrix& second, cudaStream_t stream);
+// `count` matrices, each as the pitched FillRandom above fills it, in one
+// launch per kMaxRandomMatrices: a small request's A and B, or a batch's
+// every A and B, cost one launch's host time (about 5 us on an H100 host)
+// instead of one each.
+inline constexpr size_t kMaxRandomMatrices = 64;  // kernel parameters: 3 KiB of the 4
+cudaError_t FillRandom(const RandomMatrix* matrices, size_t count, cudaStream_t stream);
 
 // Every element becomes 0xFFFF, an fp16 NaN: an element a kernel does not
 // write then fails verification.

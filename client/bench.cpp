@@ -1,6 +1,7 @@
 // gemm-client bench: a closed-loop load test. `concurrency` threads each keep
 // one request in flight, cycling through every (shape, step) pair with fresh
-// server-generated inputs, until the duration or count is reached.
+// server-generated inputs (or, with --inline, A and B in the request and D
+// in the reply), until the duration or count is reached.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -36,6 +37,21 @@ struct Combo {
   uint32_t step;
 };
 
+// `count` random fp16 values in (-1, 1), as little-endian bytes: a random
+// sign, exponent 10-14 (magnitudes 2^-5 up to 1, no subnormals) and
+// mantissa. Only their being finite and varied matters to a load test.
+std::string RandomHalves(uint64_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string bytes(count * 2, '\0');
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t r = rng();
+    const auto bits = static_cast<uint16_t>(((r & 1) << 15) | ((10 + (r >> 1) % 5) << 10) | ((r >> 8) & 0x3FF));
+    bytes[2 * i] = static_cast<char>(bits & 0xFF);
+    bytes[2 * i + 1] = static_cast<char>(bits >> 8);
+  }
+  return bytes;
+}
+
 // Nearest-rank percentile of sorted values.
 double Percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
@@ -64,6 +80,14 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
                args.concurrency, connections,
                args.count ? (std::to_string(args.count) + " requests").c_str()
                           : (std::to_string(duration) + " s").c_str());
+
+  // --inline: each pair's A and B, made once and sent in every request.
+  std::vector<std::pair<std::string, std::string>> operands(args.inline_data ? combos.size() : 0);
+  for (size_t ci = 0; ci < operands.size(); ++ci) {
+    const Combo& c = combos[ci];
+    operands[ci] = {RandomHalves(static_cast<uint64_t>(c.m * c.k), 2 * ci + 1),
+                    RandomHalves(static_cast<uint64_t>(c.n * c.k), 2 * ci + 2)};
+  }
 
   // The first connection is the caller's; each further one a channel of its own.
   const auto extra = OwnConnections(client, connections - 1);
@@ -94,8 +118,14 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
         req.set_repeats(args.repeats);
         req.set_benchmark(args.benchmark);
         req.set_verification(args.verify ? gemm::v1::VERIFICATION_FULL : gemm::v1::VERIFICATION_NONE);
-        req.mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
-        req.mutable_b()->mutable_random()->set_seed(i + 1);
+        if (args.inline_data) {
+          req.mutable_a()->set_data(operands[ci].first);
+          req.mutable_b()->set_data(operands[ci].second);
+          req.set_output(gemm::v1::OUTPUT_INLINE);
+        } else {
+          req.mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
+          req.mutable_b()->mutable_random()->set_seed(i + 1);
+        }
         gemm::v1::MultiplyResponse resp;
         const auto t0 = Clock::now();
         int retries = 0;

@@ -39,6 +39,9 @@ struct BenchArgs {
   uint32_t repeats = 1;
   bool verify = false;
   bool benchmark = false;
+  // A and B sent in each request and D returned in its reply, as a client
+  // with its own data sends them, instead of server-generated inputs.
+  bool inline_data = false;
   std::string csv_file, json_file;
 };
 

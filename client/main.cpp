@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
 
   gemmc::BenchArgs bench_args;
   auto* bench = app.add_subcommand("bench", "load test: throughput and latency percentiles");
-  bench->add_option("--shapes", bench_args.shapes, "MxNxK,... (server-generated inputs)")
+  bench->add_option("--shapes", bench_args.shapes, "MxNxK,...")
       ->delimiter(',')->capture_default_str();
   bench->add_option("--steps", bench_args.steps, "steps to cycle through")->delimiter(',')->capture_default_str();
   bench->add_option("--concurrency", bench_args.concurrency, "requests in flight")
@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
   dur->excludes(cnt);
   bench->add_option("--repeats", bench_args.repeats, "kernel runs per request")->capture_default_str();
   bench->add_flag("--verify", bench_args.verify, "verify every result (slower)");
+  bench->add_flag("--inline", bench_args.inline_data,
+                  "send A and B in each request and take D back in the reply (random fp16 made once per shape), "
+                  "instead of server-generated inputs and no D");
   bench->add_flag("--benchmark", bench_args.benchmark,
                   "each request times as gemm-bench does: L2 flushed and D poisoned before every repeat");
   bench->add_option("--csv", bench_args.csv_file, "write per-(shape, step) results as CSV");

@@ -95,6 +95,11 @@ grep -q "total: 80 ok of 80" "$work/bench" || { cat "$work/bench"; fail "bench";
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['results'])==2 and all(r['ok']==40 for r in d['results'])" "$work/bench.json" || fail "bench JSON"
 ok "bench"
 
+# --inline: A and B in each request and D back in the reply, verified.
+"$client" bench --shapes 64x64x64,77x100x50 --steps 0 --concurrency 2 --count 20 --verify --inline >"$work/bench_inline"
+grep -q "total: 20 ok of 20" "$work/bench_inline" || { cat "$work/bench_inline"; fail "bench --inline"; }
+ok "bench --inline"
+
 # Against a server that is not there, bench backs off instead of spinning:
 # 16 threads for a second make tens of calls, not hundreds of thousands.
 GEMM_TARGET=127.0.0.1:1 "$client" bench --duration 1 --concurrency 16 >"$work/dead" 2>&1 || true

@@ -288,6 +288,9 @@ for round in 1 2; do
       --down-bytes 256 >>"$OUT/tiny_${name}_$round.echo"
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 4 --duration 4 \
       >"$OUT/tiny_${name}_$round.c32x4" 2>&1
+    # As a client with its own data sends it: A and B inline, verified, D back.
+    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 3 --inline --verify \
+      >"$OUT/tiny_${name}_$round.c1inline" 2>&1
     kill -TERM $gemmd_pid; wait $gemmd_pid
   done
 done
@@ -310,6 +313,8 @@ for round in (1, 2):
         print(f"tiny {name:16s} round {round}: 1 in flight p50 {p50:.0f} us (echo {e50:.0f}, gap {p50 - e50:+.0f}); "
               f"32 in flight {rate:.0f} req/s (echo {erate:.0f}); over 4 connections {rate4:.0f} (echo {erate4:.0f})")
         print(f"    {server}")
+        _, p50i, serveri = bench(f"{stem}.c1inline")
+        print(f"    A and B inline, verified, D inline, 1 in flight: p50 {p50i:.0f} us; {serveri}")
 PY
 fi
 

@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "commands.h"
+#include "gemm/half.h"
+#include "gemm/random_fill.h"
 
 namespace gemmc {
 namespace {
@@ -37,17 +39,15 @@ struct Combo {
   uint32_t step;
 };
 
-// `count` random fp16 values in (-1, 1), as little-endian bytes: a random
-// sign, exponent 10-14 (magnitudes 2^-5 up to 1, no subnormals) and
-// mantissa. Only their being finite and varied matters to a load test.
-std::string RandomHalves(uint64_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
+// A rows×cols operand as --inline sends it: the matrix the server would
+// generate from `seed` (gemm/random_fill.h), as little-endian fp16 bytes.
+std::string GeneratedOperand(int64_t rows, int64_t cols, uint64_t seed, gemm::OperandId operand) {
+  const auto count = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
   std::string bytes(count * 2, '\0');
   for (uint64_t i = 0; i < count; ++i) {
-    const uint64_t r = rng();
-    const auto bits = static_cast<uint16_t>(((r & 1) << 15) | ((10 + (r >> 1) % 5) << 10) | ((r >> 8) & 0x3FF));
-    bytes[2 * i] = static_cast<char>(bits & 0xFF);
-    bytes[2 * i + 1] = static_cast<char>(bits >> 8);
+    const uint16_t h = gemm::FloatToHalf(gemm::RandomValue(seed, operand, i));
+    bytes[2 * i] = static_cast<char>(h & 0xFF);
+    bytes[2 * i + 1] = static_cast<char>(h >> 8);
   }
   return bytes;
 }
@@ -85,8 +85,8 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
   std::vector<std::pair<std::string, std::string>> operands(args.inline_data ? combos.size() : 0);
   for (size_t ci = 0; ci < operands.size(); ++ci) {
     const Combo& c = combos[ci];
-    operands[ci] = {RandomHalves(static_cast<uint64_t>(c.m * c.k), 2 * ci + 1),
-                    RandomHalves(static_cast<uint64_t>(c.n * c.k), 2 * ci + 2)};
+    operands[ci] = {GeneratedOperand(c.m, c.k, ci + 1, gemm::OperandId::kA),
+                    GeneratedOperand(c.n, c.k, ci + 1, gemm::OperandId::kB)};
   }
 
   // The first connection is the caller's; each further one a channel of its own.

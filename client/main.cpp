@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   bench->add_option("--repeats", bench_args.repeats, "kernel runs per request")->capture_default_str();
   bench->add_flag("--verify", bench_args.verify, "verify every result (slower)");
   bench->add_flag("--inline", bench_args.inline_data,
-                  "send A and B in each request and take D back in the reply (random fp16 made once per shape), "
+                  "send A and B in each request and take D back in the reply (the matrices a seed makes, once per shape), "
                   "instead of server-generated inputs and no D");
   bench->add_flag("--benchmark", bench_args.benchmark,
                   "each request times as gemm-bench does: L2 flushed and D poisoned before every repeat");

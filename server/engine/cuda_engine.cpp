@@ -346,20 +346,17 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   if (e != cudaSuccess) return dev.Fail("allocation", e);
   if (!host_inputs) cudaEventRecord(lane->inputs_start, lane->compute);
   if (vendor_padded && (e = ZeroVendorPadding(a, b, d, input_stream)) != cudaSuccess) return dev.Fail("padding", e);
-  if (!host_inputs) {  // both generated, in one launch
-    const gemm::RandomMatrix both[] = {{a.data, a.rows, a.cols, a.ld, job.a.seed, gemm::OperandId::kA},
-                                       {b.data, b.rows, b.cols, b.ld, job.b.seed, gemm::OperandId::kB}};
-    e = gemm::FillRandom(both, 2, input_stream);
-  } else {
-    for (auto [op, dst, id] :
-         {std::tuple{&job.a, &a, gemm::OperandId::kA}, std::tuple{&job.b, &b, gemm::OperandId::kB}}) {
-      e = op->kind == OperandView::Kind::kRandom
-              ? gemm::FillRandom(dst->data, dst->rows, dst->cols, dst->ld, op->seed, id, input_stream)
-              : StagedUpload(*lane, *dev.copier, *dst, op->host);
-      if (e != cudaSuccess) break;
+  // Generated operands in one launch, as RunBatch does; the others staged up.
+  gemm::RandomMatrix generated[2];
+  size_t fills = 0;
+  for (auto [op, dst, id] : {std::tuple{&job.a, &a, gemm::OperandId::kA}, std::tuple{&job.b, &b, gemm::OperandId::kB}}) {
+    if (op->kind == OperandView::Kind::kRandom) {
+      generated[fills++] = {dst->data, dst->rows, dst->cols, dst->ld, op->seed, id};
+    } else if ((e = StagedUpload(*lane, *dev.copier, *dst, op->host)) != cudaSuccess) {
+      return dev.Fail("upload", e);
     }
   }
-  if (e != cudaSuccess) return dev.Fail("upload", e);
+  if ((e = gemm::FillRandom(generated, fills, input_stream)) != cudaSuccess) return dev.Fail("upload", e);
   if (host_inputs) {  // the compute stream waits for the copy stream's uploads
     if (e = cudaEventRecord(lane->inputs_ready, lane->copy); e != cudaSuccess) return dev.Fail("event", e);
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;

@@ -163,6 +163,28 @@ TEST(CudaEngineGpu, ServerGeneratedInputsAreTheDocumentedOnes) {
   EXPECT_EQ(CountMismatches(d, ReferenceGemm(a, b, m, n, k)), 0);
 }
 
+// One operand sent and the other generated from a seed, either way round:
+// the generated one is filled after the sent one is staged, on one stream.
+TEST(CudaEngineGpu, OneOperandSentAndOneGeneratedMatchAnFp64Reference) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  const int64_t m = 300, n = 77, k = 1001;  // ragged N and K: pitched storage
+  const std::string a = RandomHalfBytes(m, k, 21), b = RandomHalfBytes(n, k, 22);
+  for (const bool a_sent : {true, false}) {
+    std::string d(m * n * 2, '\0');
+    GemmJob job = HostJob(m, n, k, a, b, d);
+    OperandView& generated = a_sent ? job.b : job.a;
+    generated.kind = OperandView::Kind::kRandom;
+    generated.seed = 77;
+    auto r = engine->Run(0, job);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->verification.passed) << "A sent: " << a_sent;
+    const auto a_used = a_sent ? ToDouble(a) : SeededOperand(77, gemm::OperandId::kA, m * k);
+    const auto b_used = a_sent ? SeededOperand(77, gemm::OperandId::kB, n * k) : ToDouble(b);
+    EXPECT_EQ(CountMismatches(d, ReferenceGemm(a_used, b_used, m, n, k)), 0) << "A sent: " << a_sent;
+  }
+}
+
 TEST(CudaEngineGpu, TooLargeForTheDeviceIsResourceExhaustedAndTheDeviceStaysHealthy) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();

@@ -58,12 +58,15 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   const uint64_t slot_a = RoundUp(a.elements(), 128), slot_b = RoundUp(b.elements(), 128);
   const uint64_t slot_d = RoundUp(d.elements(), 128);
   const int reference_step = VendorReferenceStep(device);
-  bool host_inputs = false, any_verify = false;
+  bool any_verify = false;
+  uint64_t host_bytes = 0;  // D comes down on the compute stream anyway
   for (const GemmJob* job : jobs) {
-    host_inputs |= job->a.kind == OperandView::Kind::kHost || job->b.kind == OperandView::Kind::kHost;
+    host_bytes += HostTransferBytes(*job) - (job->d != nullptr ? static_cast<uint64_t>(job->m) * job->n * 2 : 0);
     any_verify |= job->verify;
   }
-  cudaStream_t input_stream = host_inputs ? lane->copy : lane->compute;
+  // Small host operands go up on the compute stream too: one wait (see
+  // kOneStreamBytes).
+  cudaStream_t input_stream = host_bytes > kOneStreamBytes ? lane->copy : lane->compute;
   PoolBuffers buffers(dev.pool, input_stream, lane->compute, lane->scratch, kLaneScratchBytes);
   __half *a_all = nullptr, *b_all = nullptr, *d_all = nullptr, *ref_all = nullptr, *cmp_raw = nullptr;
   const uint64_t cmp_elements = (count * sizeof(gemm::CompareResult) + 1) / 2;
@@ -81,7 +84,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   if (e != cudaSuccess) return all(dev.Fail("allocation", e));
   auto* cmp_all = reinterpret_cast<gemm::CompareResult*>(cmp_raw);
 
-  if (!host_inputs) cudaEventRecord(lane->inputs_start, lane->compute);
+  if (input_stream == lane->compute) cudaEventRecord(lane->inputs_start, lane->compute);
   // Generated operands, every job's, in one launch; the others staged up.
   std::vector<gemm::RandomMatrix> generated;
   for (size_t i = 0; i < count; ++i) {
@@ -91,7 +94,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
       matrix.data = base + i * slot;
       if (op->kind == OperandView::Kind::kRandom) {
         generated.push_back({matrix.data, matrix.rows, matrix.cols, matrix.ld, op->seed, id});
-      } else if ((e = StagedUpload(*lane, *dev.copier, matrix, op->host)) != cudaSuccess) {
+      } else if ((e = StagedUpload(*lane, *dev.copier, matrix, op->host, input_stream)) != cudaSuccess) {
         return all(dev.Fail("upload", e));
       }
     }
@@ -100,7 +103,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
     return all(dev.Fail("upload", e));
   }
   double upload_seconds = 0;
-  if (host_inputs) {  // the compute stream waits for the copy stream's uploads
+  if (input_stream == lane->copy) {  // the compute stream waits for the copy stream's uploads
     if (e = cudaEventRecord(lane->inputs_ready, lane->copy); e != cudaSuccess) return all(dev.Fail("event", e));
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return all(st);
     upload_seconds = SecondsSince(engine_start);
@@ -108,7 +111,8 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   }
 
   // The Ds, densely, then the comparisons: the staging is free once the
-  // uploads are done, and pinned, so one stream carries it all.
+  // uploads are done (waited for, or ahead of these copies on the compute
+  // stream), and pinned, so one stream carries it all.
   const uint64_t d_bytes = static_cast<uint64_t>(shape.m) * shape.n * 2, d_stride = RoundUp(d_bytes, 256);
   char* d_host = lane->staging;
   auto* cmp_host = reinterpret_cast<gemm::CompareResult*>(lane->staging + count * d_stride);
@@ -164,7 +168,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
     if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return all(st);
     cudaEventElapsedTime(&launch_ms, lane->starts[0], lane->stops[0]);
     cudaEventElapsedTime(&verify_ms, lane->stops[0], lane->verified);
-    if (!host_inputs) {
+    if (input_stream == lane->compute) {
       float ms = 0;
       cudaEventElapsedTime(&ms, lane->inputs_start, lane->starts[0]);
       upload_seconds = ms * 1e-3;

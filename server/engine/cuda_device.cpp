@@ -67,22 +67,23 @@ uint64_t ChunkBytes(const Lane& lane, const DeviceMatrix& m) {
 
 }  // namespace
 
-cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const HostBytes& src) {
-  constexpr int kSlots = Lane::kStagingSlots;
+cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const HostBytes& src,
+                         cudaStream_t stream) {
   const uint64_t slot = lane.slot_bytes(), row = dst.row_bytes();
   const uint64_t bytes = row * dst.rows, chunk = ChunkBytes(lane, dst);
-  for (uint64_t off = 0, i = 0; off < bytes; off += chunk, ++i) {
+  for (uint64_t off = 0; off < bytes; off += chunk) {
     const uint64_t len = std::min(chunk, bytes - off);
-    char* buf = lane.staging + (i % kSlots) * slot;
-    if (auto e = cudaEventSynchronize(lane.staged[i % kSlots]); e != cudaSuccess) return e;
+    const uint32_t s = lane.next_slot++ % Lane::kStagingSlots;
+    char* buf = lane.staging + s * slot;
+    if (auto e = cudaEventSynchronize(lane.staged[s]); e != cudaSuccess) return e;
     copier.Copy(buf, src, off, len);
     cudaError_t e = dst.ld == dst.cols
                         ? cudaMemcpyAsync(reinterpret_cast<char*>(dst.data) + off, buf, len, cudaMemcpyHostToDevice,
-                                          lane.copy)
+                                          stream)
                         : cudaMemcpy2DAsync(dst.data + off / row * dst.ld, dst.ld * 2, buf, row, row, len / row,
-                                            cudaMemcpyHostToDevice, lane.copy);
+                                            cudaMemcpyHostToDevice, stream);
     if (e != cudaSuccess) return e;
-    if (auto e = cudaEventRecord(lane.staged[i % kSlots], lane.copy); e != cudaSuccess) return e;
+    if (auto e = cudaEventRecord(lane.staged[s], stream); e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
@@ -92,26 +93,43 @@ cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const Devi
   const uint64_t slot = lane.slot_bytes(), row = src.row_bytes();
   const uint64_t bytes = row * src.rows, chunk = ChunkBytes(lane, src);
   const uint64_t chunks = (bytes + chunk - 1) / chunk;
+  const uint32_t first = lane.next_slot;
+  lane.next_slot += static_cast<uint32_t>(chunks);
+  auto slot_of = [first](uint64_t i) { return static_cast<uint32_t>((first + i) % kSlots); };
   // The DMA runs up to kSlots - 1 chunks ahead of the copy threads.
   for (uint64_t i = 0; i < chunks + kSlots - 1; ++i) {
     if (i < chunks) {
       const uint64_t off = i * chunk, len = std::min(chunk, bytes - off);
-      char* buf = lane.staging + (i % kSlots) * slot;
+      char* buf = lane.staging + slot_of(i) * slot;
+      // An earlier upload's DMA may still read this slot (the ring goes on
+      // from where the last copy left it).
+      if (auto e = cudaEventSynchronize(lane.staged[slot_of(i)]); e != cudaSuccess) return e;
       cudaError_t e = src.ld == src.cols
                           ? cudaMemcpyAsync(buf, reinterpret_cast<const char*>(src.data) + off, len,
                                             cudaMemcpyDeviceToHost, lane.copy)
                           : cudaMemcpy2DAsync(buf, row, src.data + off / row * src.ld, src.ld * 2, row, len / row,
                                               cudaMemcpyDeviceToHost, lane.copy);
       if (e != cudaSuccess) return e;
-      if (auto e = cudaEventRecord(lane.staged[i % kSlots], lane.copy); e != cudaSuccess) return e;
+      if (auto e = cudaEventRecord(lane.staged[slot_of(i)], lane.copy); e != cudaSuccess) return e;
     }
     if (i >= kSlots - 1 && i - (kSlots - 1) < chunks) {
       const uint64_t j = i - (kSlots - 1), off = j * chunk, len = std::min(chunk, bytes - off);
-      if (auto e = cudaEventSynchronize(lane.staged[j % kSlots]); e != cudaSuccess) return e;
-      copier.Copy(static_cast<char*>(dst) + off, lane.staging + (j % kSlots) * slot, len);
+      if (auto e = cudaEventSynchronize(lane.staged[slot_of(j)]); e != cudaSuccess) return e;
+      copier.Copy(static_cast<char*>(dst) + off, lane.staging + slot_of(j) * slot, len);
     }
   }
   return cudaSuccess;
+}
+
+cudaError_t QueueSmallDownload(Lane& lane, const DeviceMatrix& src, cudaStream_t stream, const char** staged) {
+  const uint32_t s = lane.next_slot++ % Lane::kStagingSlots;
+  char* buf = lane.staging + s * lane.slot_bytes();
+  if (auto e = cudaEventSynchronize(lane.staged[s]); e != cudaSuccess) return e;
+  const uint64_t row = src.row_bytes();
+  cudaError_t e = cudaMemcpy2DAsync(buf, row, src.data, src.ld * 2, row, src.rows, cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaEventRecord(lane.staged[s], stream);
+  *staged = buf;
+  return e;
 }
 absl::Status LaunchVendorReference(CudaEngine::Device& dev, Lane& lane, int reference_step,
                                    const gemm::Problem& check) {

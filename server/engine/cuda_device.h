@@ -39,6 +39,23 @@ bool IsSticky(cudaError_t e);
 // Device memory each lane keeps for small requests: 1000x1000x1000 fits.
 constexpr uint64_t kLaneScratchBytes = 8ull << 20;
 
+// A request moving at most this many bytes between host and device (A and
+// B sent, D returned) runs its whole path on the compute stream with one
+// wait at the end. Waiting for its uploads on the copy stream first, and
+// for D on it after, cost a 64^3 request two of its three waits (about 25
+// us); the copy stream pays only where a big upload overlaps another
+// lane's GEMM, and 1 MiB moves in about 40 us.
+constexpr uint64_t kOneStreamBytes = 1ull << 20;
+
+// The bytes a job moves between host and device: host operands up, D down.
+inline uint64_t HostTransferBytes(const GemmJob& job) {
+  auto host = [](const OperandView& op, int64_t rows, int64_t cols) {
+    return op.kind == OperandView::Kind::kHost ? static_cast<uint64_t>(rows) * cols * 2 : 0;
+  };
+  return host(job.a, job.m, job.k) + host(job.b, job.n, job.k) +
+         (job.d != nullptr ? static_cast<uint64_t>(job.m) * job.n * 2 : 0);
+}
+
 // One worker's private resources on a device: its own cuBLAS handle, streams,
 // events and pinned staging, so several workers never share mutable state.
 struct Lane {
@@ -51,12 +68,17 @@ struct Lane {
   static constexpr int kStagingSlots = 8;
   cudaEvent_t staged[kStagingSlots] = {};
   cudaEvent_t inputs_ready = nullptr;
-  cudaEvent_t inputs_start = nullptr, verified = nullptr;  // timed: generated inputs, verification
+  // Timed: inputs made or staged on the compute stream, the verification,
+  // and a small D's copy down (see kOneStreamBytes).
+  cudaEvent_t inputs_start = nullptr, verified = nullptr, downloaded = nullptr;
   std::vector<cudaEvent_t> starts, stops;
   char* staging = nullptr;  // pinned, kStagingSlots chunks used in turn
   char* scratch = nullptr;  // device, kLaneScratchBytes: a small request's A, B, D and reference
   uint64_t staging_bytes = 0;
   uint64_t slot_bytes() const { return staging_bytes / kStagingSlots; }
+  // The ring's next slot. Consecutive copies, of one operand or of the next,
+  // take different slots, so B's staging does not wait for A's DMA.
+  uint32_t next_slot = 0;
   gemm::CompareResult* cmp = nullptr;       // device
   gemm::CompareResult* cmp_host = nullptr;  // pinned
   bool busy = false;
@@ -175,7 +197,7 @@ class PoolBuffers {
       : pool_(pool), alloc_(alloc_stream), free_(free_stream), scratch_(scratch), scratch_left_(scratch_bytes) {}
   ~PoolBuffers() {
     cudaStreamSynchronize(alloc_);  // idle already on success; on an error path, nothing may still read
-    cudaStreamSynchronize(free_);   // nor write the scratch the lane's next request gets
+    if (free_ != alloc_) cudaStreamSynchronize(free_);  // nor write the scratch the lane's next request gets
     for (void* p : ptrs_) cudaFreeAsync(p, free_);
   }
   cudaError_t Allocate(__half** out, uint64_t elements) {
@@ -242,11 +264,19 @@ absl::Status LaunchVendorReference(CudaEngine::Device& dev, Lane& lane, int refe
 std::string VendorReferenceName(int reference_step);
 
 // Host -> device through the lane's pinned staging, one slot per chunk, the
-// slots in turn; `copier` moves each chunk into pinned memory on several
-// threads. Whole rows per chunk, unless the matrix is dense (any bytes).
-cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const HostBytes& src);
+// slots in turn, the DMA on `stream`; `copier` moves each chunk into pinned
+// memory on several threads. Whole rows per chunk, unless the matrix is
+// dense (any bytes).
+cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst, const HostBytes& src,
+                         cudaStream_t stream);
 
-// Device -> host the same way: chunk i copies while chunk i-1 is unpacked.
+// Device -> host the same way on the copy stream: chunk i copies while
+// chunk i-1 is unpacked.
 cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const DeviceMatrix& src);
+
+// A matrix of at most one slot, queued down into the staging on `stream`
+// (dense rows) without waiting; *staged is where it lands once the stream
+// is done.
+cudaError_t QueueSmallDownload(Lane& lane, const DeviceMatrix& src, cudaStream_t stream, const char** staged);
 
 }  // namespace gemmd

@@ -68,6 +68,7 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
       if (e == cudaSuccess) e = cudaEventCreateWithFlags(&lane->inputs_ready, cudaEventDisableTiming);
       if (e == cudaSuccess) e = cudaEventCreate(&lane->inputs_start);
       if (e == cudaSuccess) e = cudaEventCreate(&lane->verified);
+      if (e == cudaSuccess) e = cudaEventCreate(&lane->downloaded);
       lane->staging_bytes = std::max<uint64_t>(options.staging_bytes, 1 << 20);
       if (e == cudaSuccess) e = cudaMallocHost(&lane->staging, lane->staging_bytes);
       if (e == cudaSuccess) e = cudaMalloc(&lane->cmp, sizeof(gemm::CompareResult));
@@ -132,7 +133,7 @@ CudaEngine::~CudaEngine() {
       for (cudaEvent_t ev : lane->starts) cudaEventDestroy(ev);
       for (cudaEvent_t ev : lane->stops) cudaEventDestroy(ev);
       for (cudaEvent_t ev : lane->staged) if (ev) cudaEventDestroy(ev);
-      for (cudaEvent_t ev : {lane->inputs_ready, lane->inputs_start, lane->verified}) {
+      for (cudaEvent_t ev : {lane->inputs_ready, lane->inputs_start, lane->verified, lane->downloaded}) {
         if (ev) cudaEventDestroy(ev);
       }
       if (lane->copy) cudaStreamDestroy(lane->copy);
@@ -324,10 +325,13 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   const int reference_step = job.step == gemm::kVendorStep ? VendorReferenceStep(device) : gemm::kVendorStep;
   GemmReport report;
 
-  // Inputs: staged up from the host on the copy stream, or generated from a
-  // seed on the compute stream itself (nothing to wait for between the two).
+  // Inputs: generated from a seed on the compute stream, or staged up from
+  // the host: on the compute stream too when the request is small (one
+  // wait for its whole path; see kOneStreamBytes), else on the copy stream.
   const bool host_inputs = job.a.kind == OperandView::Kind::kHost || job.b.kind == OperandView::Kind::kHost;
-  cudaStream_t input_stream = host_inputs ? lane->copy : lane->compute;
+  const bool one_stream =
+      HostTransferBytes(job) <= kOneStreamBytes && (job.d == nullptr || d.row_bytes() * d.rows <= slot);
+  cudaStream_t input_stream = host_inputs && !one_stream ? lane->copy : lane->compute;
   PoolBuffers buffers(dev.pool, input_stream, lane->compute, lane->scratch, kLaneScratchBytes);
   cudaError_t e = buffers.Allocate(&a.data, a.elements());
   if (e == cudaSuccess) e = buffers.Allocate(&b.data, (vendor_padded ? VendorB(b, d) : b).elements());
@@ -344,7 +348,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
         std::to_string(total) + " bytes are free");
   }
   if (e != cudaSuccess) return dev.Fail("allocation", e);
-  if (!host_inputs) cudaEventRecord(lane->inputs_start, lane->compute);
+  if (input_stream == lane->compute) cudaEventRecord(lane->inputs_start, lane->compute);
   if (vendor_padded && (e = ZeroVendorPadding(a, b, d, input_stream)) != cudaSuccess) return dev.Fail("padding", e);
   // Generated operands in one launch, as RunBatch does; the others staged up.
   gemm::RandomMatrix generated[2];
@@ -352,12 +356,12 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   for (auto [op, dst, id] : {std::tuple{&job.a, &a, gemm::OperandId::kA}, std::tuple{&job.b, &b, gemm::OperandId::kB}}) {
     if (op->kind == OperandView::Kind::kRandom) {
       generated[fills++] = {dst->data, dst->rows, dst->cols, dst->ld, op->seed, id};
-    } else if ((e = StagedUpload(*lane, *dev.copier, *dst, op->host)) != cudaSuccess) {
+    } else if ((e = StagedUpload(*lane, *dev.copier, *dst, op->host, input_stream)) != cudaSuccess) {
       return dev.Fail("upload", e);
     }
   }
   if ((e = gemm::FillRandom(generated, fills, input_stream)) != cudaSuccess) return dev.Fail("upload", e);
-  if (host_inputs) {  // the compute stream waits for the copy stream's uploads
+  if (input_stream == lane->copy) {  // the compute stream waits for the copy stream's uploads
     if (e = cudaEventRecord(lane->inputs_ready, lane->copy); e != cudaSuccess) return dev.Fail("event", e);
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
     report.seconds.upload = SecondsSince(engine_start);
@@ -424,6 +428,14 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       if (e == cudaSuccess) e = cudaEventRecord(lane->verified, lane->compute);
       if (e != cudaSuccess) return dev.Fail("verification", e);
     }
+    // A small D goes down behind the check, still before the one wait.
+    cudaEvent_t before_download = job.verify ? lane->verified : lane->stops[repeats - 1];
+    const char* d_staged = nullptr;
+    if (job.d != nullptr && one_stream) {
+      e = QueueSmallDownload(*lane, d, lane->compute, &d_staged);
+      if (e == cudaSuccess) e = cudaEventRecord(lane->downloaded, lane->compute);
+      if (e != cudaSuccess) return dev.Fail("download", e);
+    }
     if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
     std::vector<double> seconds;
     for (uint32_t r = 0; r < repeats; ++r) {
@@ -433,7 +445,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     }
     report.seconds.kernel = Median(seconds);
     report.seconds.repeats = repeats;
-    if (!host_inputs) {  // generated on the device: the time until the first repeat started
+    if (input_stream == lane->compute) {  // made or staged on the compute stream: until the first repeat started
       float ms = 0;
       cudaEventElapsedTime(&ms, lane->inputs_start, lane->starts[0]);
       report.seconds.upload = ms * 1e-3;
@@ -453,9 +465,16 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       v.reference = job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step);
       v.passed = v.mismatches == 0;
     }
+    if (d_staged != nullptr) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, before_download, lane->downloaded);
+      const auto t = Clock::now();
+      dev.copier->Copy(job.d, d_staged, d.row_bytes() * d.rows);
+      report.seconds.download = ms * 1e-3 + SecondsSince(t);
+    }
   }
 
-  if (job.d != nullptr) {
+  if (job.d != nullptr && !one_stream) {
     const auto t = Clock::now();
     if ((e = StagedDownload(*lane, *dev.copier, job.d, d)) != cudaSuccess) return dev.Fail("download", e);
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;

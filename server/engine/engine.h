@@ -67,8 +67,9 @@ struct VerificationResult {
   std::string reference;
 };
 
-// Wall-clock phases at the two ends of Run (upload: from the call until the
-// inputs are where the kernel reads them; download: D back to the host) and
+// The phases at the two ends of Run (upload: from the call until the inputs
+// are where the kernel reads them; download: D back to the host), by the
+// wall clock or, where they share the kernels' stream, by its events; and
 // device times between them (kernel: the median repeat; verify).
 struct PhaseSeconds {
   double upload = 0, download = 0;

@@ -185,6 +185,50 @@ TEST(CudaEngineGpu, OneOperandSentAndOneGeneratedMatchAnFp64Reference) {
   }
 }
 
+// A small request's whole path runs on the compute stream (kOneStreamBytes)
+// and a big one's uploads on the copy stream, through one staging ring that
+// goes on from where the last copy left it. Interleaved on one lane, long
+// enough for the ring to wrap several times, each D is its own product: a
+// small D queued behind the check, a D bigger than a slot (512 KiB here)
+// through the chunked download, a big request's over several chunks.
+TEST(CudaEngineGpu, SmallAndBigRequestsInterleavedThroughOneStagingRingMatchAnFp64Reference) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  struct Case {
+    int64_t m, n, k;
+    bool sent;  // A and B from the host, else generated
+  };
+  const Case cases[] = {{64, 64, 64, true},      // 24 KiB in all: one stream
+                        {61, 47, 79, true},      // ragged
+                        {1100, 300, 1000, true}, // 2.8 MB up: the copy stream, chunked
+                        {300, 1001, 64, false},  // D is 600 KB, more than a slot
+                        {200, 300, 500, true}};  // 0.9 MB in all: still one stream
+  for (int round = 0; round < 4; ++round) {
+    for (const Case& c : cases) {
+      const uint64_t seed = 100 * round + c.m;
+      const std::string a = RandomHalfBytes(c.m, c.k, seed), b = RandomHalfBytes(c.n, c.k, seed + 1);
+      std::string d(c.m * c.n * 2, '\0');
+      GemmJob job = HostJob(c.m, c.n, c.k, a, b, d);
+      if (!c.sent) {
+        job = SeededJob(c.m, c.n, c.k, seed);
+        job.d = reinterpret_cast<uint16_t*>(d.data());
+      }
+      const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                               ", round " + std::to_string(round);
+      auto r = engine->Run(0, job);
+      ASSERT_TRUE(r.ok()) << what << ": " << r.status();
+      EXPECT_TRUE(r->verification.passed) << what;
+      EXPECT_GT(r->seconds.upload, 0) << what;
+      EXPECT_GT(r->seconds.download, 0) << what;
+      const auto expected =
+          c.sent ? ReferenceGemm(ToDouble(a), ToDouble(b), c.m, c.n, c.k)
+                 : ReferenceGemm(SeededOperand(seed, gemm::OperandId::kA, c.m * c.k),
+                                 SeededOperand(seed, gemm::OperandId::kB, c.n * c.k), c.m, c.n, c.k);
+      EXPECT_EQ(CountMismatches(d, expected), 0) << what;
+    }
+  }
+}
+
 TEST(CudaEngineGpu, TooLargeForTheDeviceIsResourceExhaustedAndTheDeviceStaysHealthy) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();

@@ -4,6 +4,9 @@
 // benchmark timing run alone; with batching off nothing is batched.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -19,12 +22,12 @@ using gemm::v1::MultiplyResponse;
 
 class BatchingTest : public ServerFixture {
  protected:
-  void Start(uint32_t batch_max) {
+  void Start(uint32_t batch_max, const std::function<void(GemmServer&)>& before_start = nullptr) {
     auto engine = std::make_unique<GatedEngine>();
     gate_ = engine.get();
     ServerConfig c = LoopbackConfig();
     c.batch_max = batch_max;
-    StartServer(c, std::move(engine));
+    StartServer(c, std::move(engine), before_start);
   }
   void TearDown() override {
     if (gate_) gate_->Open();
@@ -86,6 +89,38 @@ TEST_F(BatchingTest, QueuedSmallRequestsOfOneShapeReachTheEngineTogether) {
   const std::string metrics = MetricsText(server());
   EXPECT_EQ(Sample(metrics, "gemm_batch_size_count"), 3);  // holder, the six, the other shape (benchmark: not batchable)
   EXPECT_EQ(Sample(metrics, "gemm_batch_size_sum"), 8);
+}
+
+// A batch's replies go out at once: its worker sends one and the reply
+// senders (--reply-threads, 2 by default) the others, so the worker can take
+// the next batch. Each send of the batch of three waits, up to 5 s, until
+// all three are being sent.
+TEST_F(BatchingTest, ABatchsRepliesAreSentSideBySide) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int replies = 0, sending = 0, most_at_once = 0;
+  bool all_three = false;
+  Start(8, [&](GemmServer& s) {
+    s.SetBeforeReplyHookForTest([&](grpc::CallbackServerContext*) {
+      std::unique_lock lock(mu);
+      if (++replies == 1) return;  // the request that held the device, alone
+      most_at_once = std::max(most_at_once, ++sending);
+      all_three |= sending == 3;
+      cv.notify_all();
+      cv.wait_for(lock, std::chrono::seconds(5), [&] { return all_three; });
+      --sending;
+    });
+  });
+  std::vector<MultiplyRequest> reqs;
+  for (uint64_t seed = 0; seed < 3; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& [status, resp] : QueueBehindABusyDevice(reqs)) {
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_TRUE(resp.verification().passed());
+  }
+  EXPECT_EQ(gate_->batch_sizes(), std::vector<size_t>{3});
+  EXPECT_EQ(most_at_once, 3);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
 }
 
 TEST_F(BatchingTest, UpToTheLimitPerBatch) {

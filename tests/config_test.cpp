@@ -128,6 +128,17 @@ TEST(Config, BatchingIsTheEnginesChoiceUnlessSet) {
   EXPECT_FALSE(Parse({"--batch-max", "1025"}).config);
 }
 
+TEST(Config, ReplyThreadsDefaultToTwoAndMayBeNone) {
+  auto p = Parse({});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->reply_threads, 2u);
+  p = Parse({"--reply-threads", "0"});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->reply_threads, 0u);
+  EXPECT_FALSE(Parse({"--reply-threads", "65"}).config);
+  EXPECT_FALSE(Parse({"--reply-threads", "-1"}).config);
+}
+
 TEST(Config, StreamIdleLimitAndMatrixCountAreSettable) {
   auto p = Parse({"--stream-idle-seconds", "2.5", "--max-matrices", "7"});
   ASSERT_TRUE(p.config);

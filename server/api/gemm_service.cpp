@@ -55,7 +55,8 @@ GemmService::GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& st
       options_(options),
       devices_(engine.devices()),
       watchdog_(std::chrono::duration_cast<StreamWatchdog::Clock::duration>(
-          std::chrono::duration<double>(options.stream_idle_seconds))) {}
+          std::chrono::duration<double>(options.stream_idle_seconds))),
+      reply_senders_(options.reply_threads) {}
 
 // ---------------------------------------------------------------- Multiply
 
@@ -324,10 +325,16 @@ void GemmService::RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls
     for (size_t d = 0; d < devices_.size(); ++d) PublishDeviceState(static_cast<int>(d));
     if (options_.on_device_lost) options_.on_device_lost();
   }
-  for (size_t i = 0; i < live.size(); ++i) {
-    live[i]->engine_done = engine_done;
-    CompleteMultiply(live[i], std::move(reports[i]), engine_start);
+  // A batch's other replies go out on the senders, beside the first.
+  std::vector<std::function<void()>> sends;
+  for (size_t i = 0; i < live.size(); ++i) live[i]->engine_done = engine_done;
+  for (size_t i = 1; i < live.size(); ++i) {
+    sends.push_back([this, call = live[i], report = std::move(reports[i]), engine_start]() mutable {
+      CompleteMultiply(call, std::move(report), engine_start);
+    });
   }
+  reply_senders_.Post(std::move(sends));
+  CompleteMultiply(live.front(), std::move(reports.front()), engine_start);
 }
 
 void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, absl::StatusOr<GemmReport> report,

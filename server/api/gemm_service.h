@@ -10,6 +10,7 @@
 
 #include "api/caller_identity.h"
 #include "api/reply_buffers.h"
+#include "api/reply_senders.h"
 #include "api/request_validation.h"
 #include "api/stream_watchdog.h"
 #include "engine/batching.h"
@@ -33,6 +34,8 @@ struct ServiceOptions {
   std::function<void()> on_device_lost;
   // The device's SM clock in MHz from the telemetry (0: none), for replies.
   std::function<uint32_t(const std::string& device)> sm_clock_mhz;
+  // Threads that send a batch's replies besides its worker (reply_senders.h).
+  unsigned reply_threads = 2;
 };
 
 // Multiply, UploadMatrix and DownloadMatrix are raw methods (their messages
@@ -107,6 +110,8 @@ class GemmService final
   std::shared_ptr<ReplyBuffers> reply_buffers_ = ReplyBuffers::Create(kReplyBuffersKept);
   std::atomic<bool> ready_{false};
   std::function<void(grpc::CallbackServerContext*)> before_reply_for_test_;
+  // Last: joined first, while everything its sends use is still here.
+  ReplySenders reply_senders_;
 };
 
 grpc::Status ToGrpc(const absl::Status& status);

@@ -267,8 +267,13 @@ if part tiny; then
 # setting after another, twice over, each beside a bare gRPC echo measured
 # just before it: one in flight (p50) and 32 (req/s). A bundle that holds
 # bin/gemmd-before (an earlier build, added by hand) has it measured too.
-tiny_configs=("defaults:" "workers2:--workers 2")
+# TINY_CONFIGS="name:args;name:args" replaces the server settings measured.
+# Over four connections the CPU each side spends per request is noted too
+# (/proc's ticks for gemmd, the shell's `time` for the client).
+IFS=';' read -r -a tiny_configs <<<"${TINY_CONFIGS:-defaults:;workers2:--workers 2}"
 [[ -x $bin/gemmd-before ]] && tiny_configs+=("before:BEFORE" "before_workers2:BEFORE --workers 2")
+proc_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
 for round in 1 2; do
   for config in "${tiny_configs[@]}"; do
     name=${config%%:*}
@@ -286,8 +291,13 @@ for round in 1 2; do
     # same 32 in flight over four, against the echo over four.
     "$bin/grpc-echo-bench" --mode latency --concurrency 32 --connections 4 --seconds 2 --up-bytes 64 \
       --down-bytes 256 >>"$OUT/tiny_${name}_$round.echo"
-    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 4 --duration 4 \
-      >"$OUT/tiny_${name}_$round.c32x4" 2>&1
+    server_ticks=$(proc_ticks $gemmd_pid)
+    read -r busy0 idle0 < <(machine_ticks)
+    { TIMEFORMAT='%U %S'; time "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 \
+        --connections 4 --duration 4 >"$OUT/tiny_${name}_$round.c32x4" 2>&1; } 2>"$OUT/tiny_${name}_$round.c32x4.client_cpu"
+    read -r busy1 idle1 < <(machine_ticks)
+    echo "server_ticks=$(($(proc_ticks $gemmd_pid) - server_ticks)) busy=$((busy1 - busy0)) idle=$((idle1 - idle0))" \
+      "hz=$(getconf CLK_TCK) cores=$(nproc)" >"$OUT/tiny_${name}_$round.c32x4.cpu"
     # As a client with its own data sends it: A and B inline, verified, D back.
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 3 --inline --verify \
       >"$OUT/tiny_${name}_$round.c1inline" 2>&1
@@ -313,6 +323,13 @@ for round in (1, 2):
         print(f"tiny {name:16s} round {round}: 1 in flight p50 {p50:.0f} us (echo {e50:.0f}, gap {p50 - e50:+.0f}); "
               f"32 in flight {rate:.0f} req/s (echo {erate:.0f}); over 4 connections {rate4:.0f} (echo {erate4:.0f})")
         print(f"    {server}")
+        cpu = dict(kv.split("=") for kv in open(f"{stem}.c32x4.cpu").read().split())
+        client = sum(float(x) for x in open(f"{stem}.c32x4.client_cpu").read().split()[-2:])
+        hz, busy, idle = float(cpu["hz"]), float(cpu["busy"]), float(cpu["idle"])
+        n = rate4 * 4 if rate4 else 1  # requests in the 4 s run
+        print(f"    over 4 connections, CPU per request: gemmd {float(cpu['server_ticks']) / hz / n * 1e6:.0f} us, "
+              f"client {client / n * 1e6:.0f} us; the machine {busy / (busy + idle) * 100:.0f}% busy "
+              f"({cpu['cores']} cores); {''.join(l.strip() for l in open(f'{stem}.c32x4') if 'server p50' in l)}")
         _, p50i, serveri = bench(f"{stem}.c1inline")
         print(f"    A and B inline, verified, D inline, 1 in flight: p50 {p50i:.0f} us; {serveri}")
 PY

@@ -46,6 +46,9 @@ metrics_of() { curl -s "http://127.0.0.1:$(grep -o 'metrics on port [0-9]*' "$OU
 
 nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 gpus=$(nvidia-smi -L | wc -l)
+# The host's kernel names its runtime (a gVisor sandbox reports 4.4.0), and
+# with it what a syscall costs every gRPC call on both sides.
+note "host: kernel $(uname -r), $(nproc) cores"
 
 if part tests; then
 # 1. GPU tests.

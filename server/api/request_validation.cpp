@@ -75,8 +75,8 @@ absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& l
     }
     if (value > limits.max_dim) {
       return Permanent(absl::ResourceExhaustedError(std::string("shape.") + dim + " = " + std::to_string(value) +
-                                          " is above this server's largest dimension, " +
-                                          std::to_string(limits.max_dim)));
+                                                    " is above this server's largest dimension, " +
+                                                    std::to_string(limits.max_dim)));
     }
   }
   if (gemm::FindStep(req.step()) == nullptr) {
@@ -100,7 +100,7 @@ absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& l
   if (!MatrixBytes(s.m(), s.k(), &a) || !MatrixBytes(s.n(), s.k(), &b) || !MatrixBytes(s.m(), s.n(), &d) ||
       __builtin_add_overflow(a, b, &total) || __builtin_add_overflow(total, d, &total)) {
     return Permanent(absl::ResourceExhaustedError("shape " + std::to_string(s.m()) + "x" + std::to_string(s.n()) +
-                                        "x" + std::to_string(s.k()) + " overflows 64-bit byte counts"));
+                                                  "x" + std::to_string(s.k()) + " overflows 64-bit byte counts"));
   }
   if (total > limits.max_request_bytes) {
     return Permanent(absl::ResourceExhaustedError(

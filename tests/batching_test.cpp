@@ -1,7 +1,9 @@
 // Batching of small GEMMs (--batch-max): requests of one small step-0 shape
 // that queue while the device is busy reach the engine together, and each
 // still gets its own verified reply; other shapes, other steps and
-// benchmark timing run alone; with batching off nothing is batched.
+// benchmark timing run alone; with batching off nothing is batched. A
+// batch's replies, and a request's while others wait, go out on the reply
+// senders beside the worker.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,12 +24,35 @@ using gemm::v1::MultiplyResponse;
 
 class BatchingTest : public ServerFixture {
  protected:
-  void Start(uint32_t batch_max, const std::function<void(GemmServer&)>& before_start = nullptr) {
+  void Start(uint32_t batch_max) {
     auto engine = std::make_unique<GatedEngine>();
     gate_ = engine.get();
     ServerConfig c = LoopbackConfig();
     c.batch_max = batch_max;
-    StartServer(c, std::move(engine), before_start);
+    StartServer(c, std::move(engine));
+  }
+  // Every reply waits (up to 5 s) until `n` replies are being sent at once.
+  void StartWithReplyBarrier(uint32_t batch_max, uint32_t reply_threads, int n) {
+    auto engine = std::make_unique<GatedEngine>();
+    gate_ = engine.get();
+    ServerConfig c = LoopbackConfig();
+    c.batch_max = batch_max;
+    c.reply_threads = reply_threads;
+    barrier_size_ = n;
+    StartServer(c, std::move(engine), [this](GemmServer& s) {
+      s.SetBeforeReplyHookForTest([this](grpc::CallbackServerContext*) {
+        std::unique_lock lock(mu_);
+        most_at_once_ = std::max(most_at_once_, ++sending_);
+        all_arrived_ |= sending_ == barrier_size_;
+        arrived_.notify_all();
+        arrived_.wait_for(lock, std::chrono::seconds(5), [this] { return all_arrived_; });
+        --sending_;
+      });
+    });
+  }
+  int most_at_once() {
+    std::lock_guard lock(mu_);
+    return most_at_once_;
   }
   void TearDown() override {
     if (gate_) gate_->Open();
@@ -56,6 +81,10 @@ class BatchingTest : public ServerFixture {
   }
 
   GatedEngine* gate_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable arrived_;
+  int barrier_size_ = 0, sending_ = 0, most_at_once_ = 0;
+  bool all_arrived_ = false;
 };
 
 TEST_F(BatchingTest, QueuedSmallRequestsOfOneShapeReachTheEngineTogether) {
@@ -92,25 +121,11 @@ TEST_F(BatchingTest, QueuedSmallRequestsOfOneShapeReachTheEngineTogether) {
 }
 
 // A batch's replies go out at once: its worker sends one and the reply
-// senders (--reply-threads, 2 by default) the others, so the worker can take
-// the next batch. Each send of the batch of three waits, up to 5 s, until
-// all three are being sent.
+// senders the others, so the worker can take the next batch. Three senders:
+// the reply of the request that held the device is on one of them too (a
+// batch was waiting when it finished).
 TEST_F(BatchingTest, ABatchsRepliesAreSentSideBySide) {
-  std::mutex mu;
-  std::condition_variable cv;
-  int replies = 0, sending = 0, most_at_once = 0;
-  bool all_three = false;
-  Start(8, [&](GemmServer& s) {
-    s.SetBeforeReplyHookForTest([&](grpc::CallbackServerContext*) {
-      std::unique_lock lock(mu);
-      if (++replies == 1) return;  // the request that held the device, alone
-      most_at_once = std::max(most_at_once, ++sending);
-      all_three |= sending == 3;
-      cv.notify_all();
-      cv.wait_for(lock, std::chrono::seconds(5), [&] { return all_three; });
-      --sending;
-    });
-  });
+  StartWithReplyBarrier(8, 3, 4);
   std::vector<MultiplyRequest> reqs;
   for (uint64_t seed = 0; seed < 3; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
   const auto start = std::chrono::steady_clock::now();
@@ -119,7 +134,24 @@ TEST_F(BatchingTest, ABatchsRepliesAreSentSideBySide) {
     EXPECT_TRUE(resp.verification().passed());
   }
   EXPECT_EQ(gate_->batch_sizes(), std::vector<size_t>{3});
-  EXPECT_EQ(most_at_once, 3);
+  EXPECT_EQ(most_at_once(), 4);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+}
+
+// With batching off, a worker that has more requests waiting leaves each
+// reply to the senders (two, the default) and runs the next GEMM: the
+// request that held the device and the two queued behind it are all being
+// answered at once (the last, with nothing left waiting, by the worker).
+TEST_F(BatchingTest, WhileRequestsWaitTheWorkerLeavesRepliesToTheSenders) {
+  StartWithReplyBarrier(1, 2, 3);
+  std::vector<MultiplyRequest> reqs;
+  for (uint64_t seed = 0; seed < 2; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& [status, resp] : QueueBehindABusyDevice(reqs)) {
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(resp.timing().batch_size(), 1u);
+  }
+  EXPECT_EQ(most_at_once(), 3);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
 }
 

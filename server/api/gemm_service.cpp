@@ -325,16 +325,19 @@ void GemmService::RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls
     for (size_t d = 0; d < devices_.size(); ++d) PublishDeviceState(static_cast<int>(d));
     if (options_.on_device_lost) options_.on_device_lost();
   }
-  // A batch's other replies go out on the senders, beside the first.
+  // The replies go out on the senders: a batch's all but the first, which
+  // its worker sends, and all of them while other requests wait for the
+  // worker. A request alone on an idle device is answered with no hand-off.
+  const size_t sent_here = dispatcher_.queued() > 0 ? 0 : 1;
   std::vector<std::function<void()>> sends;
   for (size_t i = 0; i < live.size(); ++i) live[i]->engine_done = engine_done;
-  for (size_t i = 1; i < live.size(); ++i) {
+  for (size_t i = sent_here; i < live.size(); ++i) {
     sends.push_back([this, call = live[i], report = std::move(reports[i]), engine_start]() mutable {
       CompleteMultiply(call, std::move(report), engine_start);
     });
   }
   reply_senders_.Post(std::move(sends));
-  CompleteMultiply(live.front(), std::move(reports.front()), engine_start);
+  if (sent_here == 1) CompleteMultiply(live.front(), std::move(reports.front()), engine_start);
 }
 
 void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, absl::StatusOr<GemmReport> report,

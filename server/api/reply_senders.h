@@ -3,8 +3,9 @@
 // to the socket on the calling thread when it can): about 10 us apiece on
 // an H100 host, so a worker that sent all of a batch's replies itself kept
 // the next batch waiting (32 in flight: reply phase 75-300 us p50, queue as
-// much). The worker sends the first reply itself and posts the rest here,
-// to go out side by side while it takes its next batch.
+// much). The worker posts them here, to go out side by side while it takes
+// its next task: a batch's all but the first, which it sends itself, and
+// every reply while other requests wait for it.
 #pragma once
 
 #include <condition_variable>

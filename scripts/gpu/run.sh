@@ -270,11 +270,12 @@ if part tiny; then
 # setting after another, twice over, each beside a bare gRPC echo measured
 # just before it: one in flight (p50) and 32 (req/s). A bundle that holds
 # bin/gemmd-before (an earlier build, added by hand) has it measured too.
-# TINY_CONFIGS="name:args;name:args" replaces the server settings measured.
-# Over four connections the CPU each side spends per request is noted too
-# (/proc's ticks for gemmd, the shell's `time` for the client).
+# TINY_CONFIGS="name:args;name:args" replaces the server settings measured
+# (args starting BEFORE run bin/gemmd-before). Over four connections the CPU
+# each side spends per request is noted too (/proc's ticks for gemmd, the
+# shell's `time` for the client).
 IFS=';' read -r -a tiny_configs <<<"${TINY_CONFIGS:-defaults:;workers2:--workers 2}"
-[[ -x $bin/gemmd-before ]] && tiny_configs+=("before:BEFORE" "before_workers2:BEFORE --workers 2")
+[[ -x $bin/gemmd-before && -z ${TINY_CONFIGS:-} ]] && tiny_configs+=("before:BEFORE" "before_workers2:BEFORE --workers 2")
 proc_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
 for round in 1 2; do

@@ -42,8 +42,8 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
                  "(adds up to this much latency); 0 takes only what is already queued")
       ->envname("GEMMD_BATCH_WINDOW_US")->check(CLI::Range(0, 1000000))->capture_default_str();
   app.add_option("--reply-threads", c.reply_threads,
-                 "threads that send a batch's replies while its device worker goes on to the next batch; 0 leaves "
-                 "them all to the worker")
+                 "threads per device that send replies while its worker goes on: a batch's, and any request's "
+                 "while others wait; 0 leaves them all to the workers")
       ->envname("GEMMD_REPLY_THREADS")->check(CLI::Range(0, 64))->capture_default_str();
   app.add_option("--max-dim", c.max_dim, "largest m, n or k of one request")
       ->envname("GEMMD_MAX_DIM")->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX}))->capture_default_str();

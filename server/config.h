@@ -22,8 +22,8 @@ struct ServerConfig {
   // this long for more to arrive.
   uint32_t batch_max = 0;
   uint32_t batch_window_us = 0;
-  // Threads that send a batch's replies beside its worker (0: the worker
-  // sends them all; api/reply_senders.h).
+  // Threads per device that send replies beside its workers (0: the
+  // workers send them all; api/reply_senders.h).
   uint32_t reply_threads = 2;
   int64_t max_dim = 65536;                        // largest m, n or k; at most 2^31-1
   uint64_t max_request_bytes = 4ull << 30;        // A + B + D of one Multiply

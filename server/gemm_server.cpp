@@ -95,7 +95,8 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   sopts.limits.max_repeats = config_.max_repeats;
   sopts.queue_capacity = config_.queue_capacity;
   sopts.batching = batching;
-  sopts.reply_threads = config_.reply_threads;
+  // Per device, as the workers whose replies they send.
+  sopts.reply_threads = config_.reply_threads * static_cast<unsigned>(devices.size());
   std::vector<NamedToken> tokens = config_.auth_tokens;
   if (!config_.auth_token.empty()) tokens.push_back({config_.auth_token, kDefaultIdentity});
   sopts.identity = CallerIdentity(BearerAuth(std::move(tokens)), config_.operators);

@@ -1,5 +1,7 @@
 #include "gemm/device_ops.h"
 
+#include <algorithm>
+
 namespace gemm {
 namespace {
 
@@ -40,8 +42,12 @@ __global__ void FillRandomListKernel(const __grid_constant__ FillList list) {
   }
 }
 
+// blockIdx.y picks the matrix: `stride` elements after the last, its own result.
 __global__ void CompareKernel(const __half* d, const __half* ref, uint64_t count, uint64_t cols, uint64_t ld,
-                              float rtol, float atol, CompareResult* result) {
+                              uint64_t stride, float rtol, float atol, CompareResult* results) {
+  d += blockIdx.y * stride;
+  ref += blockIdx.y * stride;
+  CompareResult* result = results + blockIdx.y;
   unsigned long long mismatches = 0, non_finite = 0;
   float max_err = 0.0f;
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < count; i += uint64_t{gridDim.x} * blockDim.x) {
@@ -185,7 +191,7 @@ cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rt
                     CompareResult* result, cudaStream_t stream) {
   if (cudaError_t e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
   if (count == 0) return cudaSuccess;
-  CompareKernel<<<Blocks(count), kThreads, 0, stream>>>(d, ref, count, count, count, rtol, atol, result);
+  CompareKernel<<<Blocks(count), kThreads, 0, stream>>>(d, ref, count, count, count, 0, rtol, atol, result);
   return cudaGetLastError();
 }
 
@@ -195,7 +201,25 @@ cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t co
   if (cudaError_t e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
   const uint64_t count = static_cast<uint64_t>(rows) * cols;
   if (count == 0) return cudaSuccess;
-  CompareKernel<<<Blocks(count), kThreads, 0, stream>>>(d, ref, count, cols, ld, rtol, atol, result);
+  CompareKernel<<<Blocks(count), kThreads, 0, stream>>>(d, ref, count, cols, ld, 0, rtol, atol, result);
+  return cudaGetLastError();
+}
+
+cudaError_t CompareBatch(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld,
+                         uint64_t stride, uint32_t matrices, float rtol, float atol, CompareResult* results,
+                         cudaStream_t stream) {
+  if (rows < 0 || cols < 0 || ld < cols || matrices > kMaxCompareBatch) return cudaErrorInvalidValue;
+  if (matrices > 1 && stride < static_cast<uint64_t>(rows) * ld) return cudaErrorInvalidValue;
+  if (matrices == 0) return cudaSuccess;
+  if (cudaError_t e = cudaMemsetAsync(results, 0, matrices * sizeof(CompareResult), stream); e != cudaSuccess) {
+    return e;
+  }
+  const uint64_t count = static_cast<uint64_t>(rows) * cols;
+  if (count == 0) return cudaSuccess;
+  // Fewer blocks per matrix the more matrices: the grid-stride loop covers the rest.
+  const unsigned per_matrix = std::max(1u, Blocks(count) / matrices);
+  CompareKernel<<<dim3(per_matrix, matrices), kThreads, 0, stream>>>(d, ref, count, cols, ld, stride, rtol, atol,
+                                                                      results);
   return cudaGetLastError();
 }
 

@@ -2,8 +2,8 @@
 // engine/batching.h). Each GEMM alone costs a launch, events and a wait of
 // the host on the GPU, several times a 64^3 kernel's own few microseconds:
 // here the batch's operands sit side by side in one buffer each, one
-// strided batched cuBLAS GEMM runs them all, each job's verification is
-// queued behind it, every D and comparison comes back through the lane's
+// strided batched cuBLAS GEMM runs them all, the jobs' references are
+// queued behind it and one launch compares them all, every D and comparison comes back through the lane's
 // staging in the same stream, and the host waits once. A batch that is not
 // of one shape and kind, or whose Ds do not fit the staging, runs job by job.
 #include <algorithm>
@@ -17,7 +17,7 @@ namespace {
 uint64_t RoundUp(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
 bool OneLaunchCanRun(const std::vector<const GemmJob*>& jobs, uint64_t staging_bytes) {
-  if (jobs.size() < 2) return false;
+  if (jobs.size() < 2 || jobs.size() > gemm::kMaxCompareBatch) return false;
   const GemmJob& first = *jobs.front();
   for (const GemmJob* job : jobs) {
     if (job->step != 0 || job->repeats != 1 || job->benchmark || job->m != first.m || job->n != first.n ||
@@ -140,17 +140,24 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
       return all(absl::InternalError(dev.desc.id + ": step 0 batch: " + err));
     }
     cudaEventRecord(lane->stops[0], lane->compute);
-    for (size_t i = 0; i < count && any_verify; ++i) {
-      if (!jobs[i]->verify) continue;
-      // cuBLAS is checked as in Run: by the ladder's top step, or by the
-      // SIMT kernel where no ladder step is available (it took longer than
-      // the batch it checked at 256^3, so that batching lost).
-      __half *ai = a_all + i * slot_a, *bi = b_all + i * slot_b, *di = d_all + i * slot_d, *ri = ref_all + i * slot_d;
-      if ((e = gemm::Poison(ri, slot_d, lane->compute)) != cudaSuccess) return all(dev.Fail("verification", e));
-      const gemm::Problem check{shape.m, shape.n, shape.k, ai, bi, ri, a.ld, b.ld, d.ld, true};
-      if (auto st = LaunchVendorReference(dev, *lane, reference_step, check); !st.ok()) return all(st);
-      e = gemm::Compare(di, ri, d.rows, d.cols, d.ld, static_cast<float>(kRtol), static_cast<float>(kAtol), cmp_all + i,
-                        lane->compute);
+    if (any_verify) {
+      // Every reference poisoned and every pair compared in one launch each
+      // (a job not verified compares against NaNs, and its result is not
+      // read); the references one launch per job. cuBLAS is checked as in
+      // Run: by the ladder's top step, or by the SIMT kernel where no
+      // ladder step is available (it took longer than the batch it checked
+      // at 256^3, so that batching lost).
+      if ((e = gemm::Poison(ref_all, count * slot_d, lane->compute)) != cudaSuccess) {
+        return all(dev.Fail("verification", e));
+      }
+      for (size_t i = 0; i < count; ++i) {
+        if (!jobs[i]->verify) continue;
+        const gemm::Problem check{shape.m, shape.n, shape.k, a_all + i * slot_a, b_all + i * slot_b,
+                                  ref_all + i * slot_d, a.ld, b.ld, d.ld, true};
+        if (auto st = LaunchVendorReference(dev, *lane, reference_step, check); !st.ok()) return all(st);
+      }
+      e = gemm::CompareBatch(d_all, ref_all, d.rows, d.cols, d.ld, slot_d, static_cast<uint32_t>(count),
+                             static_cast<float>(kRtol), static_cast<float>(kAtol), cmp_all, lane->compute);
       if (e != cudaSuccess) return all(dev.Fail("verification", e));
     }
     cudaEventRecord(lane->verified, lane->compute);

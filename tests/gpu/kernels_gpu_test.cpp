@@ -137,6 +137,63 @@ TEST_F(KernelsGpuTest, CompareCatchesAPlantedWrongElementAndAnUnwrittenOne) {
 // value of its dense index and leaves the gaps; a compare reads no gap (they
 // hold poison here) and still catches a planted error; the SIMT reference
 // with leading dimensions matches cuBLAS with the same ones.
+// A batch's checks in one launch give each matrix what checking it alone
+// gives: pitched rows, poisoned gaps and slot tails left unread, a planted
+// wrong value, a NaN, and several wrong values, each in its own matrix.
+TEST_F(KernelsGpuTest, CompareBatchGivesEachMatrixWhatCompareGivesIt) {
+  const int64_t rows = 61, cols = 47, ld = 48;
+  const uint64_t stride = (rows * ld + 127) / 128 * 128;  // 256-byte slots, as a batch's
+  const uint32_t matrices = 5;
+  __half *x = nullptr, *y = nullptr;
+  gemm::CompareResult* results = nullptr;
+  ASSERT_CUDA(cudaMalloc(&x, stride * matrices * 2));
+  ASSERT_CUDA(cudaMalloc(&y, stride * matrices * 2));
+  ASSERT_CUDA(cudaMalloc(&results, matrices * sizeof(gemm::CompareResult)));
+  ASSERT_CUDA(gemm::Poison(x, stride * matrices, stream_));
+  for (uint32_t i = 0; i < matrices; ++i) {
+    ASSERT_CUDA(gemm::FillRandom(x + i * stride, rows, cols, ld, 40 + i, gemm::OperandId::kA, stream_));
+  }
+  ASSERT_CUDA(cudaMemcpyAsync(y, x, stride * matrices * 2, cudaMemcpyDeviceToDevice, stream_));
+  __half_raw nan_bits{};
+  nan_bits.x = 0x7E00;
+  const __half wrong = __float2half(7.5f), nan = nan_bits;
+  auto plant = [&](__half* base, uint32_t matrix, int64_t r, int64_t c, const __half& value) {
+    return cudaMemcpyAsync(base + matrix * stride + r * ld + c, &value, 2, cudaMemcpyHostToDevice, stream_);
+  };
+  ASSERT_CUDA(plant(y, 1, 17, 46, wrong));
+  ASSERT_CUDA(plant(x, 3, 60, 0, nan));
+  for (int64_t r : {0, 30, 60}) ASSERT_CUDA(plant(y, 4, r, 5, wrong));
+
+  ASSERT_CUDA(gemm::CompareBatch(x, y, rows, cols, ld, stride, matrices, 1e-3f, 1e-2f, results, stream_));
+  std::vector<gemm::CompareResult> batched(matrices);
+  ASSERT_CUDA(cudaMemcpyAsync(batched.data(), results, matrices * sizeof(gemm::CompareResult),
+                              cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  const std::array<unsigned long long, matrices> mismatches = {0, 1, 0, 1, 3}, non_finite = {0, 0, 0, 1, 0};
+  for (uint32_t i = 0; i < matrices; ++i) {
+    gemm::CompareResult alone{};
+    ASSERT_CUDA(gemm::Compare(x + i * stride, y + i * stride, rows, cols, ld, 1e-3f, 1e-2f, cmp_, stream_));
+    ASSERT_CUDA(cudaMemcpyAsync(&alone, cmp_, sizeof alone, cudaMemcpyDeviceToHost, stream_));
+    ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    EXPECT_EQ(batched[i].mismatches, mismatches[i]) << i;
+    EXPECT_EQ(batched[i].non_finite, non_finite[i]) << i;
+    EXPECT_EQ(batched[i].mismatches, alone.mismatches) << i;
+    EXPECT_EQ(batched[i].non_finite, alone.non_finite) << i;
+    EXPECT_EQ(batched[i].max_abs_error, alone.max_abs_error) << i;
+  }
+  EXPECT_GT(batched[1].max_abs_error, 1.0f);
+  EXPECT_EQ(gemm::CompareBatch(x, y, rows, cols, ld, rows * ld - 1, 2, 1e-3f, 1e-2f, results, stream_),
+            cudaErrorInvalidValue)
+      << "matrices that overlap";
+  EXPECT_EQ(gemm::CompareBatch(x, y, rows, cols, cols - 1, stride, 2, 1e-3f, 1e-2f, results, stream_),
+            cudaErrorInvalidValue)
+      << "rows longer than their pitch";
+  EXPECT_EQ(gemm::CompareBatch(x, y, rows, cols, ld, stride, 0, 1e-3f, 1e-2f, results, stream_), cudaSuccess);
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(results);
+}
+
 TEST_F(KernelsGpuTest, PitchedFillCompareAndReferenceSkipTheGaps) {
   const int64_t rows = 301, cols = 77, ld = 80, k = 77;
   __half *x = nullptr, *y = nullptr, *b = nullptr;

@@ -51,6 +51,13 @@ cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rt
 // d and ref); the gaps between rows are not read.
 cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld, float rtol,
                     float atol, CompareResult* result, cudaStream_t stream);
+// `matrices` such pairs in one launch, each `stride` elements after the one
+// before (at least rows·ld), into results[0..matrices) (zeroed by this
+// call): a batch's checks cost one launch, not one each.
+constexpr uint32_t kMaxCompareBatch = 65535;  // the grid's y dimension
+cudaError_t CompareBatch(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld,
+                         uint64_t stride, uint32_t matrices, float rtol, float atol, CompareResult* results,
+                         cudaStream_t stream);
 
 // D = A·Bᵀ (Problem's layout) by a plain SIMT kernel: fp32 products and
 // sums on the CUDA cores, one rounding to fp16. Slow next to the tensor

@@ -302,6 +302,9 @@ for round in 1 2; do
     read -r busy1 idle1 < <(machine_ticks)
     echo "server_ticks=$(($(proc_ticks $gemmd_pid) - server_ticks)) busy=$((busy1 - busy0)) idle=$((idle1 - idle0))" \
       "hz=$(getconf CLK_TCK) cores=$(nproc)" >"$OUT/tiny_${name}_$round.c32x4.cpu"
+    # Verified, as ordinary requests are by default.
+    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 4 --duration 4 --verify \
+      >"$OUT/tiny_${name}_$round.c32x4v" 2>&1
     # As a client with its own data sends it: A and B inline, verified, D back.
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 3 --inline --verify \
       >"$OUT/tiny_${name}_$round.c1inline" 2>&1
@@ -324,8 +327,10 @@ for round in (1, 2):
         rate, _, _ = bench(f"{stem}.c32")
         rate4, _, _ = bench(f"{stem}.c32x4")
         e50, erate, erate4 = float(echo[0]["p50_us"]), float(echo[1]["calls_per_s"]), float(echo[2]["calls_per_s"])
+        rate4v, _, _ = bench(f"{stem}.c32x4v")
         print(f"tiny {name:16s} round {round}: 1 in flight p50 {p50:.0f} us (echo {e50:.0f}, gap {p50 - e50:+.0f}); "
-              f"32 in flight {rate:.0f} req/s (echo {erate:.0f}); over 4 connections {rate4:.0f} (echo {erate4:.0f})")
+              f"32 in flight {rate:.0f} req/s (echo {erate:.0f}); over 4 connections {rate4:.0f} (echo {erate4:.0f}), "
+              f"verified {rate4v:.0f}")
         print(f"    {server}")
         cpu = dict(kv.split("=") for kv in open(f"{stem}.c32x4.cpu").read().split())
         client = sum(float(x) for x in open(f"{stem}.c32x4.client_cpu").read().split()[-2:])

@@ -131,6 +131,7 @@ cudaError_t QueueSmallDownload(Lane& lane, const DeviceMatrix& src, cudaStream_t
   *staged = buf;
   return e;
 }
+
 absl::Status LaunchVendorReference(CudaEngine::Device& dev, Lane& lane, int reference_step,
                                    const gemm::Problem& check) {
   if (reference_step == gemm::kVendorStep) {

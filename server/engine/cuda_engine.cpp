@@ -369,6 +369,8 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   }
   if (job.should_stop()) return absl::CancelledError("request cancelled before the GEMM ran");
 
+  cudaEvent_t before_download = nullptr;  // a small D's copy down starts here
+  const char* d_staged = nullptr;         // and lands here
   {
     std::lock_guard compute(dev.compute_mu);
     const uint32_t repeats = std::max<uint32_t>(job.repeats, 1);
@@ -429,8 +431,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       if (e != cudaSuccess) return dev.Fail("verification", e);
     }
     // A small D goes down behind the check, still before the one wait.
-    cudaEvent_t before_download = job.verify ? lane->verified : lane->stops[repeats - 1];
-    const char* d_staged = nullptr;
+    before_download = job.verify ? lane->verified : lane->stops[repeats - 1];
     if (job.d != nullptr && one_stream) {
       e = QueueSmallDownload(*lane, d, lane->compute, &d_staged);
       if (e == cudaSuccess) e = cudaEventRecord(lane->downloaded, lane->compute);
@@ -465,16 +466,15 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       v.reference = job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step);
       v.passed = v.mismatches == 0;
     }
-    if (d_staged != nullptr) {
-      float ms = 0;
-      cudaEventElapsedTime(&ms, before_download, lane->downloaded);
-      const auto t = Clock::now();
-      dev.copier->Copy(job.d, d_staged, d.row_bytes() * d.rows);
-      report.seconds.download = ms * 1e-3 + SecondsSince(t);
-    }
   }
 
-  if (job.d != nullptr && !one_stream) {
+  if (d_staged != nullptr) {  // out of the staging, with the device free for another lane's GEMM
+    float ms = 0;
+    cudaEventElapsedTime(&ms, before_download, lane->downloaded);
+    const auto t = Clock::now();
+    dev.copier->Copy(job.d, d_staged, d.row_bytes() * d.rows);
+    report.seconds.download = ms * 1e-3 + SecondsSince(t);
+  } else if (job.d != nullptr) {
     const auto t = Clock::now();
     if ((e = StagedDownload(*lane, *dev.copier, job.d, d)) != cudaSuccess) return dev.Fail("download", e);
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;

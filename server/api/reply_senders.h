@@ -27,7 +27,6 @@ class ReplySenders {
   ReplySenders& operator=(const ReplySenders&) = delete;
 
   void Post(std::vector<std::function<void()>> sends);
-  unsigned threads() const { return static_cast<unsigned>(threads_.size()); }
 
  private:
   void Loop();

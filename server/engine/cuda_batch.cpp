@@ -61,7 +61,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   bool any_verify = false;
   uint64_t host_bytes = 0;  // D comes down on the compute stream anyway
   for (const GemmJob* job : jobs) {
-    host_bytes += HostTransferBytes(*job) - (job->d != nullptr ? static_cast<uint64_t>(job->m) * job->n * 2 : 0);
+    host_bytes += HostInputBytes(*job);
     any_verify |= job->verify;
   }
   // Small host operands go up on the compute stream too: one wait (see

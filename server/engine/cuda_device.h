@@ -47,13 +47,12 @@ constexpr uint64_t kLaneScratchBytes = 8ull << 20;
 // lane's GEMM, and 1 MiB moves in about 40 us.
 constexpr uint64_t kOneStreamBytes = 1ull << 20;
 
-// The bytes a job moves between host and device: host operands up, D down.
-inline uint64_t HostTransferBytes(const GemmJob& job) {
+// The bytes of a job's operands that come from the host (not generated).
+inline uint64_t HostInputBytes(const GemmJob& job) {
   auto host = [](const OperandView& op, int64_t rows, int64_t cols) {
     return op.kind == OperandView::Kind::kHost ? static_cast<uint64_t>(rows) * cols * 2 : 0;
   };
-  return host(job.a, job.m, job.k) + host(job.b, job.n, job.k) +
-         (job.d != nullptr ? static_cast<uint64_t>(job.m) * job.n * 2 : 0);
+  return host(job.a, job.m, job.k) + host(job.b, job.n, job.k);
 }
 
 // One worker's private resources on a device: its own cuBLAS handle, streams,

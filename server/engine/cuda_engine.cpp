@@ -329,8 +329,8 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   // the host: on the compute stream too when the request is small (one
   // wait for its whole path; see kOneStreamBytes), else on the copy stream.
   const bool host_inputs = job.a.kind == OperandView::Kind::kHost || job.b.kind == OperandView::Kind::kHost;
-  const bool one_stream =
-      HostTransferBytes(job) <= kOneStreamBytes && (job.d == nullptr || d.row_bytes() * d.rows <= slot);
+  const uint64_t d_bytes = job.d != nullptr ? d.row_bytes() * d.rows : 0;
+  const bool one_stream = HostInputBytes(job) + d_bytes <= kOneStreamBytes && d_bytes <= slot;
   cudaStream_t input_stream = host_inputs && !one_stream ? lane->copy : lane->compute;
   PoolBuffers buffers(dev.pool, input_stream, lane->compute, lane->scratch, kLaneScratchBytes);
   cudaError_t e = buffers.Allocate(&a.data, a.elements());
@@ -472,7 +472,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     float ms = 0;
     cudaEventElapsedTime(&ms, before_download, lane->downloaded);
     const auto t = Clock::now();
-    dev.copier->Copy(job.d, d_staged, d.row_bytes() * d.rows);
+    dev.copier->Copy(job.d, d_staged, d_bytes);
     report.seconds.download = ms * 1e-3 + SecondsSince(t);
   } else if (job.d != nullptr) {
     const auto t = Clock::now();

@@ -187,22 +187,16 @@ cudaError_t Poison(__half* dst, uint64_t count, cudaStream_t stream) {
   return cudaMemsetAsync(dst, 0xFF, count * sizeof(__half), stream);
 }
 
+// One matrix is a batch of one (the same launch: Blocks(count) blocks in x).
 cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rtol, float atol,
                     CompareResult* result, cudaStream_t stream) {
-  if (cudaError_t e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
-  if (count == 0) return cudaSuccess;
-  CompareKernel<<<Blocks(count), kThreads, 0, stream>>>(d, ref, count, count, count, 0, rtol, atol, result);
-  return cudaGetLastError();
+  const auto n = static_cast<int64_t>(count);
+  return CompareBatch(d, ref, 1, n, n, 0, 1, rtol, atol, result, stream);
 }
 
 cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld, float rtol,
                     float atol, CompareResult* result, cudaStream_t stream) {
-  if (rows < 0 || cols < 0 || ld < cols) return cudaErrorInvalidValue;
-  if (cudaError_t e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
-  const uint64_t count = static_cast<uint64_t>(rows) * cols;
-  if (count == 0) return cudaSuccess;
-  CompareKernel<<<Blocks(count), kThreads, 0, stream>>>(d, ref, count, cols, ld, 0, rtol, atol, result);
-  return cudaGetLastError();
+  return CompareBatch(d, ref, rows, cols, ld, 0, 1, rtol, atol, result, stream);
 }
 
 cudaError_t CompareBatch(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld,

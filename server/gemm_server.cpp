@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "gemm/steps.h"
+#include "thread_name.h"
 #include "version.h"
 
 namespace gemmd {
@@ -172,6 +173,7 @@ absl::Status GemmServer::Start() {
     std::vector<std::thread> warmers;
     for (size_t d = 0; d < devices.size(); ++d) {
       warmers.emplace_back([this, d, &warmed, &warm_ms] {
+        NameThisThread("warm-up-" + std::to_string(d));
         const auto start = std::chrono::steady_clock::now();
         warmed[d] = engine_->Warmup(static_cast<int>(d));
         warm_ms[d] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -8,7 +8,7 @@
 #   BENCH_SHAPES, BENCH_STEPS, BENCH_ITERS override the benchmark's lists.
 #   SWEEP_SHAPES, SWEEP_SEED, SWEEP_STEPS, SWEEP_LAYOUTS shape the sweep.
 #   PARTS picks sections (default all, in this order): tests service tiny
-#   firsttouch soak bench sweep sass sanitize ncu. A device call has 600 s;
+#   echoapi firsttouch soak bench sweep sass sanitize ncu. A device call has 600 s;
 #   the whole script needs about two, so split it, e.g. PARTS="tests service
 #   soak sass".
 set -uo pipefail
@@ -21,7 +21,7 @@ bin=$PWD/.bundle/bin
 summary=$OUT/summary.txt
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
-all_parts="tests service tiny firsttouch soak bench sweep sass sanitize ncu"
+all_parts="tests service tiny grpcfloor firsttouch soak bench sweep sass sanitize ncu"
 # part NAME: whether PARTS asks for this section; notes the time it starts at.
 part() {
   [[ " ${PARTS:-$all_parts} " == *" $1 "* ]] || return 1
@@ -40,6 +40,17 @@ start_gemmd() {
   for _ in $(seq 600); do [[ -s $work/port_$name ]] && break; sleep 0.1; done
   export GEMM_TARGET=127.0.0.1:$(cat "$work/port_$name" 2>/dev/null)
   "$bin/gemm-client" health --wait 120 >/dev/null || note "gemmd $name is not SERVING"
+}
+# CPU ticks: a process's, the machine's (busy, idle), and each thread's.
+proc_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
+# thread_ticks PID: each thread's name and CPU ticks (gemmd names its own:
+# server/thread_name.h), read past the name's closing parenthesis.
+thread_ticks() {
+  local t
+  for t in /proc/$1/task/*; do
+    printf '%s\t%s\n' "$(cat "$t/comm")" "$(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
+  done 2>/dev/null
 }
 # metrics_of NAME: that gemmd's /metrics.
 metrics_of() { curl -s "http://127.0.0.1:$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd_$1.log" | grep -o '[0-9]*$')/metrics"; }
@@ -271,20 +282,22 @@ if part tiny; then
 # just before it: one in flight (p50) and 32 (req/s). A bundle that holds
 # bin/gemmd-before (an earlier build, added by hand) has it measured too.
 # TINY_CONFIGS="name:args;name:args" replaces the server settings measured
-# (args starting BEFORE run bin/gemmd-before). Over four connections the CPU
-# each side spends per request is noted too (/proc's ticks for gemmd, the
-# shell's `time` for the client).
+# (args starting BEFORE run bin/gemmd-before); TINY_ROUNDS how many times
+# over (2). Over four connections the CPU each side spends per request is
+# noted too (/proc's ticks for gemmd, the shell's `time` for the client),
+# and gemmd's split by thread name. Each setting also serves three inline
+# 4096^3 requests, for the server's H2D and D2H rates.
 IFS=';' read -r -a tiny_configs <<<"${TINY_CONFIGS:-defaults:;workers2:--workers 2}"
 [[ -x $bin/gemmd-before && -z ${TINY_CONFIGS:-} ]] && tiny_configs+=("before:BEFORE" "before_workers2:BEFORE --workers 2")
-proc_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
-for round in 1 2; do
+[[ -s $work/a4096 ]] || { head -c 33554432 /dev/zero >"$work/a4096" && cp "$work/a4096" "$work/b4096"; }
+tiny_rounds=${TINY_ROUNDS:-2}
+for round in $(seq "$tiny_rounds"); do
   for config in "${tiny_configs[@]}"; do
     name=${config%%:*}
     args=${config#*:}
     gemmd_bin=$bin/gemmd
     [[ $args == BEFORE* ]] && gemmd_bin=$bin/gemmd-before && args=${args#BEFORE}
-    GEMMD_BIN=$gemmd_bin start_gemmd "tiny_${name}_$round" $args
+    GEMMD_BIN=$gemmd_bin start_gemmd "tiny_${name}_$round" --max-message-bytes 256M $args
     "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256 \
       >"$OUT/tiny_${name}_$round.echo"
     "$bin/grpc-echo-bench" --mode latency --concurrency 32 --seconds 2 --up-bytes 64 --down-bytes 256 \
@@ -296,10 +309,12 @@ for round in 1 2; do
     "$bin/grpc-echo-bench" --mode latency --concurrency 32 --connections 4 --seconds 2 --up-bytes 64 \
       --down-bytes 256 >>"$OUT/tiny_${name}_$round.echo"
     server_ticks=$(proc_ticks $gemmd_pid)
+    thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.threads0"
     read -r busy0 idle0 < <(machine_ticks)
     { TIMEFORMAT='%U %S'; time "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 \
         --connections 4 --duration 4 >"$OUT/tiny_${name}_$round.c32x4" 2>&1; } 2>"$OUT/tiny_${name}_$round.c32x4.client_cpu"
     read -r busy1 idle1 < <(machine_ticks)
+    thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.threads1"
     echo "server_ticks=$(($(proc_ticks $gemmd_pid) - server_ticks)) busy=$((busy1 - busy0)) idle=$((idle1 - idle0))" \
       "hz=$(getconf CLK_TCK) cores=$(nproc)" >"$OUT/tiny_${name}_$round.c32x4.cpu"
     # Verified, as ordinary requests are by default.
@@ -308,18 +323,30 @@ for round in 1 2; do
     # As a client with its own data sends it: A and B inline, verified, D back.
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 3 --inline --verify \
       >"$OUT/tiny_${name}_$round.c1inline" 2>&1
+    # And a big one, for the server's H2D and D2H rates.
+    for i in 1 2 3; do
+      "$bin/gemm-client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" \
+        --b "$work/b4096" --transport inline --out "$work/d4096" --json
+    done >"$OUT/tiny_${name}_$round.inline4096.json" 2>&1
     kill -TERM $gemmd_pid; wait $gemmd_pid
   done
 done
-python3 - "$OUT" "${tiny_configs[@]}" <<'PY' | tee -a "$summary"
-import sys
+python3 - "$OUT" "$tiny_rounds" "${tiny_configs[@]}" <<'PY' | tee -a "$summary"
+import json, re, statistics, sys
+from collections import Counter
 out = sys.argv[1]
+def threads(path):
+    ticks = Counter()
+    for line in open(path):
+        name, _, n = line.rstrip("\n").rpartition("\t")
+        ticks[name] += int(n)
+    return ticks
 def bench(path):
     rows = [l.split() for l in open(path) if l.startswith("64x64x64")]
     server = "".join(l.strip() for l in open(path) if "server p50" in l)
     return (float(rows[0][4]), float(rows[0][5]) * 1e3, server) if rows else (0.0, 0.0, server)
-for round in (1, 2):
-    for config in sys.argv[2:]:
+for round in range(1, int(sys.argv[2]) + 1):
+    for config in sys.argv[3:]:
         name, args = config.split(":", 1)
         stem = f"{out}/tiny_{name}_{round}"
         echo = [dict(kv.split("=") for kv in line.split()) for line in open(f"{stem}.echo")]
@@ -339,8 +366,74 @@ for round in (1, 2):
         print(f"    over 4 connections, CPU per request: gemmd {float(cpu['server_ticks']) / hz / n * 1e6:.0f} us, "
               f"client {client / n * 1e6:.0f} us; the machine {busy / (busy + idle) * 100:.0f}% busy "
               f"({cpu['cores']} cores); {''.join(l.strip() for l in open(f'{stem}.c32x4') if 'server p50' in l)}")
+        by_thread = threads(f"{stem}.threads1")
+        by_thread.subtract(threads(f"{stem}.threads0"))
+        top = [f"{name} {t / hz / n * 1e6:.0f}" for name, t in by_thread.most_common(8) if t > 0]
+        print(f"    gemmd's CPU per request by thread name, us: {', '.join(top)} (threads that ended in the run "
+              f"are missing)")
         _, p50i, serveri = bench(f"{stem}.c1inline")
         print(f"    A and B inline, verified, D inline, 1 in flight: p50 {p50i:.0f} us; {serveri}")
+        runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{stem}.inline4096.json").read(), re.S)]
+        if runs:
+            up = statistics.median(r["timing"]["uploadSeconds"] for r in runs)
+            down = statistics.median(r["timing"]["downloadSeconds"] for r in runs)
+            rt = statistics.median(r["client"]["roundTripSeconds"] for r in runs)
+            print(f"    inline 4096^3, median of {len(runs)}: server H2D {64 * 1.048576e-3 / up:.1f} GB/s, D2H "
+                  f"{32 * 1.048576e-3 / down:.1f} GB/s (upload {up * 1e3:.2f} ms, download {down * 1e3:.2f} ms); "
+                  f"round trip {rt * 1e3:.1f} ms")
+PY
+fi
+
+if part grpcfloor; then
+# 2h. What bounds tiny requests. gemmd serves through gRPC's callback API,
+# where gRPC's own threads (nexting_thread, the default executor) spend
+# most of its CPU per request (the tiny part's per-thread figures). First
+# the bare echo under each server API: the callback API, and the
+# completion-queue API with a thread per queue. Then gemmd with 32 in
+# flight spread over more and more connections, since one connection is
+# handled by one thread at a time on each side. CPU per call is the whole
+# process's (the echo's client and server share it; warm-up included).
+for api in "callback" "async --server-threads 4" "async --server-threads 8"; do
+  for load in "--concurrency 1" "--concurrency 32" "--concurrency 32 --connections 4"; do
+    echo "label=${api// /_}"
+    # shellcheck disable=SC2086
+    { TIMEFORMAT='cpu_s=%U+%S'; time "$bin/grpc-echo-bench" --mode latency --seconds 3 --up-bytes 64 --down-bytes 256 \
+        --server-api $api $load; } 2>&1
+  done
+done >"$OUT/echo_api.txt"
+start_gemmd grpcfloor
+for conns in 1 2 4 8 16; do
+  ticks=$(proc_ticks $gemmd_pid)
+  { TIMEFORMAT='%U %S'; time "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 \
+      --connections $conns --duration 3 >"$OUT/grpcfloor_c$conns.txt" 2>&1; } 2>"$OUT/grpcfloor_c$conns.client_cpu"
+  echo "server_ticks=$(($(proc_ticks $gemmd_pid) - ticks)) hz=$(getconf CLK_TCK)" >"$OUT/grpcfloor_c$conns.cpu"
+done
+kill -TERM $gemmd_pid; wait $gemmd_pid
+python3 - "$OUT" <<'PY' | tee -a "$summary"
+import sys
+out = sys.argv[1]
+row = {}
+for kv in open(f"{out}/echo_api.txt").read().split():
+    k, _, v = kv.partition("=")
+    row[k] = v
+    if k == "cpu_s":
+        cpu = sum(float(x) for x in v.split("+"))
+        calls = float(row["calls"])
+        print(f"echo {row['label']:27s} {row['connections']} connection(s), {row['concurrency']:>2} in flight: "
+              f"{float(row['calls_per_s']):7.0f} calls/s, p50 {float(row['p50_us']):5.0f} us, "
+              f"process CPU {cpu / calls * 1e6:4.0f} us per call")
+        row = {}
+for conns in (1, 2, 4, 8, 16):
+    rows = [l.split() for l in open(f"{out}/grpcfloor_c{conns}.txt") if l.startswith("64x64x64")]
+    if not rows:
+        print(f"gemmd 32 in flight over {conns:2d} connection(s): no result")
+        continue
+    rate, p50 = float(rows[0][4]), float(rows[0][5]) * 1e3
+    cpu = dict(kv.split("=") for kv in open(f"{out}/grpcfloor_c{conns}.cpu").read().split())
+    client = sum(float(x) for x in open(f"{out}/grpcfloor_c{conns}.client_cpu").read().split()[-2:])
+    n = rate * 3
+    print(f"gemmd 32 in flight over {conns:2d} connection(s): {rate:7.0f} req/s, p50 {p50:5.0f} us; CPU per request "
+          f"gemmd {float(cpu['server_ticks']) / float(cpu['hz']) / n * 1e6:.0f} us, client {client / n * 1e6:.0f} us")
 PY
 fi
 

@@ -1,9 +1,16 @@
 #include "api/reply_senders.h"
 
+#include "thread_name.h"
+
 namespace gemmd {
 
 ReplySenders::ReplySenders(unsigned threads) {
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  for (unsigned i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      NameThisThread("reply-sender");
+      Loop();
+    });
+  }
 }
 
 ReplySenders::~ReplySenders() {

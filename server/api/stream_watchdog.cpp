@@ -2,10 +2,15 @@
 
 #include <algorithm>
 
+#include "thread_name.h"
+
 namespace gemmd {
 
 StreamWatchdog::StreamWatchdog(Clock::duration idle_limit)
-    : idle_limit_(idle_limit), thread_([this] { Run(); }) {}
+    : idle_limit_(idle_limit), thread_([this] {
+        NameThisThread("stream-watchdog");
+        Run();
+      }) {}
 
 StreamWatchdog::~StreamWatchdog() {
   {

@@ -20,6 +20,7 @@
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
 #include "gemm/steps.h"
+#include "thread_name.h"
 
 namespace gemmd {
 
@@ -95,7 +96,10 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
         return absl::InternalError(dev->desc.id + ": keep-warm set-up failed");
       }
     }
-    engine->keep_warm_ = std::thread([raw = engine.get()] { raw->KeepWarm(); });
+    engine->keep_warm_ = std::thread([raw = engine.get()] {
+      NameThisThread("keep-warm");
+      raw->KeepWarm();
+    });
   }
   return engine;
 }

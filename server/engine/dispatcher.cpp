@@ -5,6 +5,8 @@
 #include <thread>
 #include <string>
 
+#include "thread_name.h"
+
 namespace gemmd {
 namespace {
 
@@ -18,7 +20,10 @@ Dispatcher::Dispatcher(Engine& engine, DispatcherOptions options)
   for (size_t d = 0; d < count; ++d) devices_.push_back(std::make_unique<Device>());
   for (size_t d = 0; d < count; ++d) {
     for (size_t w = 0; w < options_.workers_per_device; ++w) {
-      workers_.emplace_back([this, d] { WorkerLoop(static_cast<int>(d)); });
+      workers_.emplace_back([this, d] {
+        NameThisThread("gemm-worker-" + std::to_string(d));
+        WorkerLoop(static_cast<int>(d));
+      });
     }
   }
 }

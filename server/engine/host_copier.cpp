@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "thread_name.h"
+
 namespace gemmd {
 namespace {
 
@@ -16,7 +18,12 @@ void PartRange(size_t bytes, size_t parts, size_t i, size_t* begin, size_t* end)
 }  // namespace
 
 HostCopier::HostCopier(unsigned threads) {
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this, i] { Worker(i); });
+  for (unsigned i = 0; i < threads; ++i) {
+    threads_.emplace_back([this, i] {
+      NameThisThread("host-copier");
+      Worker(i);
+    });
+  }
 }
 
 HostCopier::~HostCopier() {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "thread_name.h"
 
 namespace gemmd {
 
@@ -58,7 +59,10 @@ std::unique_ptr<GpuTelemetry> GpuTelemetry::Start(const std::vector<TelemetryDev
     return nullptr;
   }
   t->SampleAll();
-  t->thread_ = std::thread([raw = t.get(), period] { raw->Loop(period); });
+  t->thread_ = std::thread([raw = t.get(), period] {
+    NameThisThread("gpu-telemetry");
+    raw->Loop(period);
+  });
   return t;
 }
 

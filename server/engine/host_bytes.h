@@ -10,7 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "engine/streaming_copy.h"
+
 namespace gemmd {
+
+// How a copy writes its destination: through the caches (what the copier
+// reads next, or small enough to stay there) or streaming past them (a big
+// copy into pinned staging; see streaming_copy.h).
+enum class Stores { kCached, kStreaming };
 
 class HostBytes {
  public:
@@ -30,17 +37,24 @@ class HostBytes {
   const char* block() const { return pieces_.empty() ? block_ : nullptr; }
 
   // Bytes [offset, offset + len) to dst; the range must lie within size().
-  void CopyTo(char* dst, size_t offset, size_t len) const {
+  void CopyTo(char* dst, size_t offset, size_t len, Stores stores = Stores::kCached) const {
     if (len == 0) return;  // an empty HostBytes may have no block at all
+    const auto move = [stores](char* to, const char* from, size_t n) {
+      if (stores == Stores::kStreaming) {
+        StreamingCopy(to, from, n);
+      } else {
+        std::memcpy(to, from, n);
+      }
+    };
     if (pieces_.empty()) {
-      std::memcpy(dst, block_ + offset, len);
+      move(dst, block_ + offset, len);
       return;
     }
     size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin()) - 1;
     while (len > 0) {
       const size_t within = offset - starts_[i];
       const size_t n = std::min(len, pieces_[i].second - within);
-      std::memcpy(dst, pieces_[i].first + within, n);
+      move(dst, pieces_[i].first + within, n);
       dst += n;
       offset += n;
       len -= n;

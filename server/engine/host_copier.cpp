@@ -55,7 +55,7 @@ void HostCopier::Copy(void* dst, const HostBytes& src, size_t offset, size_t byt
   work_cv_.notify_all();
   size_t begin, end;
   PartRange(bytes, parts, 0, &begin, &end);
-  src.CopyTo(static_cast<char*>(dst) + begin, offset + begin, end - begin);
+  src.CopyTo(static_cast<char*>(dst) + begin, offset + begin, end - begin, Stores::kStreaming);
   std::unique_lock lock(mu_);
   done_cv_.wait(lock, [&] { return pending_ == 0; });
 }
@@ -73,7 +73,7 @@ void HostCopier::Worker(unsigned index) {
     size_t begin, end;
     PartRange(bytes_, parts_, index + 1, &begin, &end);
     lock.unlock();
-    if (end > begin) src->CopyTo(dst + begin, offset + begin, end - begin);
+    if (end > begin) src->CopyTo(dst + begin, offset + begin, end - begin, Stores::kStreaming);
     lock.lock();
     if (--pending_ == 0) done_cv_.notify_one();
   }

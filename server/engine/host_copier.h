@@ -24,7 +24,8 @@ class HostCopier {
   HostCopier& operator=(const HostCopier&) = delete;
 
   // memcpy(dst, src, bytes); returns once every part is copied. Below
-  // kMinSplitBytes the caller copies alone (threads cost more than they save).
+  // kMinSplitBytes the caller copies alone (threads cost more than they save)
+  // through the caches; split copies stream past them (streaming_copy.h).
   void Copy(void* dst, const void* src, size_t bytes) { Copy(dst, HostBytes(src, bytes), 0, bytes); }
   // Bytes [offset, offset + bytes) of `src`, in one block or in pieces.
   void Copy(void* dst, const HostBytes& src, size_t offset, size_t bytes);

@@ -282,13 +282,14 @@ if part tiny; then
 # just before it: one in flight (p50) and 32 (req/s). A bundle that holds
 # bin/gemmd-before (an earlier build, added by hand) has it measured too.
 # TINY_CONFIGS="name:args;name:args" replaces the server settings measured
-# (args starting BEFORE run bin/gemmd-before); TINY_ROUNDS how many times
+# (args starting @NAME run bin/NAME, another build added to the bundle by
+# hand, e.g. "before:@gemmd-before --workers 2"); TINY_ROUNDS how many times
 # over (2). Over four connections the CPU each side spends per request is
 # noted too (/proc's ticks for gemmd, the shell's `time` for the client),
 # and gemmd's split by thread name. Each setting also serves three inline
 # 4096^3 requests, for the server's H2D and D2H rates.
 IFS=';' read -r -a tiny_configs <<<"${TINY_CONFIGS:-defaults:;workers2:--workers 2}"
-[[ -x $bin/gemmd-before && -z ${TINY_CONFIGS:-} ]] && tiny_configs+=("before:BEFORE" "before_workers2:BEFORE --workers 2")
+[[ -x $bin/gemmd-before && -z ${TINY_CONFIGS:-} ]] && tiny_configs+=("before:@gemmd-before" "before_workers2:@gemmd-before --workers 2")
 [[ -s $work/a4096 ]] || { head -c 33554432 /dev/zero >"$work/a4096" && cp "$work/a4096" "$work/b4096"; }
 tiny_rounds=${TINY_ROUNDS:-2}
 for round in $(seq "$tiny_rounds"); do
@@ -296,7 +297,10 @@ for round in $(seq "$tiny_rounds"); do
     name=${config%%:*}
     args=${config#*:}
     gemmd_bin=$bin/gemmd
-    [[ $args == BEFORE* ]] && gemmd_bin=$bin/gemmd-before && args=${args#BEFORE}
+    if [[ $args == @* ]]; then
+      read -r build args <<<"$args"
+      gemmd_bin=$bin/${build#@}
+    fi
     GEMMD_BIN=$gemmd_bin start_gemmd "tiny_${name}_$round" --max-message-bytes 256M $args
     "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256 \
       >"$OUT/tiny_${name}_$round.echo"

@@ -6,14 +6,8 @@
 // much). The worker posts them here, to go out side by side while it takes
 // its next task: a batch's all but the first, which it sends itself, and
 // every reply while other requests wait for it.
-//
-// One sender spins for a moment before it sleeps, as a device worker does
-// (engine/dispatcher.cpp): a thread woken from a futex wait on these hosts
-// starts tens of microseconds later, and under load replies come closer
-// together than that.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -40,8 +34,6 @@ class ReplySenders {
   std::mutex mu_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> queue_;
-  std::atomic<size_t> queued_{0};  // queue_.size(), for the spinner to watch without the lock
-  size_t spinners_ = 0;            // 0 or 1
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

@@ -13,6 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <string>
+#include <system_error>
+#include <vector>
 
 namespace gemmd {
 namespace {
@@ -20,10 +23,24 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
+// An executable script in the temporary directory, removed when the test
+// program exits.
+fs::path TempScript(const std::string& name) {
+  static struct Written {
+    std::vector<fs::path> paths;
+    ~Written() {
+      std::error_code ignored;
+      for (const auto& p : paths) fs::remove(p, ignored);
+    }
+  } written;
+  written.paths.push_back(fs::temp_directory_path() / (name + "-" + std::to_string(getpid())));
+  return written.paths.back();
+}
+
 // A helper whose behaviour per step is a shell case: "pass", "fail", "hang",
 // "crash" (SIGSEGV), "lost" (fails, then exits 3 as after a sticky error).
 std::string FakeHelper(const std::string& name, const std::string& cases) {
-  const fs::path path = fs::temp_directory_path() / ("gemmd-fake-selftest-" + std::to_string(getpid()) + "-" + name);
+  const fs::path path = TempScript("gemmd-fake-selftest-" + name);
   std::ofstream(path) << "#!/bin/sh\n"
                          "for s in $(echo \"$4\" | tr , ' '); do\n"
                          "  echo \"start $s\"\n"
@@ -98,7 +115,7 @@ TEST(StepGate, AHelperThatCannotRunWithdrawsEveryStep) {
     EXPECT_FALSE(s.passed);
     EXPECT_THAT(s.reason, HasSubstr("could not be self-tested at start-up"));
   }
-  const fs::path quits = fs::temp_directory_path() / ("gemmd-fake-quits-" + std::to_string(getpid()));
+  const fs::path quits = TempScript("gemmd-fake-quits");
   std::ofstream(quits) << "#!/bin/sh\necho 'no CUDA device' >&2\nexit 2\n";
   fs::permissions(quits, fs::perms::owner_all);
   const auto v = RunStepGate({quits.string(), 5}, 0, {1, 2});

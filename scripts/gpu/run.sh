@@ -412,7 +412,16 @@ for conns in 1 2 4 8 16; do
       --connections $conns --duration 3 >"$OUT/grpcfloor_c$conns.txt" 2>&1; } 2>"$OUT/grpcfloor_c$conns.client_cpu"
   echo "server_ticks=$(($(proc_ticks $gemmd_pid) - ticks)) hz=$(getconf CLK_TCK)" >"$OUT/grpcfloor_c$conns.cpu"
 done
-kill -TERM $gemmd_pid; wait $gemmd_pid
+# The tiny part measures its echo beside an idle gemmd: the same echo with
+# and without one, alternately, says whether an idle gemmd costs it.
+for i in 1 2; do
+  [[ $i == 1 ]] || start_gemmd grpcfloor_idle
+  echo "label=beside_an_idle_gemmd"
+  "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256
+  kill -TERM $gemmd_pid; wait $gemmd_pid
+  echo "label=alone"
+  "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256
+done >"$OUT/echo_beside.txt"
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import sys
 out = sys.argv[1]
@@ -427,6 +436,14 @@ for kv in open(f"{out}/echo_api.txt").read().split():
               f"{float(row['calls_per_s']):7.0f} calls/s, p50 {float(row['p50_us']):5.0f} us, "
               f"process CPU {cpu / calls * 1e6:4.0f} us per call")
         row = {}
+beside = {}
+for line in open(f"{out}/echo_beside.txt"):
+    if line.startswith("label="):
+        label = line.split("=", 1)[1].strip()
+    else:
+        beside.setdefault(label, []).append(float(dict(kv.split("=") for kv in line.split())["p50_us"]))
+print("echo, 1 in flight, p50 us: " + "; ".join(f"{k.replace('_', ' ')} {', '.join(f'{v:.0f}' for v in vs)}"
+                                          for k, vs in beside.items()))
 for conns in (1, 2, 4, 8, 16):
     rows = [l.split() for l in open(f"{out}/grpcfloor_c{conns}.txt") if l.startswith("64x64x64")]
     if not rows:

@@ -2,10 +2,8 @@
 // memcpy would put it, whatever the size, the alignment or the thread count.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdint>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "engine/host_copier.h"
@@ -37,23 +35,6 @@ TEST(HostCopier, BackToBackCopiesDoNotMix) {
     std::vector<uint8_t> src(bytes, static_cast<uint8_t>(round)), dst(bytes, 0xFF);
     copier.Copy(dst.data(), src.data(), bytes);
     ASSERT_EQ(dst, src) << round;
-  }
-}
-
-// Between copies the helpers watch for the next one for about a
-// millisecond, then sleep: copies that come at once and copies that come
-// after the helpers slept must both land whole.
-TEST(HostCopier, CopiesLandWholeWhetherTheHelpersWatchedOrSlept) {
-  HostCopier copier(3);
-  std::mt19937 rng(5);
-  for (int round = 0; round < 40; ++round) {
-    const size_t bytes = HostCopier::kMinSplitBytes + rng() % HostCopier::kMinSplitBytes;
-    std::vector<uint8_t> src(bytes), dst(bytes + 1, 0xEE);
-    for (size_t i = 0; i < bytes; i += 4093) src[i] = static_cast<uint8_t>(rng());
-    copier.Copy(dst.data(), src.data(), bytes);
-    ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin())) << "round " << round;
-    ASSERT_EQ(dst.back(), 0xEE) << "round " << round;
-    if (round % 4 == 3) std::this_thread::sleep_for(std::chrono::milliseconds(3));
   }
 }
 

@@ -3,15 +3,8 @@
 // PCIe Gen5 carries, so the staging copies of a big inline request (into
 // pinned memory before H2D, out of it after D2H) were the transfer's
 // bottleneck; several threads together keep up with the DMA.
-//
-// A big transfer is a run of copies, one per 8 MiB staging chunk, a few
-// hundred microseconds apart. Helpers woken from a futex wait for each one
-// started tens of microseconds late on the GPU hosts, and the caller waited
-// for the last of seven: so between copies the helpers watch for the next
-// one for a moment before they sleep, and the caller watches for their end.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
@@ -43,16 +36,15 @@ class HostCopier {
   void Worker(unsigned index);
 
   std::mutex mu_;
-  std::condition_variable work_cv_;
+  std::condition_variable work_cv_, done_cv_;
   std::vector<std::thread> threads_;
-  // The job in hand, written under mu_ before generation_ moves: part i of
-  // `parts` goes to helper i - 1 (the caller does part 0).
+  // The job in hand: part i of `parts` goes to helper i - 1 (the caller does part 0).
   char* dst_ = nullptr;
   const HostBytes* src_ = nullptr;
   size_t offset_ = 0, bytes_ = 0, parts_ = 0;
-  std::atomic<unsigned long> generation_{0};
-  std::atomic<unsigned> pending_{0};  // helpers still copying their part
-  std::atomic<bool> stop_{false};
+  unsigned long generation_ = 0;
+  unsigned pending_ = 0;
+  bool stop_ = false;
   std::mutex copy_mu_;  // one Copy at a time
 };
 

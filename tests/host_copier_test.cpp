@@ -28,6 +28,30 @@ TEST(HostCopier, CopiesExactlyWhatMemcpyWould) {
   }
 }
 
+// Each thread takes a 4 KB-aligned part. A copy of parts * 4096 * j + r
+// bytes (0 < r < parts) once lost its last r bytes: the part length was
+// rounded down before it was rounded up to 4 KB. An inline A of 2226 rows
+// of K = 1001 made such a staging chunk on a 16-core host (8 parts).
+TEST(HostCopier, UnevenSplitsCopyTheirLastBytes) {
+  for (unsigned threads : {1u, 3u, 7u}) {
+    HostCopier copier(threads);
+    const size_t parts = threads + 1;
+    const size_t first_split = (HostCopier::kMinSplitBytes + parts * 4096 - 1) / (parts * 4096);
+    for (size_t j : {first_split, first_split + 1}) {
+      for (size_t r = 1; r < parts; ++r) {
+        const size_t bytes = parts * 4096 * j + r;
+        ASSERT_GE(bytes, HostCopier::kMinSplitBytes);
+        std::vector<uint8_t> src(bytes, 0x11), dst(bytes + 1, 0xAB);
+        src.back() = 0x22;
+        copier.Copy(dst.data(), src.data(), bytes);
+        EXPECT_EQ(dst[bytes - 1], 0x22) << threads << " threads, " << bytes << " bytes: the last byte";
+        EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin())) << threads << " threads, " << bytes << " bytes";
+        EXPECT_EQ(dst[bytes], 0xAB) << "wrote past the end";
+      }
+    }
+  }
+}
+
 TEST(HostCopier, BackToBackCopiesDoNotMix) {
   HostCopier copier(3);
   const size_t bytes = HostCopier::kMinSplitBytes * 2;

@@ -8,9 +8,12 @@
 namespace gemmd {
 namespace {
 
-// Part `i` of `parts` of a `bytes`-long range, on 4 KB boundaries.
+// Part `i` of `parts` of a `bytes`-long range, on 4 KB boundaries. The
+// parts' length is bytes / parts rounded up, then up to 4 KB: rounded down
+// first, a range of parts * 4096 * j + r bytes (0 < r < parts) lost its
+// last r bytes.
 void PartRange(size_t bytes, size_t parts, size_t i, size_t* begin, size_t* end) {
-  const size_t per = ((bytes / parts) + 4095) / 4096 * 4096;
+  const size_t per = ((bytes + parts - 1) / parts + 4095) / 4096 * 4096;
   *begin = std::min(bytes, i * per);
   *end = std::min(bytes, *begin + per);
 }

@@ -62,6 +62,28 @@ TEST(CudaEngineGpu, HostInputsThroughStagingMatchAnFp64Reference) {
   EXPECT_EQ(CountMismatches(d, ReferenceGemm(ToDouble(a), ToDouble(b), m, n, k)), 0);
 }
 
+// With the server's own staging (8 MiB chunks) a chunk of 4 MiB or more is
+// split over the copy threads. An A of 2226 rows of K = 1001 is one chunk
+// of 4,456,452 bytes, and so is D with N = 1001: split 8 ways (a 16-core
+// host) each once lost its last 4 bytes, two elements, and the check still
+// passed, since it reads the same A. D's last row against an fp64
+// reference on the host shows both.
+TEST(CudaEngineGpu, StagingChunksSplitUnevenlyOverTheCopyThreadsArriveWhole) {
+  SKIP_WITHOUT_GPU();
+  auto engine = CudaEngine::Create(CudaEngineOptions{});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const int64_t m = 2226, n = 1001, k = 1001;
+  const std::string a = RandomHalfBytes(m, k, 31), b = RandomHalfBytes(n, k, 32);
+  std::string d(m * n * 2, '\0');
+  auto r = (*engine)->Run(0, HostJob(m, n, k, a, b, d));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->verification.passed);
+  for (int64_t row : {int64_t{0}, m - 1}) {
+    const std::string a_row = a.substr(row * k * 2, k * 2), d_row = d.substr(row * n * 2, n * 2);
+    EXPECT_EQ(CountMismatches(d_row, ReferenceGemm(ToDouble(a_row), ToDouble(b), 1, n, k)), 0) << "row " << row;
+  }
+}
+
 // K and N not multiples of 8: the engine spreads A, B and D to 16-byte
 // pitches on the device and gathers D back, over several staging chunks, for
 // every step the GPU offers.

@@ -64,6 +64,21 @@ struct ClientTiming {
   double serialize_seconds = 0, call_seconds = 0, deserialize_seconds = 0;
 };
 
+// A matrix's bytes in memory of their own, left unwritten until they are
+// gathered: a big D lands faster when several threads each fault in and
+// fill their own pages (a one-shot client's 32 MiB D spent most of its
+// 22-26 ms "deserialize" on page faults, one thread at a time).
+struct MatrixBytes {
+  std::unique_ptr<char[]> data;
+  uint64_t size = 0;
+  std::string_view view() const { return {data.get(), static_cast<size_t>(size)}; }
+};
+
+// Copies the pieces, joined, to dst (which holds their total size) on
+// `threads` threads (0: one per 4 MiB, at most 8 and the machine's cores),
+// each taking one contiguous, page-aligned range.
+void GatherPieces(const std::vector<std::pair<const char*, size_t>>& pieces, char* dst, unsigned threads = 0);
+
 // Called with (bytes done, bytes total) as an upload or download moves.
 using Progress = std::function<void(uint64_t, uint64_t)>;
 
@@ -75,9 +90,11 @@ class GemmClient {
   grpc::Status Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
                         int* retries = nullptr);
   // The same call with the messages serialized and parsed here, through the
-  // generic stub, so that each of the client's phases can be timed.
+  // generic stub, so that each of the client's phases can be timed. With
+  // `d`, an inline D is gathered there (GatherPieces) and resp->d stays
+  // empty.
   grpc::Status MultiplyTimed(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
-                             ClientTiming* timing);
+                             ClientTiming* timing, MatrixBytes* d = nullptr);
   // Multiply with the request already in the wire format and the reply left
   // in it (what MultiplyTimed times; tests send malformed bytes through it).
   grpc::Status MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply);

@@ -91,6 +91,23 @@ TEST_F(RequestTimingTest, TheClientsPhasesAddUpToItsRoundTrip) {
   EXPECT_EQ(resp.device(), typed.device());
 }
 
+// D gathered into memory of its own (GatherPieces, whose thread counts its
+// own test covers) is the D that protobuf's parse of the same reply gives.
+TEST_F(RequestTimingTest, DGatheredIntoItsOwnMemoryIsTheSameD) {
+  MultiplyRequest req = SeededRequest(1024, 1000, 16, 7, 8);
+  req.set_output(gemm::v1::OUTPUT_INLINE);
+  MultiplyResponse resp;
+  gemmc::ClientTiming timing;
+  gemmc::MatrixBytes d;
+  ASSERT_TRUE(client().MultiplyTimed(req, &resp, &timing, &d).ok());
+  EXPECT_TRUE(resp.d().empty());
+  ASSERT_EQ(d.size, 1024u * 1000 * 2);
+  MultiplyResponse typed;
+  ASSERT_TRUE(client().Multiply(req, &typed).ok());
+  EXPECT_TRUE(typed.d() == d.view());
+  EXPECT_TRUE(resp.verification().passed());
+}
+
 // Benchmark timing is a request option: accepted, verified all the same.
 TEST_F(RequestTimingTest, BenchmarkTimingIsARequestOption) {
   MultiplyRequest req = SeededRequest(96, 80, 72, 1, 2);

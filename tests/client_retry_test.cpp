@@ -62,10 +62,15 @@ class ClientRetryTest : public GatedServerFixture {
 TEST_F(ClientRetryTest, AFullQueueIsRetriedUntilThereIsRoom) {
   std::thread second;
   auto held = FillDeviceAndQueue(&second);
-  // The gate opens 10 ms into the third call's first backoff (50 ms at most,
-  // jittered): its first attempt is refused, a later one finds room.
+  // The gate opens once the third call's first attempt has been refused
+  // (its backoff is up to 50 ms, jittered): a later attempt finds room. A
+  // fixed 10 ms wait raced the client's start under ASan on a loaded CI
+  // machine, and the first attempt came after the gate had opened.
   std::thread opener([this] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const std::string refused = "gemm_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"Multiply\",step=\"0\"}";
+    for (int i = 0; i < 5000 && Sample(MetricsText(server()), refused) < 1; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     gate_->Open();
   });
   gemmc::GemmClient retrying(Options(true));

@@ -123,6 +123,16 @@ for i in 1 2 3; do
   "$bin/gemm-client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" --b "$work/b4096" \
     --transport inline --out "$work/d4096" --json
 done >"$OUT/inline4096.json"
+# A bundle that holds bin/gemm-client-before (an earlier client, added by
+# hand) sends the same requests with it too, alternately with this one.
+if [[ -x $bin/gemm-client-before ]]; then
+  for i in 1 2 3; do
+    for client in gemm-client-before gemm-client; do
+      "$bin/$client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" --b "$work/b4096" \
+        --transport inline --out "$work/d4096" --json >>"$OUT/inline4096_$client.json"
+    done
+  done
+fi
 # The same bytes over four and eight connections: A and B each in row
 # blocks, all uploaded at once, and D fetched in as many ranges; its floor
 # is the bare echo split as many ways.
@@ -170,6 +180,15 @@ lim = dict(kv.split("=") for kv in open(f"{out}/transfer_limits.txt").read().spl
 print(f"  server H2D {64 * 1.048576 / max(g('uploadSeconds'), 1e-9):.1f} GB/s, D2H {32 * 1.048576 / max(g('downloadSeconds'), 1e-9):.1f} GB/s "
       f"(target >= 20; pinned DMA here {lim['h2d_gbps']} / {lim['d2h_gbps']} GB/s; one thread's memcpy of 96 MiB "
       f"{lim['memcpy_one_thread_ms']} ms), SM clock {d.get('smClockMhz', 0)} MHz")
+for client in ("gemm-client-before", "gemm-client"):
+    try:
+        runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/inline4096_{client}.json").read(), re.S)]
+    except FileNotFoundError:
+        break
+    rts = sorted(r["client"]["roundTripSeconds"] * 1e3 for r in runs)
+    des = sorted(r["client"]["deserializeSeconds"] * 1e3 for r in runs)
+    print(f"  {client:18s} alternately, {len(runs)} requests: round trip {', '.join(f'{x:.1f}' for x in rts)} ms; "
+          f"client deserialize {', '.join(f'{x:.1f}' for x in des)} ms")
 for row, conns in ((3, 4), (4, 8)):
     runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/parallel4096_c{conns}.json").read(), re.S)]
     p = sorted(runs, key=lambda r: r["client"]["endToEndSeconds"])[len(runs) // 2]

@@ -14,9 +14,9 @@
 
 namespace gemmd {
 
-// How a copy writes its destination: through the caches (what the copier
-// reads next, or small enough to stay there) or streaming past them (a big
-// copy into pinned staging; see streaming_copy.h).
+// How a copy writes its destination: through the caches (small enough to
+// stay there) or streaming past them (HostCopier's split copies, into and
+// out of the pinned staging; see streaming_copy.h).
 enum class Stores { kCached, kStreaming };
 
 class HostBytes {

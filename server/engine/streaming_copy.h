@@ -1,9 +1,10 @@
-// A copy whose stores bypass the CPU caches. Filling pinned staging from a
-// request's bytes with ordinary stores costs three passes over memory (read
-// the source, read each destination line for ownership, write it back);
-// streaming stores skip the middle one. glibc's memcpy streams only past a
-// threshold of about the last-level cache, and a staging chunk split over
-// the copy threads is far below it, so the big copies ask for it here.
+// A copy whose stores bypass the CPU caches. A big copy with ordinary stores
+// (a request's bytes into pinned staging, or D out of it) costs three passes
+// over memory: read the source, read each destination line for ownership,
+// write it back. Streaming stores skip the middle one. glibc's memcpy
+// streams only past a threshold of about the last-level cache, and a
+// staging chunk split over the copy threads is far below it, so the big
+// copies ask for it here.
 #pragma once
 
 #include <cstddef>

@@ -22,6 +22,14 @@ using namespace gemmd::testing;
 using gemm::v1::MultiplyRequest;
 using gemm::v1::MultiplyResponse;
 
+// `count` requests of one small shape (16^3), each with seeds of its own:
+// a batch's worth.
+std::vector<MultiplyRequest> SameShapeRequests(uint64_t count) {
+  std::vector<MultiplyRequest> reqs;
+  for (uint64_t seed = 0; seed < count; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
+  return reqs;
+}
+
 class BatchingTest : public ServerFixture {
  protected:
   void Start(uint32_t batch_max) {
@@ -126,8 +134,7 @@ TEST_F(BatchingTest, QueuedSmallRequestsOfOneShapeReachTheEngineTogether) {
 // batch was waiting when it finished).
 TEST_F(BatchingTest, ABatchsRepliesAreSentSideBySide) {
   StartWithReplyBarrier(8, 3, 4);
-  std::vector<MultiplyRequest> reqs;
-  for (uint64_t seed = 0; seed < 3; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
+  const std::vector<MultiplyRequest> reqs = SameShapeRequests(3);
   const auto start = std::chrono::steady_clock::now();
   for (const auto& [status, resp] : QueueBehindABusyDevice(reqs)) {
     ASSERT_TRUE(status.ok()) << status.error_message();
@@ -144,8 +151,7 @@ TEST_F(BatchingTest, ABatchsRepliesAreSentSideBySide) {
 // answered at once (the last, with nothing left waiting, by the worker).
 TEST_F(BatchingTest, WhileRequestsWaitTheWorkerLeavesRepliesToTheSenders) {
   StartWithReplyBarrier(1, 2, 3);
-  std::vector<MultiplyRequest> reqs;
-  for (uint64_t seed = 0; seed < 2; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
+  const std::vector<MultiplyRequest> reqs = SameShapeRequests(2);
   const auto start = std::chrono::steady_clock::now();
   for (const auto& [status, resp] : QueueBehindABusyDevice(reqs)) {
     ASSERT_TRUE(status.ok()) << status.error_message();
@@ -157,8 +163,7 @@ TEST_F(BatchingTest, WhileRequestsWaitTheWorkerLeavesRepliesToTheSenders) {
 
 TEST_F(BatchingTest, UpToTheLimitPerBatch) {
   Start(4);
-  std::vector<MultiplyRequest> reqs;
-  for (uint64_t seed = 0; seed < 10; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
+  const std::vector<MultiplyRequest> reqs = SameShapeRequests(10);
   for (const auto& [status, resp] : QueueBehindABusyDevice(reqs)) {
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_TRUE(resp.verification().passed());
@@ -168,8 +173,7 @@ TEST_F(BatchingTest, UpToTheLimitPerBatch) {
 
 TEST_F(BatchingTest, WithBatchingOffEveryRequestRunsAlone) {
   Start(1);
-  std::vector<MultiplyRequest> reqs;
-  for (uint64_t seed = 0; seed < 5; ++seed) reqs.push_back(SeededRequest(16, 16, 16, seed, seed));
+  const std::vector<MultiplyRequest> reqs = SameShapeRequests(5);
   for (const auto& [status, resp] : QueueBehindABusyDevice(reqs)) {
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(resp.timing().batch_size(), 1u);

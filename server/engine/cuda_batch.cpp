@@ -3,9 +3,10 @@
 // the host on the GPU, several times a 64^3 kernel's own few microseconds:
 // here the batch's operands sit side by side in one buffer each, one
 // strided batched cuBLAS GEMM runs them all, the jobs' references are
-// queued behind it and one launch compares them all, every D and comparison comes back through the lane's
-// staging in the same stream, and the host waits once. A batch that is not
-// of one shape and kind, or whose Ds do not fit the staging, runs job by job.
+// queued behind it and one launch compares them all, every D and comparison
+// comes back through the lane's staging in the same stream, and the host
+// waits once. A batch that is not of one shape and kind, or whose Ds do not
+// fit the staging, runs job by job.
 #include <algorithm>
 
 #include "engine/cuda_device.h"

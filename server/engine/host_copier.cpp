@@ -1,24 +1,11 @@
 #include "engine/host_copier.h"
 
-#include <algorithm>
-#include <cstring>
-
+#include "hostmem/page_ranges.h"
 #include "thread_name.h"
 
 namespace gemmd {
-namespace {
 
-// Part `i` of `parts` of a `bytes`-long range, on 4 KB boundaries. The
-// parts' length is bytes / parts rounded up, then up to 4 KB: rounded down
-// first, a range of parts * 4096 * j + r bytes (0 < r < parts) lost its
-// last r bytes.
-void PartRange(size_t bytes, size_t parts, size_t i, size_t* begin, size_t* end) {
-  const size_t per = ((bytes + parts - 1) / parts + 4095) / 4096 * 4096;
-  *begin = std::min(bytes, i * per);
-  *end = std::min(bytes, *begin + per);
-}
-
-}  // namespace
+using gemm::hostmem::PartRange;
 
 HostCopier::HostCopier(unsigned threads) {
   for (unsigned i = 0; i < threads; ++i) {
@@ -56,8 +43,7 @@ void HostCopier::Copy(void* dst, const HostBytes& src, size_t offset, size_t byt
     ++generation_;
   }
   work_cv_.notify_all();
-  size_t begin, end;
-  PartRange(bytes, parts, 0, &begin, &end);
+  const auto [begin, end] = PartRange(bytes, parts, 0);
   src.CopyTo(static_cast<char*>(dst) + begin, offset + begin, end - begin, Stores::kStreaming);
   std::unique_lock lock(mu_);
   done_cv_.wait(lock, [&] { return pending_ == 0; });
@@ -73,8 +59,7 @@ void HostCopier::Worker(unsigned index) {
     char* dst = dst_;
     const HostBytes* src = src_;
     const size_t offset = offset_;
-    size_t begin, end;
-    PartRange(bytes_, parts_, index + 1, &begin, &end);
+    const auto [begin, end] = PartRange(bytes_, parts_, index + 1);
     lock.unlock();
     if (end > begin) src->CopyTo(dst + begin, offset + begin, end - begin, Stores::kStreaming);
     lock.lock();

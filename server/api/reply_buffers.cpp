@@ -1,13 +1,20 @@
 #include "api/reply_buffers.h"
 
+#include <algorithm>
+#include <thread>
+
 namespace gemmd {
 
 ReplyBuffer::~ReplyBuffer() {
   if (home_ != nullptr) home_->Return(std::move(bytes_), capacity_);
 }
 
-std::shared_ptr<ReplyBuffers> ReplyBuffers::Create(uint64_t max_kept_bytes) {
-  return std::shared_ptr<ReplyBuffers>(new ReplyBuffers(max_kept_bytes));
+std::shared_ptr<ReplyBuffers> ReplyBuffers::Create(uint64_t max_kept_bytes, unsigned populate_threads) {
+  return std::shared_ptr<ReplyBuffers>(new ReplyBuffers(max_kept_bytes, populate_threads));
+}
+
+unsigned ReplyBuffers::DefaultPopulateThreads() {
+  return std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u);
 }
 
 std::unique_ptr<ReplyBuffer> ReplyBuffers::Take(size_t size) {
@@ -16,19 +23,24 @@ std::unique_ptr<ReplyBuffer> ReplyBuffers::Take(size_t size) {
     auto it = kept_.lower_bound(size);
     if (it != kept_.end() && it->first / 2 <= size) {
       const size_t capacity = it->first;
-      std::unique_ptr<char[]> bytes = std::move(it->second);
+      std::shared_ptr<char[]> bytes = std::move(it->second);
       kept_.erase(it);
       kept_bytes_ -= capacity;
       return std::unique_ptr<ReplyBuffer>(new ReplyBuffer(shared_from_this(), std::move(bytes), capacity, size));
     }
   }
-  // new char[] leaves the bytes uninitialized: no page is touched until D is written.
-  std::unique_ptr<char[]> bytes(new char[size == 0 ? 1 : size]);
-  std::shared_ptr<ReplyBuffers> home = size >= kMinKeptBytes ? shared_from_this() : nullptr;
+  // new char[] leaves the bytes uninitialized: no page is touched until D
+  // is written, or the populator faults them in first.
+  std::shared_ptr<char[]> bytes(new char[size == 0 ? 1 : size]);
+  std::shared_ptr<ReplyBuffers> home;
+  if (size >= kMinKeptBytes) {
+    home = shared_from_this();
+    populator_.Submit(bytes, bytes.get(), size);
+  }
   return std::unique_ptr<ReplyBuffer>(new ReplyBuffer(std::move(home), std::move(bytes), size, size));
 }
 
-void ReplyBuffers::Return(std::unique_ptr<char[]> bytes, size_t capacity) {
+void ReplyBuffers::Return(std::shared_ptr<char[]> bytes, size_t capacity) {
   std::lock_guard lock(mu_);
   if (kept_bytes_ + capacity > max_kept_bytes_) return;  // freed here
   kept_bytes_ += capacity;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "hostmem/page_ranges.h"
 #include "wire/slice_reader.h"
 
 namespace gemmc {
@@ -136,12 +137,13 @@ void GatherPieces(const std::vector<std::pair<const char*, size_t>>& pieces, cha
       begin += n;
     }
   };
-  const uint64_t per = ((size + threads - 1) / threads + 4095) / 4096 * 4096;  // the parts cover every byte
   std::vector<std::thread> helpers;
   for (unsigned t = 1; t < threads; ++t) {
-    helpers.emplace_back(copy, std::min(size, t * per), std::min(size, (t + 1) * per));
+    const auto part = gemm::hostmem::PartRange(size, threads, t);
+    helpers.emplace_back(copy, part.begin, part.end);
   }
-  copy(0, std::min(size, per));
+  const auto first = gemm::hostmem::PartRange(size, threads, 0);
+  copy(first.begin, first.end);
   for (auto& h : helpers) h.join();
 }
 
@@ -159,9 +161,13 @@ bool ParseMultiplyResponse(const grpc::ByteBuffer& buffer, gemm::v1::MultiplyRes
     return false;
   }
   if (d.present && d_out != nullptr) {
-    d_out->data.reset(new char[d.size]);  // untouched: each gathering thread faults in its own pages
-    d_out->size = d.size;
+    if (d_out->size != d.size || d_out->data == nullptr) {  // not D's size after all: fresh memory
+      d_out->data.reset(new char[d.size == 0 ? 1 : d.size]);
+      d_out->size = d.size;
+    }
     GatherPieces(d.pieces, d_out->data.get());
+  } else if (d_out != nullptr) {
+    *d_out = MatrixBytes{};  // no D came: none is left to read
   } else if (d.present) {
     std::string bytes;
     bytes.reserve(d.size);
@@ -231,19 +237,45 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   };
   grpc::ByteBuffer request, reply;
   SerializeWithoutCopyingData(req, &request);
+  if (d != nullptr && req.output() == gemm::v1::OUTPUT_INLINE) {
+    PrepareD(static_cast<uint64_t>(std::max<int64_t>(req.shape().m(), 0)) *
+                 static_cast<uint64_t>(std::max<int64_t>(req.shape().n(), 0)) * 2,
+             d);
+  }
   timing->serialize_seconds = lap();
 
   grpc::Status status = MultiplyBytes(request, &reply);
   request.Clear();
   timing->call_seconds = lap();
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    if (d != nullptr) *d = MatrixBytes{};
+    return status;
+  }
 
   if (!ParseMultiplyResponse(reply, resp, d)) {
     status = grpc::Status(grpc::StatusCode::INTERNAL, "the reply is not a MultiplyResponse in the protobuf wire format");
+    if (d != nullptr) *d = MatrixBytes{};
   }
   reply.Clear();
   timing->deserialize_seconds = lap();
   return status;
+}
+
+void GemmClient::PrepareD(uint64_t bytes, MatrixBytes* d) {
+  if (d->data != nullptr && d->size == bytes) return;  // the caller's memory, reused
+  // A shape too large for memory is the server's to refuse: take nothing.
+  if (bytes > options_.max_message_bytes) {
+    *d = MatrixBytes{};
+    return;
+  }
+  d->data.reset(new char[bytes == 0 ? 1 : bytes]);
+  d->size = bytes;
+  if (bytes < (size_t{1} << 20)) return;  // a few faults: not worth a thread's wake-up
+  std::call_once(populator_started_, [this] {
+    populator_ = std::make_unique<gemm::hostmem::PagePopulator>(
+        std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u));
+  });
+  populator_->Submit(d->data, d->data.get(), bytes);
 }
 
 grpc::Status GemmClient::MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {

@@ -108,6 +108,36 @@ TEST_F(RequestTimingTest, DGatheredIntoItsOwnMemoryIsTheSameD) {
   EXPECT_TRUE(resp.verification().passed());
 }
 
+// A caller's MatrixBytes of D's size is reused for the next D (faulted in
+// already); one of another size is replaced; a failed call leaves it empty,
+// so that no stale or unwritten bytes read as a D.
+TEST_F(RequestTimingTest, DMemoryIsReusedReplacedOrEmptied) {
+  MultiplyRequest req = SeededRequest(600, 1000, 32, 3, 4);  // 1.2 MB: populated during the call
+  req.set_output(gemm::v1::OUTPUT_INLINE);
+  MultiplyResponse resp, typed;
+  gemmc::ClientTiming timing;
+  gemmc::MatrixBytes d;
+  ASSERT_TRUE(client().MultiplyTimed(req, &resp, &timing, &d).ok());
+  const char* first = d.data.get();
+  req.mutable_a()->mutable_random()->set_seed(5);  // another D of the same size
+  ASSERT_TRUE(client().MultiplyTimed(req, &resp, &timing, &d).ok());
+  EXPECT_EQ(d.data.get(), first);
+  ASSERT_TRUE(client().Multiply(req, &typed).ok());
+  EXPECT_TRUE(typed.d() == d.view());
+
+  req.mutable_shape()->set_n(500);  // half the size: new memory of that size
+  ASSERT_TRUE(client().MultiplyTimed(req, &resp, &timing, &d).ok());
+  EXPECT_EQ(d.size, 600u * 500 * 2);
+  ASSERT_TRUE(client().Multiply(req, &typed).ok());
+  EXPECT_TRUE(typed.d() == d.view());
+
+  req.set_step(99);
+  const auto st = client().MultiplyTimed(req, &resp, &timing, &d);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(d.size, 0u);
+  EXPECT_EQ(d.data, nullptr);
+}
+
 // Benchmark timing is a request option: accepted, verified all the same.
 TEST_F(RequestTimingTest, BenchmarkTimingIsARequestOption) {
   MultiplyRequest req = SeededRequest(96, 80, 72, 1, 2);

@@ -299,6 +299,7 @@ void GemmService::RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls
     call->job.should_stop = [reactor, deadline] {
       return reactor->cancelled() || std::chrono::system_clock::now() > deadline;
     };
+    if (call->d_inline != nullptr) call->d_inline->PopulateAhead();
     live.push_back(std::move(call));
   }
   if (live.empty()) return;

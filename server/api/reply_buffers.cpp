@@ -9,6 +9,12 @@ ReplyBuffer::~ReplyBuffer() {
   if (home_ != nullptr) home_->Return(std::move(bytes_), capacity_);
 }
 
+void ReplyBuffer::PopulateAhead() {
+  if (!fresh_) return;
+  fresh_ = false;
+  home_->populator_.Submit(bytes_, bytes_.get(), size_);
+}
+
 std::shared_ptr<ReplyBuffers> ReplyBuffers::Create(uint64_t max_kept_bytes, unsigned populate_threads) {
   return std::shared_ptr<ReplyBuffers>(new ReplyBuffers(max_kept_bytes, populate_threads));
 }
@@ -32,12 +38,10 @@ std::unique_ptr<ReplyBuffer> ReplyBuffers::Take(size_t size) {
   // new char[] leaves the bytes uninitialized: no page is touched until D
   // is written, or the populator faults them in first.
   std::shared_ptr<char[]> bytes(new char[size == 0 ? 1 : size]);
-  std::shared_ptr<ReplyBuffers> home;
-  if (size >= kMinKeptBytes) {
-    home = shared_from_this();
-    populator_.Submit(bytes, bytes.get(), size);
-  }
-  return std::unique_ptr<ReplyBuffer>(new ReplyBuffer(std::move(home), std::move(bytes), size, size));
+  std::shared_ptr<ReplyBuffers> home = size >= kMinKeptBytes ? shared_from_this() : nullptr;
+  std::unique_ptr<ReplyBuffer> buffer(new ReplyBuffer(std::move(home), std::move(bytes), size, size));
+  buffer->fresh_ = size >= kMinKeptBytes;
+  return buffer;
 }
 
 void ReplyBuffers::Return(std::shared_ptr<char[]> bytes, size_t capacity) {

@@ -7,7 +7,8 @@
 // is faulted in by the pool's populator threads (hostmem/populate_pages.h)
 // while its request uploads and runs, instead of by D's first write: a
 // fresh server's first download of each size was 3.3-7.9 GB/s against
-// 20-30 after it.
+// 20-30 after it. Only once its request runs: a queued request of a few
+// bytes may ask for a D of 64 MiB, and the queue holds 64.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,9 @@ class ReplyBuffer {
   ReplyBuffer& operator=(const ReplyBuffer&) = delete;
   char* data() { return bytes_.get(); }
   size_t size() const { return size_; }
+  // A new buffer's pages faulted in on the pool's populator threads, from
+  // now until D's copy reaches them; nothing for a recycled one.
+  void PopulateAhead();
 
  private:
   friend class ReplyBuffers;
@@ -39,6 +43,7 @@ class ReplyBuffer {
   std::shared_ptr<ReplyBuffers> home_;  // keeps the pool alive while a slice holds this
   std::shared_ptr<char[]> bytes_;       // shared with the populator while it works on them
   size_t capacity_, size_;
+  bool fresh_ = false;  // new, and big enough to populate
 };
 
 class ReplyBuffers : public std::enable_shared_from_this<ReplyBuffers> {
@@ -55,7 +60,7 @@ class ReplyBuffers : public std::enable_shared_from_this<ReplyBuffers> {
   // A buffer of `size` bytes: a kept one of 1-2× that capacity, else new.
   std::unique_ptr<ReplyBuffer> Take(size_t size);
   uint64_t kept_bytes() const;
-  // Until the buffers taken so far are populated (tests).
+  // Until the buffers asked for are populated (tests).
   void WaitPopulated() { populator_.WaitIdle(); }
 
  private:

@@ -238,9 +238,15 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   grpc::ByteBuffer request, reply;
   SerializeWithoutCopyingData(req, &request);
   if (d != nullptr && req.output() == gemm::v1::OUTPUT_INLINE) {
-    PrepareD(static_cast<uint64_t>(std::max<int64_t>(req.shape().m(), 0)) *
-                 static_cast<uint64_t>(std::max<int64_t>(req.shape().n(), 0)) * 2,
-             d);
+    // D's size from the shape, when it can come back in one message (a
+    // shape too large is the server's to refuse: nothing is taken for it).
+    const uint64_t m = static_cast<uint64_t>(std::max<int64_t>(req.shape().m(), 0));
+    const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(req.shape().n(), 0));
+    if (m == 0 || n <= options_.max_message_bytes / 2 / m) {
+      PrepareMatrixBytes(m * n * 2, d);
+    } else {
+      *d = MatrixBytes{};
+    }
   }
   timing->serialize_seconds = lap();
 
@@ -261,13 +267,8 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   return status;
 }
 
-void GemmClient::PrepareD(uint64_t bytes, MatrixBytes* d) {
+void GemmClient::PrepareMatrixBytes(uint64_t bytes, MatrixBytes* d) {
   if (d->data != nullptr && d->size == bytes) return;  // the caller's memory, reused
-  // A shape too large for memory is the server's to refuse: take nothing.
-  if (bytes > options_.max_message_bytes) {
-    *d = MatrixBytes{};
-    return;
-  }
   d->data.reset(new char[bytes == 0 ? 1 : bytes]);
   d->size = bytes;
   if (bytes < (size_t{1} << 20)) return;  // a few faults: not worth a thread's wake-up

@@ -100,6 +100,10 @@ class GemmClient {
   // `d` is left empty.
   grpc::Status MultiplyTimed(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
                              ClientTiming* timing, MatrixBytes* d = nullptr);
+  // Memory for a matrix of `bytes` about to arrive, in *d: kept when d
+  // holds that size already, else new and faulted in on this client's
+  // populator threads from now on.
+  void PrepareMatrixBytes(uint64_t bytes, MatrixBytes* d);
   // Multiply with the request already in the wire format and the reply left
   // in it (what MultiplyTimed times; tests send malformed bytes through it).
   grpc::Status MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply);
@@ -143,10 +147,6 @@ class GemmClient {
                           const std::function<bool(const Chunk&)>& sink);
   // The chunk size uploads and downloads ask for: 4 MiB, or half a message.
   uint64_t ChunkBytes() const { return std::min<uint64_t>(4ull << 20, options_.max_message_bytes / 2); }
-
-  // Memory for an inline D of `bytes`, in *d: kept when d holds that size,
-  // else new, and then faulted in by the populator while the call runs.
-  void PrepareD(uint64_t bytes, MatrixBytes* d);
 
   ClientOptions options_;
   std::once_flag populator_started_;

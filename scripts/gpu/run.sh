@@ -147,6 +147,15 @@ for conns in 4 8; do
   # Each stream's own time on the server, to set against the client's wall.
   tail -n +$mark "$OUT/gemmd_main.log" | grep -E "(Upload|Download)Matrix status=OK" >"$OUT/parallel4096_c$conns.streams.log"
 done
+# And over four connections with the earlier client too, alternately.
+if [[ -x $bin/gemm-client-before ]]; then
+  for i in 1 2 3; do
+    for client in gemm-client-before gemm-client; do
+      "$bin/$client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" --b "$work/b4096" \
+        --connections 4 --out "$work/d4096" --json >>"$OUT/parallel4096_c4_$client.json"
+    done
+  done
+fi
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import json, re, sys, statistics
 out = sys.argv[1]
@@ -199,6 +208,14 @@ for row, conns in ((3, 4), (4, 8)):
           f"uploads {pc['uploadSeconds']*1e3:.1f} | Multiply {pc['roundTripSeconds']*1e3:.1f} (server "
           f"{pt['totalSeconds']*1e3:.1f}: upload {pt['uploadSeconds']*1e3:.1f}, download {pt['downloadSeconds']*1e3:.1f}) | "
           f"D in {conns} ranges {pc['downloadSeconds']*1e3:.1f} ms; verified={p['verification']['passed']}")
+    for client in ("gemm-client-before", "gemm-client") if conns == 4 else ():
+        try:
+            alt = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/parallel4096_c4_{client}.json").read(), re.S)]
+        except FileNotFoundError:
+            break
+        print(f"  {client:18s} alternately, {len(alt)} requests: end to end "
+              + ", ".join(f"{r['client']['endToEndSeconds'] * 1e3:.1f}" for r in alt) + " ms; D in 4 ranges "
+              + ", ".join(f"{r['client']['downloadSeconds'] * 1e3:.1f}" for r in alt) + " ms")
     streams = open(f"{out}/parallel4096_c{conns}.streams.log").read().splitlines()
     ms = lambda kind: [float(re.search(r"latency_ms=([0-9.]+)", l).group(1)) for l in streams if kind in l]
     up, down = ms("UploadMatrix"), ms("DownloadMatrix")

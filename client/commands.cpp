@@ -277,10 +277,6 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
     req.mutable_b()->mutable_random()->set_seed(seed);
   }
   const uint64_t d_bytes = static_cast<uint64_t>(a.m) * a.n * 2;
-  // D fetched in ranges lands in memory faulted in while A and B go up and
-  // the Multiply runs.
-  gemmc::MatrixBytes d_ranges;
-  if (!a.out_file.empty() && parallel) client.PrepareMatrixBytes(d_bytes, &d_ranges);
   if (!a.out_file.empty()) {
     const bool d_fits = d_bytes + kReplyOverhead <= max_message;
     req.set_output(d_fits && !parallel ? gemm::v1::OUTPUT_INLINE : gemm::v1::OUTPUT_HANDLE);
@@ -305,13 +301,14 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
 
   if (!a.out_file.empty()) {
     std::string d;
+    std::unique_ptr<char[]> d_ranges;  // untouched memory, for DownloadParallel
     std::string_view d_bytes_got = d_inline.view();
     if (!resp.d_handle().empty()) {
       const auto t = Clock::now();
-      if (parallel && d_ranges.size != d_bytes) d_ranges = {std::shared_ptr<char[]>(new char[d_bytes]), d_bytes};
-      const grpc::Status dst = parallel ? DownloadParallel(clients, resp.d_handle(), d_bytes, d_ranges.data.get())
+      if (parallel) d_ranges.reset(new char[d_bytes]);
+      const grpc::Status dst = parallel ? DownloadParallel(clients, resp.d_handle(), d_bytes, d_ranges.get())
                                         : client.Download(resp.d_handle(), &d, nullptr, ProgressPrinter("download D"));
-      d_bytes_got = parallel ? d_ranges.view() : std::string_view(d);
+      d_bytes_got = parallel ? std::string_view(d_ranges.get(), d_bytes) : std::string_view(d);
       download_seconds = std::chrono::duration<double>(Clock::now() - t).count();
       client.Delete(resp.d_handle());
       if (!dst.ok()) return Fail("download D", dst);

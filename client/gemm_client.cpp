@@ -237,17 +237,6 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   };
   grpc::ByteBuffer request, reply;
   SerializeWithoutCopyingData(req, &request);
-  if (d != nullptr && req.output() == gemm::v1::OUTPUT_INLINE) {
-    // D's size from the shape, when it can come back in one message (a
-    // shape too large is the server's to refuse: nothing is taken for it).
-    const uint64_t m = static_cast<uint64_t>(std::max<int64_t>(req.shape().m(), 0));
-    const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(req.shape().n(), 0));
-    if (m == 0 || n <= options_.max_message_bytes / 2 / m) {
-      PrepareMatrixBytes(m * n * 2, d);
-    } else {
-      *d = MatrixBytes{};
-    }
-  }
   timing->serialize_seconds = lap();
 
   grpc::Status status = MultiplyBytes(request, &reply);
@@ -265,18 +254,6 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   reply.Clear();
   timing->deserialize_seconds = lap();
   return status;
-}
-
-void GemmClient::PrepareMatrixBytes(uint64_t bytes, MatrixBytes* d) {
-  if (d->data != nullptr && d->size == bytes) return;  // the caller's memory, reused
-  d->data.reset(new char[bytes == 0 ? 1 : bytes]);
-  d->size = bytes;
-  if (bytes < (size_t{1} << 20)) return;  // a few faults: not worth a thread's wake-up
-  std::call_once(populator_started_, [this] {
-    populator_ = std::make_unique<gemm::hostmem::PagePopulator>(
-        std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u));
-  });
-  populator_->Submit(d->data, d->data.get(), bytes);
 }
 
 grpc::Status GemmClient::MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {

@@ -9,14 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gemm/v1/gemm.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "hostmem/populate_pages.h"
 
 namespace gemmc {
 
@@ -66,13 +64,15 @@ struct ClientTiming {
   double serialize_seconds = 0, call_seconds = 0, deserialize_seconds = 0;
 };
 
-// A matrix's bytes in memory of their own. A one-shot client's 32 MiB D
-// spent most of its 22-26 ms "deserialize" on page faults, one thread at a
-// time: MultiplyTimed now takes that memory before the call and faults it
-// in while the call runs (hostmem/populate_pages.h), and several threads
-// gather D into it.
+// A matrix's bytes in memory of their own, left unwritten until they are
+// gathered: a big D lands faster when several threads each fault in and
+// fill their own pages (a one-shot client's 32 MiB D spent most of its
+// 22-26 ms "deserialize" on page faults, one thread at a time). Faulting
+// the memory in during the call instead (hostmem/populate_pages.h) cut the
+// deserialize to 1.5 ms but slowed the call by 11 ms (session 18), so the
+// client does not.
 struct MatrixBytes {
-  std::shared_ptr<char[]> data;  // shared with the populator while it works
+  std::unique_ptr<char[]> data;
   uint64_t size = 0;
   std::string_view view() const { return {data.get(), static_cast<size_t>(size)}; }
 };
@@ -95,15 +95,11 @@ class GemmClient {
   // The same call with the messages serialized and parsed here, through the
   // generic stub, so that each of the client's phases can be timed. With
   // `d`, an inline D is gathered there (GatherPieces) and resp->d stays
-  // empty; memory `d` holds already of D's size is reused, else new memory
-  // is taken, and faulted in during the call. Without D (a failed call),
-  // `d` is left empty.
+  // empty; memory `d` holds already of D's size is reused (warm: the
+  // gather is a plain copy), else new memory is taken. Without D (a failed
+  // call), `d` is left empty.
   grpc::Status MultiplyTimed(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
                              ClientTiming* timing, MatrixBytes* d = nullptr);
-  // Memory for a matrix of `bytes` about to arrive, in *d: kept when d
-  // holds that size already, else new and faulted in on this client's
-  // populator threads from now on.
-  void PrepareMatrixBytes(uint64_t bytes, MatrixBytes* d);
   // Multiply with the request already in the wire format and the reply left
   // in it (what MultiplyTimed times; tests send malformed bytes through it).
   grpc::Status MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply);
@@ -149,8 +145,6 @@ class GemmClient {
   uint64_t ChunkBytes() const { return std::min<uint64_t>(4ull << 20, options_.max_message_bytes / 2); }
 
   ClientOptions options_;
-  std::once_flag populator_started_;
-  std::unique_ptr<gemm::hostmem::PagePopulator> populator_;  // started by the first big D
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gemm::v1::GemmService::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;

@@ -3,9 +3,8 @@
 // faults when it is first written: 9 ms on one core of the development
 // machine, and the slow first download of every fresh gemmd (3.3-7.9 GB/s
 // against 20-30 after it, session 17). Where memory is known before its
-// bytes arrive (an inline D, sized by the request's shape, on both ends of
-// the call), MADV_POPULATE_WRITE (Linux 5.14) faults it in while the
-// request runs. It never changes the bytes, so it may overlap writes into
+// bytes arrive (the server's inline D, sized by the request's shape),
+// MADV_POPULATE_WRITE (Linux 5.14) faults it in while the request runs. It never changes the bytes, so it may overlap writes into
 // the same pages; a range freed meanwhile only makes the call fail.
 #pragma once
 
@@ -26,10 +25,15 @@ namespace gemm::hostmem {
 bool PopulatePages(void* p, size_t bytes);
 
 // Persistent threads that populate the ranges handed to them, a piece each
-// at a time, so that a big buffer's faults are spread over all of them.
+// at a time, so that a big buffer's faults are spread over all of them. A
+// populate holds the process's memory-map lock for reading while it faults
+// a piece in, and anything that maps memory meanwhile (malloc growing a
+// heap) waits for it: pieces are kept short. Populating a client's D during
+// its call slowed the call by 11 ms (session 18), most likely that way, so
+// only the server populates, and only while the request's own bytes are in.
 class PagePopulator {
  public:
-  static constexpr size_t kPieceBytes = size_t{2} << 20;
+  static constexpr size_t kPieceBytes = size_t{512} << 10;
 
   explicit PagePopulator(unsigned threads);
   ~PagePopulator();  // drops the pieces not started, finishes those in hand

@@ -95,7 +95,7 @@ TEST(PopulatePages, BytesWrittenBeforeOrMeanwhileSurvive) {
 TEST(PagePopulator, ASubmittedRangeIsResidentOnceIdle) {
   if (!KernelPopulates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
   PagePopulator populator(3);
-  // 9 pieces of 2 MiB and a short tenth, over three threads.
+  // 9 pieces and a short tenth, over three threads.
   const size_t bytes = 9 * PagePopulator::kPieceBytes + 5 * 4096;
   FreshMapping m(bytes);
   ASSERT_TRUE(m.ok());
@@ -108,8 +108,8 @@ TEST(PagePopulator, ASubmittedRangeIsResidentOnceIdle) {
 TEST(PagePopulator, ARangeOffAPageBoundaryHasEveryWholePageResident) {
   if (!KernelPopulates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
   PagePopulator populator(2);
-  // What new char[] returns: 16 bytes past a page boundary. Pieces cut at
-  // every 2 MiB from there would leave each page they split unpopulated.
+  // What new char[] returns: 16 bytes past a page boundary. Pieces cut every
+  // kPieceBytes from there would leave each page they split unpopulated.
   const size_t bytes = 6 * PagePopulator::kPieceBytes;
   FreshMapping m(bytes);
   ASSERT_TRUE(m.ok());

@@ -108,11 +108,11 @@ TEST_F(RequestTimingTest, DGatheredIntoItsOwnMemoryIsTheSameD) {
   EXPECT_TRUE(resp.verification().passed());
 }
 
-// A caller's MatrixBytes of D's size is reused for the next D (faulted in
-// already); one of another size is replaced; a failed call leaves it empty,
-// so that no stale or unwritten bytes read as a D.
+// A caller's MatrixBytes of D's size is reused for the next D (warm, so the
+// gather is a plain copy); one of another size is replaced; a failed call
+// leaves it empty, so that no stale bytes read as a D.
 TEST_F(RequestTimingTest, DMemoryIsReusedReplacedOrEmptied) {
-  MultiplyRequest req = SeededRequest(600, 1000, 32, 3, 4);  // 1.2 MB: populated during the call
+  MultiplyRequest req = SeededRequest(600, 1000, 32, 3, 4);
   req.set_output(gemm::v1::OUTPUT_INLINE);
   MultiplyResponse resp, typed;
   gemmc::ClientTiming timing;

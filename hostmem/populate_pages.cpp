@@ -45,11 +45,12 @@ void PagePopulator::Submit(std::shared_ptr<const void> keep, char* p, size_t byt
   {
     std::lock_guard lock(mu_);
     if (!supported_ || threads_.empty()) return;
-    // Pieces end on page boundaries: a page split between two pieces would
-    // be whole in neither, and neither would populate it.
+    // Pieces end on kPieceBytes boundaries, which are page boundaries too: a
+    // page split between two pieces would be whole in neither, and neither
+    // would populate it.
     char* const end = p + bytes;
     for (char* at = p; at < end;) {
-      const uintptr_t boundary = (reinterpret_cast<uintptr_t>(at) + kPieceBytes) / 4096 * 4096;
+      const uintptr_t boundary = (reinterpret_cast<uintptr_t>(at) / kPieceBytes + 1) * kPieceBytes;
       char* const stop = std::min(end, reinterpret_cast<char*>(boundary));
       pieces_.push_back({keep, at, static_cast<size_t>(stop - at)});
       at = stop;

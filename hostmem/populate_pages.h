@@ -25,15 +25,15 @@ namespace gemm::hostmem {
 bool PopulatePages(void* p, size_t bytes);
 
 // Persistent threads that populate the ranges handed to them, a piece each
-// at a time, so that a big buffer's faults are spread over all of them. A
-// populate holds the process's memory-map lock for reading while it faults
-// a piece in, and anything that maps memory meanwhile (malloc growing a
-// heap) waits for it: pieces are kept short. Populating a client's D during
-// its call slowed the call by 11 ms (session 18), most likely that way, so
-// only the server populates, and only while the request's own bytes are in.
+// at a time, so that a big buffer's faults are spread over all of them.
+// Pieces are the 2 MiB that one page table maps, on its boundaries, so
+// that no two threads take the same page-table lock. A populate holds the
+// process's memory-map lock for reading while it faults a piece in, and
+// anything that maps memory meanwhile (malloc growing a heap) waits for it:
+// only the server populates, and only once the request's own bytes are in.
 class PagePopulator {
  public:
-  static constexpr size_t kPieceBytes = size_t{512} << 10;
+  static constexpr size_t kPieceBytes = size_t{2} << 20;
 
   explicit PagePopulator(unsigned threads);
   ~PagePopulator();  // drops the pieces not started, finishes those in hand

@@ -4,8 +4,9 @@
 // machine, and the slow first download of every fresh gemmd (3.3-7.9 GB/s
 // against 20-30 after it, session 17). Where memory is known before its
 // bytes arrive (the server's inline D, sized by the request's shape),
-// MADV_POPULATE_WRITE (Linux 5.14) faults it in while the request runs. It never changes the bytes, so it may overlap writes into
-// the same pages; a range freed meanwhile only makes the call fail.
+// MADV_POPULATE_WRITE (Linux 5.14) faults it in while the request runs. It
+// never changes the bytes, so it may overlap writes into the same pages; a
+// range freed meanwhile only makes the call fail.
 #pragma once
 
 #include <condition_variable>

@@ -6,7 +6,7 @@
 namespace gemmd {
 
 ReplyBuffer::~ReplyBuffer() {
-  if (home_ != nullptr) home_->Return(std::move(bytes_), capacity_);
+  if (home_ != nullptr) home_->Return(std::move(bytes_), capacity_, fresh_);
 }
 
 void ReplyBuffer::PopulateAhead() {
@@ -29,26 +29,26 @@ std::unique_ptr<ReplyBuffer> ReplyBuffers::Take(size_t size) {
     auto it = kept_.lower_bound(size);
     if (it != kept_.end() && it->first / 2 <= size) {
       const size_t capacity = it->first;
-      std::shared_ptr<char[]> bytes = std::move(it->second);
+      Kept kept = std::move(it->second);
       kept_.erase(it);
       kept_bytes_ -= capacity;
-      return std::unique_ptr<ReplyBuffer>(new ReplyBuffer(shared_from_this(), std::move(bytes), capacity, size));
+      return std::unique_ptr<ReplyBuffer>(
+          new ReplyBuffer(shared_from_this(), std::move(kept.bytes), capacity, size, kept.fresh));
     }
   }
   // new char[] leaves the bytes uninitialized: no page is touched until D
   // is written, or the populator faults them in first.
   std::shared_ptr<char[]> bytes(new char[size == 0 ? 1 : size]);
-  std::shared_ptr<ReplyBuffers> home = size >= kMinKeptBytes ? shared_from_this() : nullptr;
-  std::unique_ptr<ReplyBuffer> buffer(new ReplyBuffer(std::move(home), std::move(bytes), size, size));
-  buffer->fresh_ = size >= kMinKeptBytes;
-  return buffer;
+  const bool kept = size >= kMinKeptBytes;
+  return std::unique_ptr<ReplyBuffer>(
+      new ReplyBuffer(kept ? shared_from_this() : nullptr, std::move(bytes), size, size, kept));
 }
 
-void ReplyBuffers::Return(std::shared_ptr<char[]> bytes, size_t capacity) {
+void ReplyBuffers::Return(std::shared_ptr<char[]> bytes, size_t capacity, bool fresh) {
   std::lock_guard lock(mu_);
   if (kept_bytes_ + capacity > max_kept_bytes_) return;  // freed here
   kept_bytes_ += capacity;
-  kept_.emplace(capacity, std::move(bytes));
+  kept_.emplace(capacity, Kept{std::move(bytes), fresh});
 }
 
 uint64_t ReplyBuffers::kept_bytes() const {

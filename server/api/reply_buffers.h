@@ -38,12 +38,15 @@ class ReplyBuffer {
 
  private:
   friend class ReplyBuffers;
-  ReplyBuffer(std::shared_ptr<ReplyBuffers> home, std::shared_ptr<char[]> bytes, size_t capacity, size_t size)
-      : home_(std::move(home)), bytes_(std::move(bytes)), capacity_(capacity), size_(size) {}
+  ReplyBuffer(std::shared_ptr<ReplyBuffers> home, std::shared_ptr<char[]> bytes, size_t capacity, size_t size,
+              bool fresh)
+      : home_(std::move(home)), bytes_(std::move(bytes)), capacity_(capacity), size_(size), fresh_(fresh) {}
   std::shared_ptr<ReplyBuffers> home_;  // keeps the pool alive while a slice holds this
   std::shared_ptr<char[]> bytes_;       // shared with the populator while it works on them
   size_t capacity_, size_;
-  bool fresh_ = false;  // new, and big enough to populate
+  // Never populated nor written: new, or kept from a request that stopped
+  // in the queue.
+  bool fresh_;
 };
 
 class ReplyBuffers : public std::enable_shared_from_this<ReplyBuffers> {
@@ -67,12 +70,16 @@ class ReplyBuffers : public std::enable_shared_from_this<ReplyBuffers> {
   friend class ReplyBuffer;
   ReplyBuffers(uint64_t max_kept_bytes, unsigned populate_threads)
       : max_kept_bytes_(max_kept_bytes), populator_(populate_threads) {}
-  void Return(std::shared_ptr<char[]> bytes, size_t capacity);
+  void Return(std::shared_ptr<char[]> bytes, size_t capacity, bool fresh);
 
   const uint64_t max_kept_bytes_;
   gemm::hostmem::PagePopulator populator_;
   mutable std::mutex mu_;
-  std::multimap<size_t, std::shared_ptr<char[]>> kept_;  // by capacity
+  struct Kept {
+    std::shared_ptr<char[]> bytes;
+    bool fresh;
+  };
+  std::multimap<size_t, Kept> kept_;  // by capacity
   uint64_t kept_bytes_ = 0;
 };
 

@@ -31,6 +31,8 @@ PagePopulator::PagePopulator(unsigned threads) {
   }
 }
 
+unsigned PagePopulator::DefaultThreads() { return std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u); }
+
 PagePopulator::~PagePopulator() {
   {
     std::lock_guard lock(mu_);

@@ -75,7 +75,9 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   store_ = std::make_unique<MatrixStore>(
       config_.matrix_quota_bytes, [this](uint64_t bytes, size_t count) { metrics_.SetResidentMatrices(bytes, count); },
       config_.max_matrices,
-      HostBufferPool::Create(config_.reuse_host_bytes, [this](uint64_t kept) { metrics_.SetReusableHostBytes(kept); }));
+      HostBufferPool::Create(
+          config_.reuse_host_bytes, [this](uint64_t kept) { metrics_.SetReusableHostBytes(kept); },
+          gemm::hostmem::PagePopulator::DefaultThreads()));
   DispatcherOptions dopts;
   dopts.queue_capacity = config_.queue_capacity;
   dopts.workers_per_device = config_.workers_per_device;

@@ -1,13 +1,16 @@
 // The host memory that deleted matrices leave for the next of their size:
-// what is reused, what is freed, the bound, and (through the store) that a
-// reused buffer never shows its last matrix's bytes.
+// what is reused, what is freed, the bound, (through the store) that a
+// reused buffer never shows its last matrix's bytes, and that a new buffer
+// is faulted in ahead when asked, once.
 #include "engine/host_buffer_pool.h"
 
 #include <gtest/gtest.h>
 
+#include <tuple>
 #include <vector>
 
 #include "engine/matrix_store.h"
+#include "resident_pages.h"
 
 namespace gemmd {
 namespace {
@@ -100,6 +103,44 @@ TEST(HostBufferPool, TheStoreReusesDeletedMatricesAndServesOnlyNewBytes) {
     EXPECT_FALSE(store.Commit(std::move(*broken)).ok());
   }
   EXPECT_EQ(pool->kept_bytes(), kMiB);
+}
+
+using gemm::testing::KernelPopulates;
+using gemm::testing::ResidentPages;
+
+TEST(HostBufferPool, ANewBufferIsPopulatedAheadAndAKeptFreshOneStillIs) {
+  if (!KernelPopulates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
+  auto pool = HostBufferPool::Create(64 * kMiB, [](uint64_t) {}, 2);
+  HostBuffer a = pool->Take(24 * kMiB);
+  a.PopulateAhead();
+  pool->WaitPopulated();
+  auto [resident, pages] = ResidentPages(a.get(), 24 * kMiB);
+  EXPECT_EQ(resident, pages);
+
+  // Taken, never written (its GEMM stopped in the queue), and freed: the
+  // next Take of its size still has it populated.
+  HostBuffer b = pool->Take(20 * kMiB);
+  uint16_t* const where = b.get();
+  b = HostBuffer();
+  HostBuffer c = pool->Take(20 * kMiB);
+  ASSERT_EQ(c.get(), where);
+  c.PopulateAhead();
+  pool->WaitPopulated();
+  std::tie(resident, pages) = ResidentPages(c.get(), 20 * kMiB);
+  EXPECT_EQ(resident, pages);
+}
+
+// Freed while its populate runs, a buffer's memory stays mapped until the
+// populator is done with it (ASan checks), and goes after.
+TEST(HostBufferPool, ABufferFreedWhilePopulatedIsHeldUntilDone) {
+  auto pool = HostBufferPool::Create(0, [](uint64_t) {}, 2);  // keeps nothing: freed on release
+  for (int i = 0; i < 8; ++i) {
+    HostBuffer a = pool->Take(16 * kMiB);
+    a.PopulateAhead();
+    a = HostBuffer();
+  }
+  pool->WaitPopulated();
+  EXPECT_EQ(pool->kept_bytes(), 0u);
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <thread>
 
+#include "resident_pages.h"
+
 namespace gemm::hostmem {
 namespace {
 
@@ -31,13 +33,7 @@ class FreshMapping {
   }
   char* data() const { return p_; }
   bool ok() const { return p_ != MAP_FAILED; }
-  size_t ResidentPages() const {
-    std::vector<unsigned char> in((bytes_ + 4095) / 4096);
-    if (mincore(p_, bytes_, in.data()) != 0) return 0;
-    size_t n = 0;
-    for (unsigned char v : in) n += v & 1;
-    return n;
-  }
+  size_t ResidentPages() const { return gemm::testing::ResidentPages(p_, bytes_).first; }
   size_t pages() const { return bytes_ / 4096; }
 
  private:
@@ -45,10 +41,7 @@ class FreshMapping {
   char* p_;
 };
 
-bool KernelPopulates() {
-  FreshMapping probe(4096);
-  return PopulatePages(probe.data(), 4096) || errno != EINVAL;
-}
+using gemm::testing::KernelPopulates;
 
 TEST(PopulatePages, EveryWholePageIsResidentAndReadsZero) {
   if (!KernelPopulates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";

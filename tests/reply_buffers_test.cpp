@@ -5,11 +5,9 @@
 #include "api/reply_buffers.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-
-#include <cerrno>
-#include <cstdint>
 #include <vector>
+
+#include "resident_pages.h"
 
 namespace gemmd {
 namespace {
@@ -62,23 +60,8 @@ TEST(ReplyBuffers, ABufferOutlivesTheLastOtherHandleOnItsPool) {
   buffer.reset();  // returns to a pool that only it kept alive (ASan checks)
 }
 
-// Whole pages of [p, p + bytes) that are resident, and how many there are.
-std::pair<size_t, size_t> ResidentPages(const char* p, size_t bytes) {
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + 4095) / 4096 * 4096;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / 4096 * 4096;
-  std::vector<unsigned char> in((end - begin) / 4096);
-  if (mincore(reinterpret_cast<void*>(begin), end - begin, in.data()) != 0) return {0, in.size()};
-  size_t n = 0;
-  for (unsigned char v : in) n += v & 1;
-  return {n, in.size()};
-}
-
-bool KernelPopulates() {
-  void* probe = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  const bool ok = gemm::hostmem::PopulatePages(probe, 4096) || errno != EINVAL;
-  munmap(probe, 4096);
-  return ok;
-}
+using gemm::testing::KernelPopulates;
+using gemm::testing::ResidentPages;
 
 TEST(ReplyBuffers, ANewBufferIsFaultedInBeforeDIsWritten) {
   if (!KernelPopulates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";

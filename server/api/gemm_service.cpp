@@ -300,6 +300,7 @@ void GemmService::RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls
       return reactor->cancelled() || std::chrono::system_clock::now() > deadline;
     };
     if (call->d_inline != nullptr) call->d_inline->PopulateAhead();
+    if (call->d_pending != nullptr) call->d_pending->PopulateAhead();
     live.push_back(std::move(call));
   }
   if (live.empty()) return;

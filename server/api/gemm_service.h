@@ -108,7 +108,7 @@ class GemmService final
   // Inline D's buffers, recycled: up to this many bytes wait for reuse.
   static constexpr uint64_t kReplyBuffersKept = uint64_t{256} << 20;
   std::shared_ptr<ReplyBuffers> reply_buffers_ =
-      ReplyBuffers::Create(kReplyBuffersKept, ReplyBuffers::DefaultPopulateThreads());
+      ReplyBuffers::Create(kReplyBuffersKept, gemm::hostmem::PagePopulator::DefaultThreads());
   std::atomic<bool> ready_{false};
   std::function<void(grpc::CallbackServerContext*)> before_reply_for_test_;
   // Last: joined first, while everything its sends use is still here.

@@ -1,8 +1,5 @@
 #include "api/reply_buffers.h"
 
-#include <algorithm>
-#include <thread>
-
 namespace gemmd {
 
 ReplyBuffer::~ReplyBuffer() {
@@ -17,10 +14,6 @@ void ReplyBuffer::PopulateAhead() {
 
 std::shared_ptr<ReplyBuffers> ReplyBuffers::Create(uint64_t max_kept_bytes, unsigned populate_threads) {
   return std::shared_ptr<ReplyBuffers>(new ReplyBuffers(max_kept_bytes, populate_threads));
-}
-
-unsigned ReplyBuffers::DefaultPopulateThreads() {
-  return std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u);
 }
 
 std::unique_ptr<ReplyBuffer> ReplyBuffers::Take(size_t size) {

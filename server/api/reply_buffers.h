@@ -56,9 +56,6 @@ class ReplyBuffers : public std::enable_shared_from_this<ReplyBuffers> {
   // fault in new ones (0: none do).
   static constexpr size_t kMinKeptBytes = size_t{1} << 20;
   static std::shared_ptr<ReplyBuffers> Create(uint64_t max_kept_bytes, unsigned populate_threads = 0);
-  // A quarter of the cores, 1-4: four fault in a new 32 MiB D in a few ms,
-  // inside its request's upload and kernel.
-  static unsigned DefaultPopulateThreads();
 
   // A buffer of `size` bytes: a kept one of 1-2× that capacity, else new.
   std::unique_ptr<ReplyBuffer> Take(size_t size);

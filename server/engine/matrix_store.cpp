@@ -24,6 +24,13 @@ QuotaReservation::~QuotaReservation() {
   on_change_();
 }
 
+void PendingMatrix::PopulateAhead() { matrix_->data_.PopulateAhead(); }
+
+void PendingMatrix::MarkFilled() {
+  received_ = bytes();
+  matrix_->data_.MarkWritten();
+}
+
 absl::Status PendingMatrix::Append(const HostBytes& bytes) {
   if (bytes.size() > this->bytes() - received_) {
     return absl::InvalidArgumentError("upload sends more than rows*cols*2 = " +
@@ -31,6 +38,7 @@ absl::Status PendingMatrix::Append(const HostBytes& bytes) {
   }
   bytes.CopyTo(reinterpret_cast<char*>(data()) + received_, 0, bytes.size());
   received_ += bytes.size();
+  if (received_ == this->bytes()) matrix_->data_.MarkWritten();
   return absl::OkStatus();
 }
 
@@ -152,6 +160,7 @@ size_t MatrixStore::AttachFiles(std::unique_ptr<MatrixFiles> files) {
     m->data_ = buffers_->Take(desc.bytes);
     if (!m->data_) throw std::bad_alloc();
     std::memcpy(m->data_.get(), data.data(), desc.bytes);
+    m->data_.MarkWritten();
     std::lock_guard lock(mu_);
     matrices_.emplace(desc.handle, std::move(m));
     ++loaded;

@@ -71,6 +71,7 @@ class StoredMatrix {
 
  private:
   friend class MatrixStore;
+  friend class PendingMatrix;
   MatrixDescription desc_;
   HostBuffer data_;
   std::unique_ptr<QuotaReservation> reservation_;
@@ -87,7 +88,9 @@ class PendingMatrix {
   uint64_t bytes() const { return matrix_->description().bytes; }
   uint16_t* data() { return matrix_->mutable_data(); }
   // Marks every byte as written (for results the engine filled in place).
-  void MarkFilled() { received_ = bytes(); }
+  void MarkFilled();
+  // New memory faulted in from now until the engine writes it (host_buffer_pool.h).
+  void PopulateAhead();
 
  private:
   friend class MatrixStore;

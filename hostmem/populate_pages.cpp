@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "hostmem/page_ranges.h"
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14's value; older headers lack it
 #endif
@@ -17,7 +19,8 @@ bool PopulatePages(void* p, size_t bytes) {
   // madvise takes whole pages: the range's partial first and last pages are
   // left to fault on their first write.
   const uintptr_t start = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t begin = (start + 4095) / 4096 * 4096, end = (start + bytes) / 4096 * 4096;
+  const uintptr_t begin = (start + kPageBytes - 1) / kPageBytes * kPageBytes;
+  const uintptr_t end = (start + bytes) / kPageBytes * kPageBytes;
   if (end <= begin) return true;
   return madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0;
 }

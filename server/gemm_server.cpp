@@ -72,12 +72,15 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
       spdlog::warn("no GPU telemetry: {}", why);
     }
   }
+  // One set of threads faults in new buffers ahead of their first write, for
+  // the store and for inline replies (hostmem/populate_pages.h).
+  const auto populator =
+      std::make_shared<gemm::hostmem::PagePopulator>(gemm::hostmem::PagePopulator::DefaultThreads());
   store_ = std::make_unique<MatrixStore>(
       config_.matrix_quota_bytes, [this](uint64_t bytes, size_t count) { metrics_.SetResidentMatrices(bytes, count); },
       config_.max_matrices,
       HostBufferPool::Create(
-          config_.reuse_host_bytes, [this](uint64_t kept) { metrics_.SetReusableHostBytes(kept); },
-          gemm::hostmem::PagePopulator::DefaultThreads()));
+          config_.reuse_host_bytes, [this](uint64_t kept) { metrics_.SetReusableHostBytes(kept); }, populator));
   DispatcherOptions dopts;
   dopts.queue_capacity = config_.queue_capacity;
   dopts.workers_per_device = config_.workers_per_device;
@@ -104,6 +107,7 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
   if (!config_.auth_token.empty()) tokens.push_back({config_.auth_token, kDefaultIdentity});
   sopts.identity = CallerIdentity(BearerAuth(std::move(tokens)), config_.operators);
   sopts.stream_idle_seconds = config_.stream_idle_seconds;
+  sopts.populator = populator;
   sopts.on_device_lost = [this] { UpdateHealth(); };
   sopts.sm_clock_mhz = [this](const std::string& device) { return telemetry_ ? telemetry_->SmClockMhz(device) : 0; };
   service_ = std::make_unique<GemmService>(*engine_, *dispatcher_, *store_, metrics_, sopts);

@@ -110,10 +110,11 @@ using gemm::testing::ResidentPages;
 
 TEST(HostBufferPool, ANewBufferIsPopulatedAheadAndAKeptFreshOneStillIs) {
   if (!KernelPopulates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
-  auto pool = HostBufferPool::Create(64 * kMiB, [](uint64_t) {}, 2);
+  auto populator = std::make_shared<gemm::hostmem::PagePopulator>(2);
+  auto pool = HostBufferPool::Create(64 * kMiB, [](uint64_t) {}, populator);
   HostBuffer a = pool->Take(24 * kMiB);
   a.PopulateAhead();
-  pool->WaitPopulated();
+  populator->WaitIdle();
   auto [resident, pages] = ResidentPages(a.get(), 24 * kMiB);
   EXPECT_EQ(resident, pages);
 
@@ -125,7 +126,7 @@ TEST(HostBufferPool, ANewBufferIsPopulatedAheadAndAKeptFreshOneStillIs) {
   HostBuffer c = pool->Take(20 * kMiB);
   ASSERT_EQ(c.get(), where);
   c.PopulateAhead();
-  pool->WaitPopulated();
+  populator->WaitIdle();
   std::tie(resident, pages) = ResidentPages(c.get(), 20 * kMiB);
   EXPECT_EQ(resident, pages);
 }
@@ -133,13 +134,14 @@ TEST(HostBufferPool, ANewBufferIsPopulatedAheadAndAKeptFreshOneStillIs) {
 // Freed while its populate runs, a buffer's memory stays mapped until the
 // populator is done with it (ASan checks), and goes after.
 TEST(HostBufferPool, ABufferFreedWhilePopulatedIsHeldUntilDone) {
-  auto pool = HostBufferPool::Create(0, [](uint64_t) {}, 2);  // keeps nothing: freed on release
+  auto populator = std::make_shared<gemm::hostmem::PagePopulator>(2);
+  auto pool = HostBufferPool::Create(0, [](uint64_t) {}, populator);  // keeps nothing: freed on release
   for (int i = 0; i < 8; ++i) {
     HostBuffer a = pool->Take(16 * kMiB);
     a.PopulateAhead();
     a = HostBuffer();
   }
-  pool->WaitPopulated();
+  populator->WaitIdle();
   EXPECT_EQ(pool->kept_bytes(), 0u);
 }
 

@@ -65,10 +65,11 @@ using gemm::testing::ResidentPages;
 
 TEST(ReplyBuffers, ANewBufferIsFaultedInBeforeDIsWritten) {
   if (!KernelPopulates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
-  auto pool = ReplyBuffers::Create(64 * kMiB, 2);
+  auto populator = std::make_shared<gemm::hostmem::PagePopulator>(2);
+  auto pool = ReplyBuffers::Create(64 * kMiB, populator);
   auto buffer = pool->Take(24 * kMiB + 100);
   buffer->PopulateAhead();  // its request runs
-  pool->WaitPopulated();
+  populator->WaitIdle();
   const auto [resident, pages] = ResidentPages(buffer->data(), buffer->size());
   EXPECT_EQ(resident, pages);
 }
@@ -77,14 +78,15 @@ TEST(ReplyBuffers, ANewBufferIsFaultedInBeforeDIsWritten) {
 // the next request that takes it has it populated.
 TEST(ReplyBuffers, ABufferKeptUnpopulatedIsPopulatedWhenNextTaken) {
   if (!KernelPopulates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
-  auto pool = ReplyBuffers::Create(64 * kMiB, 2);
+  auto populator = std::make_shared<gemm::hostmem::PagePopulator>(2);
+  auto pool = ReplyBuffers::Create(64 * kMiB, populator);
   auto first = pool->Take(24 * kMiB);
   const char* where = first->data();
   first.reset();  // stopped in the queue: PopulateAhead never ran
   auto again = pool->Take(24 * kMiB);
   ASSERT_EQ(again->data(), where);
   again->PopulateAhead();
-  pool->WaitPopulated();
+  populator->WaitIdle();
   const auto [resident, pages] = ResidentPages(again->data(), again->size());
   EXPECT_EQ(resident, pages);
 }

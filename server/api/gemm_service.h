@@ -36,6 +36,8 @@ struct ServiceOptions {
   std::function<uint32_t(const std::string& device)> sm_clock_mhz;
   // Threads that send a batch's replies besides its worker (reply_senders.h).
   unsigned reply_threads = 2;
+  // Faults in new reply buffers ahead of D (reply_buffers.h); none: no one does.
+  std::shared_ptr<gemm::hostmem::PagePopulator> populator;
 };
 
 // Multiply, UploadMatrix and DownloadMatrix are raw methods (their messages
@@ -108,7 +110,7 @@ class GemmService final
   // Inline D's buffers, recycled: up to this many bytes wait for reuse.
   static constexpr uint64_t kReplyBuffersKept = uint64_t{256} << 20;
   std::shared_ptr<ReplyBuffers> reply_buffers_ =
-      ReplyBuffers::Create(kReplyBuffersKept, gemm::hostmem::PagePopulator::DefaultThreads());
+      ReplyBuffers::Create(kReplyBuffersKept, options_.populator);
   std::atomic<bool> ready_{false};
   std::function<void(grpc::CallbackServerContext*)> before_reply_for_test_;
   // Last: joined first, while everything its sends use is still here.

@@ -7,13 +7,14 @@ ReplyBuffer::~ReplyBuffer() {
 }
 
 void ReplyBuffer::PopulateAhead() {
-  if (!fresh_) return;
+  if (!fresh_ || home_->populator_ == nullptr) return;
   fresh_ = false;
-  home_->populator_.Submit(bytes_, bytes_.get(), size_);
+  home_->populator_->Submit(bytes_, bytes_.get(), size_);
 }
 
-std::shared_ptr<ReplyBuffers> ReplyBuffers::Create(uint64_t max_kept_bytes, unsigned populate_threads) {
-  return std::shared_ptr<ReplyBuffers>(new ReplyBuffers(max_kept_bytes, populate_threads));
+std::shared_ptr<ReplyBuffers> ReplyBuffers::Create(uint64_t max_kept_bytes,
+                                                   std::shared_ptr<gemm::hostmem::PagePopulator> populator) {
+  return std::shared_ptr<ReplyBuffers>(new ReplyBuffers(max_kept_bytes, std::move(populator)));
 }
 
 std::unique_ptr<ReplyBuffer> ReplyBuffers::Take(size_t size) {

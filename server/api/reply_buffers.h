@@ -4,7 +4,7 @@
 // server's "prepare" phase for an inline 4096³ request (zero-filling a
 // std::string). A recycled one was faulted in already, and nothing zeroes
 // it: the engine writes every byte of D before the reply leaves. A new one
-// is faulted in by the pool's populator threads (hostmem/populate_pages.h)
+// is faulted in by the server's populator threads (hostmem/populate_pages.h)
 // while its request uploads and runs, instead of by D's first write: a
 // fresh server's first download of each size was 3.3-7.9 GB/s against
 // 20-30 after it. Only once its request runs: a queued request of a few
@@ -32,7 +32,7 @@ class ReplyBuffer {
   ReplyBuffer& operator=(const ReplyBuffer&) = delete;
   char* data() { return bytes_.get(); }
   size_t size() const { return size_; }
-  // A new buffer's pages faulted in on the pool's populator threads, from
+  // A new buffer's pages faulted in on the populator's threads, from
   // now until D's copy reaches them; nothing for a recycled one.
   void PopulateAhead();
 
@@ -52,25 +52,24 @@ class ReplyBuffer {
 class ReplyBuffers : public std::enable_shared_from_this<ReplyBuffers> {
  public:
   // Buffers under kMinKeptBytes are not worth keeping or populating (a few
-  // faults); at most `max_kept_bytes` wait for reuse. `populate_threads`
-  // fault in new ones (0: none do).
+  // faults); at most `max_kept_bytes` wait for reuse. `populator` faults in
+  // new ones (none: nothing does).
   static constexpr size_t kMinKeptBytes = size_t{1} << 20;
-  static std::shared_ptr<ReplyBuffers> Create(uint64_t max_kept_bytes, unsigned populate_threads = 0);
+  static std::shared_ptr<ReplyBuffers> Create(uint64_t max_kept_bytes,
+                                              std::shared_ptr<gemm::hostmem::PagePopulator> populator = nullptr);
 
   // A buffer of `size` bytes: a kept one of 1-2× that capacity, else new.
   std::unique_ptr<ReplyBuffer> Take(size_t size);
   uint64_t kept_bytes() const;
-  // Until the buffers asked for are populated (tests).
-  void WaitPopulated() { populator_.WaitIdle(); }
 
  private:
   friend class ReplyBuffer;
-  ReplyBuffers(uint64_t max_kept_bytes, unsigned populate_threads)
-      : max_kept_bytes_(max_kept_bytes), populator_(populate_threads) {}
+  ReplyBuffers(uint64_t max_kept_bytes, std::shared_ptr<gemm::hostmem::PagePopulator> populator)
+      : max_kept_bytes_(max_kept_bytes), populator_(std::move(populator)) {}
   void Return(std::shared_ptr<char[]> bytes, size_t capacity, bool fresh);
 
   const uint64_t max_kept_bytes_;
-  gemm::hostmem::PagePopulator populator_;
+  const std::shared_ptr<gemm::hostmem::PagePopulator> populator_;  // may be null
   mutable std::mutex mu_;
   struct Kept {
     std::shared_ptr<char[]> bytes;

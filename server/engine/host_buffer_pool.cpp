@@ -26,14 +26,14 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& other) noexcept {
 }
 
 void HostBuffer::PopulateAhead() {
-  if (!fresh_ || pool_ == nullptr) return;
+  if (!fresh_ || pool_ == nullptr || pool_->populator_ == nullptr) return;
   fresh_ = false;
-  pool_->populator_.Submit(data_, reinterpret_cast<char*>(data_.get()), bytes_);
+  pool_->populator_->Submit(data_, reinterpret_cast<char*>(data_.get()), bytes_);
 }
 
 std::shared_ptr<HostBufferPool> HostBufferPool::Create(uint64_t capacity_bytes, std::function<void(uint64_t)> on_kept,
-                                                       unsigned populate_threads) {
-  return std::shared_ptr<HostBufferPool>(new HostBufferPool(capacity_bytes, std::move(on_kept), populate_threads));
+                                                       std::shared_ptr<gemm::hostmem::PagePopulator> populator) {
+  return std::shared_ptr<HostBufferPool>(new HostBufferPool(capacity_bytes, std::move(on_kept), std::move(populator)));
 }
 
 HostBuffer HostBufferPool::Take(uint64_t bytes) {

@@ -13,7 +13,7 @@
 // A new buffer's first write still pays: a fresh server's first 4096³
 // request over four connections wrote D into the store at 4.08 ms against
 // 1.0-1.2 after it (H100, session 18). So a new buffer can be faulted in
-// ahead, on the pool's populator threads (hostmem/populate_pages.h), while
+// ahead, on the server's populator threads (hostmem/populate_pages.h), while
 // its GEMM uploads and runs: PopulateAhead.
 #pragma once
 
@@ -43,7 +43,7 @@ class HostBuffer {
   uint16_t* get() const { return data_.get(); }
   explicit operator bool() const { return data_ != nullptr; }
   // A buffer never written nor populated yet is faulted in on the pool's
-  // populator threads from now on; nothing for one that was.
+  // populator from now on; nothing for one that was, or without a populator.
   void PopulateAhead();
   // Its pages are in: a later PopulateAhead, here or after reuse, skips it.
   void MarkWritten() { fresh_ = false; }
@@ -68,10 +68,10 @@ class HostBufferPool : public std::enable_shared_from_this<HostBufferPool> {
 
   // Keeps up to `capacity_bytes` of freed buffers; `on_kept` sees the bytes
   // kept after every change (it must not call back into the pool).
-  // `populate_threads` serve PopulateAhead (0: it does nothing).
+  // `populator` serves PopulateAhead (none: it does nothing).
   static std::shared_ptr<HostBufferPool> Create(uint64_t capacity_bytes,
                                                 std::function<void(uint64_t)> on_kept = [](uint64_t) {},
-                                                unsigned populate_threads = 0);
+                                                std::shared_ptr<gemm::hostmem::PagePopulator> populator = nullptr);
 
   // `bytes` bytes (even), a kept buffer of that size when there is one;
   // empty when the host is out of memory. Contents unspecified.
@@ -79,13 +79,12 @@ class HostBufferPool : public std::enable_shared_from_this<HostBufferPool> {
 
   uint64_t kept_bytes() const;
   uint64_t reused() const;  // Takes served from kept buffers
-  // Until the buffers asked for are populated (tests).
-  void WaitPopulated() { populator_.WaitIdle(); }
 
  private:
   friend class HostBuffer;
-  HostBufferPool(uint64_t capacity_bytes, std::function<void(uint64_t)> on_kept, unsigned populate_threads)
-      : capacity_(capacity_bytes), on_kept_(std::move(on_kept)), populator_(populate_threads) {}
+  HostBufferPool(uint64_t capacity_bytes, std::function<void(uint64_t)> on_kept,
+                 std::shared_ptr<gemm::hostmem::PagePopulator> populator)
+      : capacity_(capacity_bytes), on_kept_(std::move(on_kept)), populator_(std::move(populator)) {}
   void Give(std::shared_ptr<uint16_t[]> data, uint64_t bytes, bool fresh);
 
   struct Kept {
@@ -95,7 +94,7 @@ class HostBufferPool : public std::enable_shared_from_this<HostBufferPool> {
   };
   const uint64_t capacity_;
   std::function<void(uint64_t)> on_kept_;
-  gemm::hostmem::PagePopulator populator_;
+  const std::shared_ptr<gemm::hostmem::PagePopulator> populator_;  // may be null
   mutable std::mutex mu_;
   std::deque<Kept> kept_;  // oldest first
   uint64_t kept_bytes_ = 0, reused_ = 0;

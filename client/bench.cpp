@@ -76,10 +76,15 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
   }
   const double duration = args.count == 0 && args.duration_seconds <= 0 ? 10.0 : args.duration_seconds;
   const uint32_t connections = std::min(args.connections, args.concurrency);
-  std::fprintf(stderr, "bench: %zu shape/step pairs, concurrency %u over %u connection(s), %s\n", combos.size(),
-               args.concurrency, connections,
+  std::fprintf(stderr, "bench: %zu shape/step pairs, concurrency %u over %u connection(s), %s, replies awaited %s\n",
+               combos.size(), args.concurrency, connections,
                args.count ? (std::to_string(args.count) + " requests").c_str()
-                          : (std::to_string(duration) + " s").c_str());
+                          : (std::to_string(duration) + " s").c_str(),
+               client.options().busy_poll ? "by polling" : "asleep");
+  if (client.options().busy_poll && args.concurrency > std::max(1u, std::thread::hardware_concurrency() / 2)) {
+    std::fprintf(stderr, "bench: warning: %u polling threads on %u cores compete with the server for the CPU\n",
+                 args.concurrency, std::thread::hardware_concurrency());
+  }
 
   // --inline: each pair's A and B, made once and sent in every request.
   std::vector<std::pair<std::string, std::string>> operands(args.inline_data ? combos.size() : 0);

@@ -77,11 +77,48 @@ void GemmClient::Prepare(grpc::ClientContext* ctx) const {
   }
 }
 
+namespace {
+
+// Waits for the one event a unary call posts to its own queue, then drains
+// the queue; false if it shut down first. Busy, it polls without sleeping.
+bool AwaitOne(grpc::CompletionQueue& cq, bool busy) {
+  void* tag = nullptr;
+  bool ok = false;
+  bool got = false;
+  if (busy) {
+    for (;;) {
+      const auto polled = cq.AsyncNext(&tag, &ok, gpr_inf_past(GPR_CLOCK_MONOTONIC));
+      if (polled == grpc::CompletionQueue::GOT_EVENT) got = true;
+      if (polled != grpc::CompletionQueue::TIMEOUT) break;
+    }
+  } else {
+    got = cq.Next(&tag, &ok);
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return got;
+}
+
+grpc::Status QueueShutDown() {
+  return grpc::Status(grpc::StatusCode::INTERNAL, "the Multiply call's completion queue shut down");
+}
+
+}  // namespace
+
 grpc::Status GemmClient::Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
                                   int* retries) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
-  grpc::Status st = stub_->Multiply(&ctx, req, resp);
+  grpc::Status st;
+  if (options_.busy_poll) {
+    grpc::CompletionQueue cq;
+    auto call = stub_->AsyncMultiply(&ctx, req, &cq);
+    call->Finish(resp, &st, reinterpret_cast<void*>(1));
+    if (!AwaitOne(cq, true)) st = QueueShutDown();
+  } else {
+    st = stub_->Multiply(&ctx, req, resp);
+  }
   if (retries) *retries = RetriesOf(ctx);
   return st;
 }
@@ -269,13 +306,7 @@ grpc::Status GemmClient::MultiplyBytes(const grpc::ByteBuffer& request, grpc::By
   auto call = generic_->PrepareUnaryCall(&ctx, "/gemm.v1.GemmService/Multiply", request, &cq);
   call->StartCall();
   call->Finish(reply, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  const bool got = cq.Next(&tag, &ok);
-  cq.Shutdown();
-  for (void* t; cq.Next(&t, &ok);) {
-  }
-  if (!got) return grpc::Status(grpc::StatusCode::INTERNAL, "the Multiply call's completion queue shut down");
+  if (!AwaitOne(cq, options_.busy_poll)) return QueueShutDown();
   return status;
 }
 

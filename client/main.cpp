@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
       ->envname("GEMM_TARGET")->capture_default_str();
   app.add_option("--timeout", opts.timeout_seconds, "deadline of each call in seconds; 0 = none")
       ->envname("GEMM_TIMEOUT")->capture_default_str();
+  app.add_flag("--busy-poll", opts.busy_poll,
+               "wait for each Multiply's reply by polling, not sleeping: lower latency, a busy core per call in flight")
+      ->envname("GEMM_BUSY_POLL");
   app.add_option("--max-message-bytes", opts.max_message_bytes, "largest message (match the server's)")
       ->envname("GEMM_MAX_MESSAGE_BYTES")->transform(CLI::AsSizeValue(false))->capture_default_str();
 

@@ -10,6 +10,10 @@
 // serves), or the completion-queue API with a thread per queue, so that the
 // floor is not one API's cost. --connections spreads the calls over that
 // many TCP connections (one is the default, as one channel makes).
+// --busy-poll makes the client poll for each reply instead of sleeping, as
+// gemm-client --busy-poll does; --server-busy-poll does the same for the
+// completion-queue server's threads; --health adds gRPC's default health
+// service, a callback service, to either server (gemmd serves one).
 // Prints one line of `key=value` pairs.
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -109,7 +113,7 @@ grpc::ByteBuffer Request(uint64_t up_bytes, uint64_t down_bytes, std::string* st
 // One blocking unary call on the calling thread's own completion queue (as
 // a generated synchronous stub makes it: no hand-over to another thread);
 // its wall time in seconds, or -1 on failure.
-double Call(grpc::GenericStub& stub, const grpc::ByteBuffer& request) {
+double Call(grpc::GenericStub& stub, const grpc::ByteBuffer& request, bool busy_poll = false) {
   grpc::ClientContext ctx;
   grpc::CompletionQueue cq;
   grpc::ByteBuffer reply;
@@ -120,7 +124,16 @@ double Call(grpc::GenericStub& stub, const grpc::ByteBuffer& request) {
   call->Finish(&reply, &status, reinterpret_cast<void*>(1));
   void* tag = nullptr;
   bool ok = false;
-  const bool got = cq.Next(&tag, &ok);
+  bool got = false;
+  if (busy_poll) {
+    for (;;) {
+      const auto r = cq.AsyncNext(&tag, &ok, gpr_inf_past(GPR_CLOCK_MONOTONIC));
+      if (r == grpc::CompletionQueue::GOT_EVENT) { got = true; break; }
+      if (r == grpc::CompletionQueue::SHUTDOWN) break;
+    }
+  } else {
+    got = cq.Next(&tag, &ok);
+  }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
@@ -144,6 +157,7 @@ int main(int argc, char** argv) {
   uint64_t up_bytes = 64, down_bytes = 64;
   std::string server_api = "callback";
   int connections = 1, server_threads = 4;
+  bool busy_poll = false, server_busy_poll = false, health = false;
   app.add_option("--mode", mode, "latency or transfer")->check(CLI::IsMember({"latency", "transfer"}));
   app.add_option("--concurrency", concurrency, "calls in flight (latency)")->check(CLI::Range(1, 1024));
   app.add_option("--seconds", seconds, "how long to run (latency)");
@@ -156,7 +170,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> channel_args;
   app.add_option("--arg", channel_args, "name=integer: a gRPC channel argument, set on both ends (repeatable)");
   app.add_option("--connections", connections, "TCP connections the calls are spread over")->check(CLI::Range(1, 64));
+  app.add_flag("--busy-poll", busy_poll, "the client polls for each reply instead of sleeping (gemm-client --busy-poll)");
+  app.add_flag("--server-busy-poll", server_busy_poll, "the completion-queue server's threads poll instead of sleeping");
+  app.add_flag("--health", health, "also serve gRPC's default health service (a callback service, as gemmd has)");
   CLI11_PARSE(app, argc, argv);
+  grpc::EnableDefaultHealthCheckService(health);
 
   EchoService service;
   grpc::AsyncGenericService async_service;
@@ -189,9 +207,17 @@ int main(int argc, char** argv) {
   std::vector<std::thread> server_threads_run;
   for (auto& cq : queues) {
     for (int i = 0; i < 64; ++i) new AsyncEchoCall(&async_service, cq.get());
-    server_threads_run.emplace_back([cq = cq.get()] {
+    server_threads_run.emplace_back([cq = cq.get(), server_busy_poll] {
       void* tag = nullptr;
       bool ok = false;
+      if (server_busy_poll) {
+        for (;;) {
+          const auto r = cq->AsyncNext(&tag, &ok, gpr_inf_past(GPR_CLOCK_MONOTONIC));
+          if (r == grpc::CompletionQueue::SHUTDOWN) break;
+          if (r == grpc::CompletionQueue::GOT_EVENT) static_cast<AsyncEchoCall*>(tag)->Proceed(ok);
+        }
+        return;
+      }
       while (cq->Next(&tag, &ok)) static_cast<AsyncEchoCall*>(tag)->Proceed(ok);
     });
   }
@@ -257,7 +283,7 @@ int main(int argc, char** argv) {
   for (int t = 0; t < concurrency; ++t) {
     threads.emplace_back([&, t] {
       while (!stop.load(std::memory_order_relaxed)) {
-        const double s = Call(*stubs[static_cast<size_t>(t % connections)], request);
+        const double s = Call(*stubs[static_cast<size_t>(t % connections)], request, busy_poll);
         if (s < 0) ++failures;
         else latencies[static_cast<size_t>(t)].push_back(s);
       }
@@ -269,8 +295,10 @@ int main(int argc, char** argv) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> all;
   for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::printf("mode=latency server_api=%s connections=%d concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f p99_us=%.1f\n",
-              server_api.c_str(), connections, concurrency, all.size(), failures.load(), static_cast<double>(all.size()) / elapsed,
+  std::printf("mode=latency server_api=%s server_threads=%d health=%d busy_poll=%d server_busy_poll=%d connections=%d "
+              "concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f p99_us=%.1f\n",
+              server_api.c_str(), server_api == "async" ? server_threads : 0, health, busy_poll, server_busy_poll,
+              connections, concurrency, all.size(), failures.load(), static_cast<double>(all.size()) / elapsed,
               Percentile(all, 0.5) * 1e6, Percentile(all, 0.99) * 1e6);
   shut_down();
   return failures.load() == 0 ? 0 : 1;

@@ -118,6 +118,11 @@ PY
 "$bin/transfer-limits" --bytes 100663296 >"$OUT/transfer_limits.txt" 2>&1
 "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 5 >"$OUT/tiny_c1.txt" 2>&1
 "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 5 >"$OUT/tiny_c32.txt" 2>&1
+# A client that polls for its reply instead of sleeping (--busy-poll), and
+# the echo's client doing the same: what one thread wake-up costs here.
+"$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 3 --up-bytes 64 --down-bytes 256 --busy-poll \
+  >"$OUT/echo_polling.txt"
+"$bin/gemm-client" --busy-poll bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 5 >"$OUT/tiny_c1_polling.txt" 2>&1
 head -c 33554432 /dev/zero >"$work/a4096" && cp "$work/a4096" "$work/b4096"
 for i in 1 2 3; do
   "$bin/gemm-client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" --b "$work/b4096" \
@@ -136,6 +141,16 @@ if [[ -x $bin/gemm-client-before ]]; then
     done
   done
 fi
+# And with the client polling for its reply (--busy-poll), alternately with
+# the same client sleeping for it, each going first in turn.
+for i in 1 2 3; do
+  for wait in $(if ((i % 2)); then echo polling sleeping; else echo sleeping polling; fi); do
+    # shellcheck disable=SC2046
+    "$bin/gemm-client" $([[ $wait == polling ]] && echo --busy-poll) --max-message-bytes 256M run --m 4096 --n 4096 \
+      --k 4096 --a "$work/a4096" --b "$work/b4096" --transport inline --out "$work/d4096" --json \
+      >>"$OUT/inline4096_$wait.json"
+  done
+done
 # The same bytes over four and eight connections: A and B each in row
 # blocks, all uploaded at once, and D fetched in as many ranges; its floor
 # is the bare echo split as many ways.
@@ -170,7 +185,11 @@ c1, c32 = bench(f"{out}/tiny_c1.txt"), bench(f"{out}/tiny_c32.txt")
 print(f"tiny 64^3 step 0, 1 in flight: p50 {c1[1]:.0f} us (target <= 120; bare gRPC echo {float(echo[0]['p50_us']):.0f} us, "
       f"gap {c1[1] - float(echo[0]['p50_us']):.0f} us, target <= 60)")
 print(f"tiny 64^3 step 0, 32 in flight: {c32[0]:.0f} req/s (target >= 40000; bare echo {float(echo[1]['calls_per_s']):.0f})")
-for path in ("tiny_c1", "tiny_c32"):
+c1p = bench(f"{out}/tiny_c1_polling.txt")
+e1p = float(dict(kv.split("=") for kv in open(f"{out}/echo_polling.txt").read().split())["p50_us"])
+print(f"tiny 64^3 step 0, 1 in flight, client polling (--busy-poll): p50 {c1p[1]:.0f} us (echo polling too "
+      f"{e1p:.0f} us, gap {c1p[1] - e1p:.0f} us)")
+for path in ("tiny_c1", "tiny_c1_polling", "tiny_c32"):
     print(f"  {path}: " + "".join(l.strip() for l in open(f"{out}/{path}.txt") if "server p50" in l))
 runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/inline4096.json").read(), re.S)]
 d = sorted(runs, key=lambda r: r["client"]["roundTripSeconds"])[len(runs) // 2]
@@ -192,11 +211,11 @@ lim = dict(kv.split("=") for kv in open(f"{out}/transfer_limits.txt").read().spl
 print(f"  server H2D {64 * 1.048576 / max(g('uploadSeconds'), 1e-9):.1f} GB/s, D2H {32 * 1.048576 / max(g('downloadSeconds'), 1e-9):.1f} GB/s "
       f"(target >= 20; pinned DMA here {lim['h2d_gbps']} / {lim['d2h_gbps']} GB/s; one thread's memcpy of 96 MiB "
       f"{lim['memcpy_one_thread_ms']} ms), SM clock {d.get('smClockMhz', 0)} MHz")
-for client in ("gemm-client-before", "gemm-client"):
+for client in ("gemm-client-before", "gemm-client", "sleeping", "polling"):
     try:
         runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/inline4096_{client}.json").read(), re.S)]
     except FileNotFoundError:
-        break
+        continue
     rts = sorted(r["client"]["roundTripSeconds"] * 1e3 for r in runs)
     des = sorted(r["client"]["deserializeSeconds"] * 1e3 for r in runs)
     print(f"  {client:18s} alternately, {len(runs)} requests: round trip {', '.join(f'{x:.1f}' for x in rts)} ms; "
@@ -347,6 +366,11 @@ for round in $(seq "$tiny_rounds"); do
       >>"$OUT/tiny_${name}_$round.echo"
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 4 >"$OUT/tiny_${name}_$round.c1" 2>&1
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 4 >"$OUT/tiny_${name}_$round.c32" 2>&1
+    # One in flight again, with the client polling for its reply (--busy-poll).
+    "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256 --busy-poll \
+      >"$OUT/tiny_${name}_$round.echo_polling"
+    "$bin/gemm-client" --busy-poll bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 3 \
+      >"$OUT/tiny_${name}_$round.c1polling" 2>&1
     # One connection is served by one thread at a time on each side: the
     # same 32 in flight over four, against the echo over four.
     "$bin/grpc-echo-bench" --mode latency --concurrency 32 --connections 4 --seconds 2 --up-bytes 64 \
@@ -402,6 +426,10 @@ for round in range(1, int(sys.argv[2]) + 1):
               f"32 in flight {rate:.0f} req/s (echo {erate:.0f}); over 4 connections {rate4:.0f} (echo {erate4:.0f}), "
               f"verified {rate4v:.0f}")
         print(f"    {server}")
+        _, p50p, _ = bench(f"{stem}.c1polling")
+        e50p = float(dict(kv.split("=") for kv in open(f"{stem}.echo_polling").read().split())["p50_us"])
+        print(f"    client polling (--busy-poll), 1 in flight: p50 {p50p:.0f} us (echo polling {e50p:.0f}, "
+              f"gap {p50p - e50p:+.0f})")
         cpu = dict(kv.split("=") for kv in open(f"{stem}.c32x4.cpu").read().split())
         client = sum(float(x) for x in open(f"{stem}.c32x4.client_cpu").read().split()[-2:])
         hz, busy, idle = float(cpu["hz"]), float(cpu["busy"]), float(cpu["idle"])
@@ -430,17 +458,24 @@ if part grpcfloor; then
 # 2h. What bounds tiny requests. gemmd serves through gRPC's callback API,
 # where gRPC's own threads (nexting_thread, the default executor) spend
 # most of its CPU per request (the tiny part's per-thread figures). First
-# the bare echo under each server API: the callback API, and the
-# completion-queue API with a thread per queue. Then gemmd with 32 in
-# flight spread over more and more connections, since one connection is
-# handled by one thread at a time on each side. CPU per call is the whole
-# process's (the echo's client and server share it; warm-up included).
-for api in "callback" "async --server-threads 4" "async --server-threads 8"; do
-  for load in "--concurrency 1" "--concurrency 32" "--concurrency 32 --connections 4"; do
-    echo "label=${api// /_}"
+# the bare echo under each server model: the callback API; the
+# completion-queue API with one thread, with one thread beside a callback
+# service (gRPC's health service, which brings the callback API's threads
+# along), and with four; and with the client, or both ends, polling instead
+# of sleeping. Then gemmd with 32 in flight spread over more and more
+# connections, since one connection is handled by one thread at a time on
+# each side. CPU per call is the whole process's (the echo's client and
+# server share it; warm-up included).
+all_loads="--concurrency_1 --concurrency_32 --concurrency_32_--connections_4"
+for model in "callback:$all_loads" "async_--server-threads_1:$all_loads" \
+  "async_--server-threads_1_--health:--concurrency_1" "async_--server-threads_4:$all_loads" \
+  "callback_--busy-poll:--concurrency_1" "async_--server-threads_1_--busy-poll_--server-busy-poll:--concurrency_1"; do
+  api=${model%%:*}
+  for load in ${model#*:}; do
+    echo "label=$api"
     # shellcheck disable=SC2086
     { TIMEFORMAT='cpu_s=%U+%S'; time "$bin/grpc-echo-bench" --mode latency --seconds 3 --up-bytes 64 --down-bytes 256 \
-        --server-api $api $load; } 2>&1
+        --server-api ${api//_/ } ${load//_/ }; } 2>&1
   done
 done >"$OUT/echo_api.txt"
 start_gemmd grpcfloor
@@ -470,7 +505,7 @@ for kv in open(f"{out}/echo_api.txt").read().split():
     if k == "cpu_s":
         cpu = sum(float(x) for x in v.split("+"))
         calls = float(row["calls"])
-        print(f"echo {row['label']:27s} {row['connections']} connection(s), {row['concurrency']:>2} in flight: "
+        print(f"echo {row['label'].replace('_--', ' ').replace('_', ' '):54s} {row['connections']} connection(s), {row['concurrency']:>2} in flight: "
               f"{float(row['calls_per_s']):7.0f} calls/s, p50 {float(row['p50_us']):5.0f} us, "
               f"process CPU {cpu / calls * 1e6:4.0f} us per call")
         row = {}

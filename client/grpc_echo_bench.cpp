@@ -13,13 +13,17 @@
 // --busy-poll makes the client poll for each reply instead of sleeping, as
 // gemm-client --busy-poll does; --server-busy-poll does the same for the
 // completion-queue server's threads; --health adds gRPC's default health
-// service, a callback service, to either server (gemmd serves one).
+// service, a callback service, to either server (gemmd serves one), and
+// --sync-service a service on the synchronous API (gemmd's reflection is
+// one), to see what their threads cost the completion-queue server.
 // Prints one line of `key=value` pairs.
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
+
+#include "grpc/health/v1/health.grpc.pb.h"
 
 #include <algorithm>
 #include <atomic>
@@ -157,7 +161,7 @@ int main(int argc, char** argv) {
   uint64_t up_bytes = 64, down_bytes = 64;
   std::string server_api = "callback";
   int connections = 1, server_threads = 4;
-  bool busy_poll = false, server_busy_poll = false, health = false;
+  bool busy_poll = false, server_busy_poll = false, health = false, sync_service = false;
   app.add_option("--mode", mode, "latency or transfer")->check(CLI::IsMember({"latency", "transfer"}));
   app.add_option("--concurrency", concurrency, "calls in flight (latency)")->check(CLI::Range(1, 1024));
   app.add_option("--seconds", seconds, "how long to run (latency)");
@@ -173,10 +177,13 @@ int main(int argc, char** argv) {
   app.add_flag("--busy-poll", busy_poll, "the client polls for each reply instead of sleeping (gemm-client --busy-poll)");
   app.add_flag("--server-busy-poll", server_busy_poll, "the completion-queue server's threads poll instead of sleeping");
   app.add_flag("--health", health, "also serve gRPC's default health service (a callback service, as gemmd has)");
+  app.add_flag("--sync-service", sync_service,
+               "also serve a service on the synchronous API (as gemmd's reflection is), never called");
   CLI11_PARSE(app, argc, argv);
   grpc::EnableDefaultHealthCheckService(health);
 
   EchoService service;
+  grpc::health::v1::Health::Service sync_health;  // its methods answer UNIMPLEMENTED; only its threads matter
   grpc::AsyncGenericService async_service;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues;
   grpc::ServerBuilder builder;
@@ -202,6 +209,7 @@ int main(int argc, char** argv) {
     builder.RegisterAsyncGenericService(&async_service);
     for (int i = 0; i < server_threads; ++i) queues.push_back(builder.AddCompletionQueue());
   }
+  if (sync_service) builder.RegisterService(&sync_health);
   auto server = builder.BuildAndStart();
   if (!server) return std::fprintf(stderr, "cannot listen on loopback\n"), 1;
   std::vector<std::thread> server_threads_run;
@@ -295,9 +303,9 @@ int main(int argc, char** argv) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> all;
   for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::printf("mode=latency server_api=%s server_threads=%d health=%d busy_poll=%d server_busy_poll=%d connections=%d "
+  std::printf("mode=latency server_api=%s server_threads=%d health=%d sync_service=%d busy_poll=%d server_busy_poll=%d connections=%d "
               "concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f p99_us=%.1f\n",
-              server_api.c_str(), server_api == "async" ? server_threads : 0, health, busy_poll, server_busy_poll,
+              server_api.c_str(), server_api == "async" ? server_threads : 0, health, sync_service, busy_poll, server_busy_poll,
               connections, concurrency, all.size(), failures.load(), static_cast<double>(all.size()) / elapsed,
               Percentile(all, 0.5) * 1e6, Percentile(all, 0.99) * 1e6);
   shut_down();

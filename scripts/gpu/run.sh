@@ -458,24 +458,32 @@ if part grpcfloor; then
 # 2h. What bounds tiny requests. gemmd serves through gRPC's callback API,
 # where gRPC's own threads (nexting_thread, the default executor) spend
 # most of its CPU per request (the tiny part's per-thread figures). First
-# the bare echo under each server model: the callback API; the
-# completion-queue API with one thread, with one thread beside a callback
-# service (gRPC's health service, which brings the callback API's threads
-# along), and with four; and with the client, or both ends, polling instead
-# of sleeping. Then gemmd with 32 in flight spread over more and more
-# connections, since one connection is handled by one thread at a time on
-# each side. CPU per call is the whole process's (the echo's client and
-# server share it; warm-up included).
+# the bare echo under each server model, as poll strategy|server|loads
+# ("_" for spaces). gRPC's default strategy, epoll1, lets one thread of the
+# process poll at a time, and hands that role on to a waiting thread, so
+# every thread gRPC parks in a queue (the callback API's, the synchronous
+# API's) can sit on a request's path; poll lets each thread poll its own.
+# The servers: the callback API; the completion-queue API on one thread,
+# alone, beside a callback service (gRPC's health service) or a
+# synchronous one (gemmd's reflection is one), and on four; and the client,
+# or both ends, polling instead of sleeping. Then gemmd with 32 in flight
+# spread over more and more connections, since one connection is handled
+# by one thread at a time on each side. CPU per call is the whole process's
+# (the echo's client and server share it; warm-up included).
 all_loads="--concurrency_1 --concurrency_32 --concurrency_32_--connections_4"
-for model in "callback:$all_loads" "async_--server-threads_1:$all_loads" \
-  "async_--server-threads_1_--health:--concurrency_1" "async_--server-threads_4:$all_loads" \
-  "callback_--busy-poll:--concurrency_1" "async_--server-threads_1_--busy-poll_--server-busy-poll:--concurrency_1"; do
-  api=${model%%:*}
-  for load in ${model#*:}; do
-    echo "label=$api"
+for model in "epoll1|callback|$all_loads" "epoll1|async_--server-threads_1|$all_loads" \
+  "epoll1|async_--server-threads_1_--health|--concurrency_1" \
+  "epoll1|async_--server-threads_1_--sync-service|--concurrency_1" "epoll1|async_--server-threads_4|$all_loads" \
+  "epoll1|callback_--busy-poll|--concurrency_1" \
+  "epoll1|async_--server-threads_1_--busy-poll_--server-busy-poll|--concurrency_1" \
+  "poll|callback|$all_loads" "poll|async_--server-threads_4|$all_loads" \
+  "poll|async_--server-threads_4_--health_--sync-service|$all_loads"; do
+  IFS='|' read -r strategy api loads <<<"$model"
+  for load in $loads; do
+    echo "label=${strategy}_$api"
     # shellcheck disable=SC2086
-    { TIMEFORMAT='cpu_s=%U+%S'; time "$bin/grpc-echo-bench" --mode latency --seconds 3 --up-bytes 64 --down-bytes 256 \
-        --server-api ${api//_/ } ${load//_/ }; } 2>&1
+    { TIMEFORMAT='cpu_s=%U+%S'; time GRPC_POLL_STRATEGY=$strategy "$bin/grpc-echo-bench" --mode latency --seconds 3 \
+        --up-bytes 64 --down-bytes 256 --server-api ${api//_/ } ${load//_/ }; } 2>&1
   done
 done >"$OUT/echo_api.txt"
 start_gemmd grpcfloor

@@ -45,6 +45,10 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
                  "threads per device that send replies while its worker goes on: a batch's, and any request's "
                  "while others wait; 0 leaves them all to the workers")
       ->envname("GEMMD_REPLY_THREADS")->check(CLI::Range(0, 64))->capture_default_str();
+  app.add_option("--multiply-threads", c.multiply_threads,
+                 "threads taking Multiply calls from gRPC, a completion queue each; 0 = a quarter of the cores, "
+                 "1 to 4")
+      ->envname("GEMMD_MULTIPLY_THREADS")->check(CLI::Range(0, 64))->capture_default_str();
   app.add_option("--max-dim", c.max_dim, "largest m, n or k of one request")
       ->envname("GEMMD_MAX_DIM")->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX}))->capture_default_str();
   app.add_option("--max-request-bytes", c.max_request_bytes, "largest A+B+D (fp16 bytes) of one request")

@@ -25,6 +25,9 @@ struct ServerConfig {
   // Threads per device that send replies beside its workers (0: the
   // workers send them all; api/reply_senders.h).
   uint32_t reply_threads = 2;
+  // Threads that take Multiply calls off gRPC's completion queues, one queue
+  // each (api/unary_queues.h); 0: a quarter of the cores, 1 to 4.
+  uint32_t multiply_threads = 0;
   int64_t max_dim = 65536;                        // largest m, n or k; at most 2^31-1
   uint64_t max_request_bytes = 4ull << 30;        // A + B + D of one Multiply
   uint64_t matrix_quota_bytes = 8ull << 30;       // all stored matrices together

@@ -157,11 +157,22 @@ absl::Status GemmServer::Start() {
   // Clients may ping as often as every 10 s without being told off.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.RegisterService(service_.get());
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  multiply_queues_ = std::make_unique<UnaryQueues>(
+      builder, config_.multiply_threads ? config_.multiply_threads : std::clamp(cores / 4, 1u, 4u));
   {
     // Workers read server_ (UpdateHealth) under the same lock.
     std::lock_guard lock(health_mu_);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) return absl::UnavailableError("cannot listen on " + config_.listen);
+    // Multiply answers from here on: UNAVAILABLE until the devices are warm.
+    multiply_queues_->Start(
+        [service = service_.get()](grpc::ServerContext* ctx, grpc::ByteBuffer* request,
+                                   grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* responder,
+                                   grpc::ServerCompletionQueue* cq, void* tag) {
+          service->RequestMultiply(ctx, request, responder, cq, cq, tag);
+        },
+        [service = service_.get()](QueuedCall* call) { service->Multiply(call); });
     // NOT_SERVING until every device is warm; Multiply meanwhile answers
     // UNAVAILABLE (GemmService::SetReady).
     auto* health = server_->GetHealthCheckService();
@@ -275,6 +286,8 @@ void GemmServer::Shutdown(std::chrono::duration<double> grace, std::chrono::dura
   }
   dispatcher_->Shutdown();
   if (server_) server_->Wait();
+  // Every call is answered and gone from gRPC: the queues drain and stop.
+  if (multiply_queues_) multiply_queues_->Shutdown();
 }
 
 }  // namespace gemmd

@@ -34,7 +34,7 @@ class GemmServer {
   int metrics_port() const { return metrics_.port(); }
   Metrics& metrics() { return metrics_; }
   // See GemmService::SetBeforeReplyHookForTest; before Start.
-  void SetBeforeReplyHookForTest(std::function<void(grpc::CallbackServerContext*)> hook) {
+  void SetBeforeReplyHookForTest(std::function<void(grpc::ServerContextBase*)> hook) {
     service_->SetBeforeReplyHookForTest(std::move(hook));
   }
   // Requests waiting for a device (not running).
@@ -60,6 +60,7 @@ class GemmServer {
   std::unique_ptr<MatrixStore> store_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<GemmService> service_;
+  std::unique_ptr<UnaryQueues> multiply_queues_;  // outlives server_
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   // Health is SERVING while some device is; with every device lost only a

@@ -27,6 +27,12 @@ int main(int argc, char** argv) {
   // (docs/service-path.md).
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+  // gRPC's default poller, epoll1, lets one thread of the process poll at a
+  // time and hands the role to a waiting thread: the callback API's idle
+  // threads then stand between Multiply's queue threads and their calls
+  // (api/unary_queues.h). With poll, each queue's thread polls for itself.
+  // Before gRPC starts; an operator's own setting wins.
+  setenv("GRPC_POLL_STRATEGY", "poll", 0);
   // A crash prints its stack to stderr (the log) before the process dies.
   absl::InitializeSymbolizer(argv[0]);
   absl::InstallFailureSignalHandler({});

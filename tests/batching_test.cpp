@@ -48,7 +48,7 @@ class BatchingTest : public ServerFixture {
     c.reply_threads = reply_threads;
     barrier_size_ = n;
     StartServer(c, std::move(engine), [this](GemmServer& s) {
-      s.SetBeforeReplyHookForTest([this](grpc::CallbackServerContext*) {
+      s.SetBeforeReplyHookForTest([this](grpc::ServerContextBase*) {
         std::unique_lock lock(mu_);
         most_at_once_ = std::max(most_at_once_, ++sending_);
         all_arrived_ |= sending_ == barrier_size_;

@@ -751,7 +751,7 @@ class CancelAfterCommitTest : public ServerFixture {};
 TEST_F(CancelAfterCommitTest, AResultHandleIsDeletedWhenTheCallIsCancelledBeforeTheReply) {
   std::latch reply_ready(1);
   StartServer(LoopbackConfig(), nullptr, [&](GemmServer& s) {
-    s.SetBeforeReplyHookForTest([&](grpc::CallbackServerContext* ctx) {
+    s.SetBeforeReplyHookForTest([&](grpc::ServerContextBase* ctx) {
       reply_ready.count_down();  // D is committed; hold the reply until the cancellation arrives
       for (int i = 0; i < 500 && !ctx->IsCancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     });

@@ -32,7 +32,7 @@ std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(co
 // A client's gRPC retry policy marks retried attempts; the number is echoed
 // back so the client can count its retries (gemmc::RetriesOf). 0 for a
 // first attempt.
-int EchoPreviousAttempts(grpc::CallbackServerContext* ctx) {
+int EchoPreviousAttempts(grpc::ServerContextBase* ctx) {
   const auto it = ctx->client_metadata().find("grpc-previous-rpc-attempts");
   if (it == ctx->client_metadata().end()) return 0;
   const std::string attempts(it->second.data(), it->second.size());
@@ -60,45 +60,15 @@ GemmService::GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& st
 
 // ---------------------------------------------------------------- Multiply
 
-// Multiply's reactor. A call cancelled (or past its deadline) after D was
-// stored under a handle never delivers the handle: OnDone deletes it, so it
-// does not hold quota until someone finds it in ListMatrices.
-class GemmService::MultiplyReactor final : public grpc::ServerUnaryReactor {
- public:
-  MultiplyReactor(grpc::CallbackServerContext* ctx, MatrixStore& store, Caller caller)
-      : ctx_(ctx), store_(store), caller_(std::move(caller)) {}
-  // D's handle, set before Finish.
-  void set_result_handle(std::string handle) { result_handle_ = std::move(handle); }
-
-  void OnCancel() override { cancelled_ = true; }
-  // What OnCancel said: an atomic load, checked at every phase of every
-  // request without calling into gRPC's call state (ctx->IsCancelled()).
-  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
-  void OnDone() override {
-    if (!result_handle_.empty() && (cancelled_ || ctx_->IsCancelled())) {
-      (void)store_.Delete(result_handle_, caller_);
-      spdlog::info("Multiply cancelled after D was stored: deleted {}, which no client received", result_handle_);
-    }
-    delete this;
-  }
-
- private:
-  grpc::CallbackServerContext* ctx_;
-  MatrixStore& store_;
-  Caller caller_;
-  std::string result_handle_;
-  std::atomic<bool> cancelled_{false};
-};
-
 struct GemmService::MultiplyCall {
-  grpc::CallbackServerContext* ctx;
+  QueuedCall* queued;  // answered, and gone, at FinishMultiply
+  grpc::ServerContextBase* ctx;
   Caller caller;
-  MultiplyReactor* reactor;
   MultiplyWireRequest wire;        // the request, its inline matrices left in gRPC's slices
   const MultiplyRequest* req = &wire.fields;
   MultiplyResponse reply;
   MultiplyResponse* resp = &reply;
-  grpc::ByteBuffer* response = nullptr;  // where the reply goes out (SerializeMultiplyResponse)
+  grpc::ByteBuffer response;  // the reply on the wire (SerializeMultiplyResponse)
   Clock::time_point start = Clock::now();
   Clock::time_point enqueued;
   Clock::time_point engine_done;  // the engine handed back its report
@@ -122,48 +92,47 @@ struct GemmService::MultiplyCall {
     if (std::chrono::system_clock::now() > deadline) {
       return absl::DeadlineExceededError("the deadline passed " + std::string(when()));
     }
-    if (reactor->cancelled()) return absl::CancelledError("the client cancelled the request " + std::string(when()));
+    if (queued->cancelled()) return absl::CancelledError("the client cancelled the request " + std::string(when()));
     return absl::OkStatus();
   }
 };
 
-grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
-                                                grpc::ByteBuffer* response) {
-  Caller caller;
-  if (auto* rejected = RejectUnauthenticated("Multiply", ctx, &caller)) return rejected;
+void GemmService::Multiply(QueuedCall* queued) {
+  grpc::ServerContext* ctx = &queued->context();
+  auto who = options_.identity.Identify(*ctx);
+  if (!who.ok()) return RejectMultiply(queued, who.status());
   EchoPreviousAttempts(ctx);
   auto call = std::make_shared<MultiplyCall>();
+  call->queued = queued;
   call->ctx = ctx;
-  call->caller = caller;
-  call->reactor = new MultiplyReactor(ctx, store_, std::move(caller));
-  call->response = response;
+  call->caller = std::move(*who);
   call->deadline = ctx->deadline();
   metrics_.AddInFlight(1);
 
-  if (auto st = ParseMultiplyRequest(*request, &call->wire); !st.ok()) {
+  if (auto st = ParseMultiplyRequest(queued->request(), &call->wire); !st.ok()) {
     FinishMultiply(call, st);
-    return call->reactor;
+    return;
   }
   if (!ready_) {
     FinishMultiply(call, absl::UnavailableError("the server is warming up its devices (start-up self-test); "
                                                 "retry in a moment"));
-    return call->reactor;
+    return;
   }
   const MultiplyRequest* req = call->req;
   MultiplyResponse* resp = call->resp;
   const std::array<uint64_t, 2> inline_bytes = {call->wire.a_data.size(), call->wire.b_data.size()};
   if (auto st = ValidateMultiply(*req, options_.limits, &inline_bytes); !st.ok()) {
     FinishMultiply(call, st);
-    return call->reactor;
+    return;
   }
   if (auto avail = AvailabilityOnAnyDevice(engine_, static_cast<int>(req->step())); !avail.available) {
     FinishMultiply(call, absl::FailedPreconditionError("step " + std::to_string(req->step()) + " " + avail.reason));
-    return call->reactor;
+    return;
   }
   const auto& s = req->shape();
   if (auto err = gemm::ShapeError(*gemm::FindStep(req->step()), s.m(), s.n(), s.k()); !err.empty()) {
     FinishMultiply(call, absl::InvalidArgumentError(err));
-    return call->reactor;
+    return;
   }
 
   GemmJob& job = call->job;
@@ -213,7 +182,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
           auto stored = store_.Get(handle, call->caller);
           if (!stored.ok()) {
             FinishMultiply(call, absl::NotFoundError(field() + ": " + std::string(stored.status().message())));
-            return call->reactor;
+            return;
           }
           const auto& desc = (*stored)->description();
           const bool fits = one ? desc.rows == side.rows && desc.cols == side.cols
@@ -224,7 +193,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
                                      std::to_string(desc.cols) + ", but " + side.dims + " = " +
                                      std::to_string(side.rows) + "x" + std::to_string(side.cols) +
                                      (one ? "" : ", and the blocks before it have " + std::to_string(rows) + " rows")));
-            return call->reactor;
+            return;
           }
           rows += desc.rows;
           pieces.Append(reinterpret_cast<const char*>((*stored)->data()), static_cast<size_t>(desc.rows) * desc.cols * 2);
@@ -235,7 +204,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
                                                           std::to_string(rows) + " rows in all, but " + side.dims +
                                                           " = " + std::to_string(side.rows) + "x" +
                                                           std::to_string(side.cols)));
-          return call->reactor;
+          return;
         }
         side.view.kind = OperandView::Kind::kHost;
         // One block stays one block: the engine copies a block without
@@ -258,7 +227,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
                                   call->caller.identity);
     if (!pending.ok()) {
       FinishMultiply(call, pending.status());
-      return call->reactor;
+      return;
     }
     call->d_pending = std::move(*pending);
     job.d = call->d_pending->data();
@@ -279,7 +248,7 @@ grpc::ServerUnaryReactor* GemmService::Multiply(grpc::CallbackServerContext* ctx
     };
   }
   if (auto st = dispatcher_.Submit(std::move(task)); !st.ok()) FinishMultiply(call, st);
-  return call->reactor;
+  return;
 }
 
 void GemmService::RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls, int device) {
@@ -295,9 +264,9 @@ void GemmService::RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls
       continue;
     }
     const auto deadline = call->deadline;
-    const MultiplyReactor* reactor = call->reactor;  // alive until Finish
-    call->job.should_stop = [reactor, deadline] {
-      return reactor->cancelled() || std::chrono::system_clock::now() > deadline;
+    const QueuedCall* grpc_call = call->queued;  // alive until Finish
+    call->job.should_stop = [grpc_call, deadline] {
+      return grpc_call->cancelled() || std::chrono::system_clock::now() > deadline;
     };
     if (call->d_inline != nullptr) call->d_inline->PopulateAhead();
     if (call->d_pending != nullptr) call->d_pending->PopulateAhead();
@@ -405,7 +374,14 @@ void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, ab
       return;
     }
     resp->set_d_handle(desc->handle);
-    call->reactor->set_result_handle(desc->handle);
+    // A call cancelled (or past its deadline) once D was stored never
+    // delivers the handle: D is deleted, so that it does not hold quota
+    // until someone finds it in ListMatrices.
+    call->queued->set_on_done([this, handle = desc->handle, caller = call->caller](bool cancelled) {
+      if (!cancelled) return;
+      (void)store_.Delete(handle, caller);
+      spdlog::info("Multiply cancelled after D was stored: deleted {}, which no client received", handle);
+    });
   }
   FinishMultiply(call, absl::OkStatus());
 }
@@ -451,9 +427,14 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
                  call->ctx->peer(), std::string(status.message()));
   }
   call->d_pending.reset();  // an unfinished D returns its quota now
-  if (status.ok()) SerializeMultiplyResponse(*call->resp, std::move(call->d_inline), call->response);
+  if (status.ok()) SerializeMultiplyResponse(*call->resp, std::move(call->d_inline), &call->response);
   if (status.ok() && before_reply_for_test_) before_reply_for_test_(call->ctx);
-  call->reactor->Finish(ToGrpc(status));
+  call->queued->Finish(call->response, ToGrpc(status));
+}
+
+void GemmService::RejectMultiply(QueuedCall* queued, const absl::Status& status) {
+  RecordSimple("Multiply", status, Clock::now(), "peer=" + queued->context().peer());
+  queued->Finish(grpc::ByteBuffer(), ToGrpc(status));
 }
 
 // ---------------------------------------------------------- authentication
@@ -531,6 +512,12 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
 
 void GemmService::FinishSimple(const char* method, grpc::ServerUnaryReactor* reactor, const absl::Status& status,
                                Clock::time_point start, const std::string& detail) {
+  RecordSimple(method, status, start, detail);
+  reactor->Finish(ToGrpc(status));
+}
+
+void GemmService::RecordSimple(const char* method, const absl::Status& status, Clock::time_point start,
+                               const std::string& detail) {
   const double seconds = SecondsSince(start);
   metrics_.RecordRequest(method, std::nullopt, CodeName(status.code()), seconds);
   if (status.ok()) {
@@ -539,7 +526,6 @@ void GemmService::FinishSimple(const char* method, grpc::ServerUnaryReactor* rea
     spdlog::info("{} status={} latency_ms={:.3f} {} error=\"{}\"", method, CodeName(status.code()),
                  seconds * 1e3, detail, std::string(status.message()));
   }
-  reactor->Finish(ToGrpc(status));
 }
 
 namespace {

@@ -1,4 +1,5 @@
-// gemm.v1.GemmService on gRPC's callback API: no thread per call. Multiply
+// gemm.v1.GemmService: Multiply taken from completion queues (unary_queues.h),
+// the other methods on gRPC's callback API; no thread per call. Multiply
 // validates, resolves handles and queues a task on the Dispatcher; a device
 // worker runs it and finishes the call.
 #pragma once
@@ -13,6 +14,7 @@
 #include "api/reply_senders.h"
 #include "api/request_validation.h"
 #include "api/stream_watchdog.h"
+#include "api/unary_queues.h"
 #include "engine/batching.h"
 #include "engine/dispatcher.h"
 #include "engine/engine.h"
@@ -42,17 +44,20 @@ struct ServiceOptions {
 
 // Multiply, UploadMatrix and DownloadMatrix are raw methods (their messages
 // as byte buffers: multiply_wire.h, matrix_wire.h), so that matrices are not
-// copied on their way in or out.
+// copied on their way in or out. Multiply is served on completion queues
+// (unary_queues.h), the others on the callback API.
+using GeneratedService = gemm::v1::GemmService;
 class GemmService final
-    : public gemm::v1::GemmService::WithRawCallbackMethod_Multiply<
-          gemm::v1::GemmService::WithRawCallbackMethod_UploadMatrix<
-              gemm::v1::GemmService::WithRawCallbackMethod_DownloadMatrix<gemm::v1::GemmService::CallbackService>>> {
+    : public GeneratedService::WithRawMethod_Multiply<GeneratedService::WithCallbackMethod_ListKernels<
+          GeneratedService::WithRawCallbackMethod_UploadMatrix<GeneratedService::WithRawCallbackMethod_DownloadMatrix<
+              GeneratedService::WithCallbackMethod_DeleteMatrix<
+                  GeneratedService::WithCallbackMethod_ListMatrices<GeneratedService::Service>>>>>> {
  public:
   GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& store, Metrics& metrics,
               ServiceOptions options);
 
-  grpc::ServerUnaryReactor* Multiply(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
-                                     grpc::ByteBuffer* response) override;
+  // A Multiply call taken from a queue; it is answered through `call`.
+  void Multiply(QueuedCall* call);
   grpc::ServerUnaryReactor* ListKernels(grpc::CallbackServerContext* ctx,
                                         const gemm::v1::ListKernelsRequest* req,
                                         gemm::v1::ListKernelsResponse* resp) override;
@@ -72,7 +77,7 @@ class GemmService final
 
   // Tests only, set before serving: runs on the worker just before a
   // successful Multiply's reply is sent, so a test can cancel in between.
-  void SetBeforeReplyHookForTest(std::function<void(grpc::CallbackServerContext*)> hook) {
+  void SetBeforeReplyHookForTest(std::function<void(grpc::ServerContextBase*)> hook) {
     before_reply_for_test_ = std::move(hook);
   }
 
@@ -89,10 +94,14 @@ class GemmService final
   // Records, logs and finishes an RPC that is not Multiply.
   void FinishSimple(const char* method, grpc::ServerUnaryReactor* reactor, const absl::Status& status,
                     std::chrono::steady_clock::time_point start, const std::string& detail);
+  // Its counting and logging alone.
+  void RecordSimple(const char* method, const absl::Status& status, std::chrono::steady_clock::time_point start,
+                    const std::string& detail);
 
  private:
   struct MultiplyCall;
-  class MultiplyReactor;
+  // Records, logs and answers a Multiply refused before it became a call.
+  void RejectMultiply(QueuedCall* call, const absl::Status& status);
   // Runs the calls' GEMMs on `device`, together when there are several (a
   // batch), and finishes each call.
   void RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls, int device);
@@ -112,7 +121,7 @@ class GemmService final
   std::shared_ptr<ReplyBuffers> reply_buffers_ =
       ReplyBuffers::Create(kReplyBuffersKept, options_.populator);
   std::atomic<bool> ready_{false};
-  std::function<void(grpc::CallbackServerContext*)> before_reply_for_test_;
+  std::function<void(grpc::ServerContextBase*)> before_reply_for_test_;
   // Last: joined first, while everything its sends use is still here.
   ReplySenders reply_senders_;
 };

@@ -345,7 +345,8 @@ if part tiny; then
 # over (2). Over four connections the CPU each side spends per request is
 # noted too (/proc's ticks for gemmd, the shell's `time` for the client),
 # and gemmd's split by thread name. Each setting also serves three inline
-# 4096^3 requests, for the server's H2D and D2H rates.
+# 4096^3 requests, for the server's H2D and D2H rates, and three over four
+# connections (the matrix streams).
 IFS=';' read -r -a tiny_configs <<<"${TINY_CONFIGS:-defaults:;workers2:--workers 2}"
 [[ -x $bin/gemmd-before && -z ${TINY_CONFIGS:-} ]] && tiny_configs+=("before:@gemmd-before" "before_workers2:@gemmd-before --workers 2")
 [[ -s $work/a4096 ]] || { head -c 33554432 /dev/zero >"$work/a4096" && cp "$work/a4096" "$work/b4096"; }
@@ -395,6 +396,11 @@ for round in $(seq "$tiny_rounds"); do
       "$bin/gemm-client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" \
         --b "$work/b4096" --transport inline --out "$work/d4096" --json
     done >"$OUT/tiny_${name}_$round.inline4096.json" 2>&1
+    # And over four connections: the matrix streams, on the callback API.
+    for i in 1 2 3; do
+      "$bin/gemm-client" --max-message-bytes 256M run --m 4096 --n 4096 --k 4096 --a "$work/a4096" \
+        --b "$work/b4096" --connections 4 --out "$work/d4096" --json
+    done >"$OUT/tiny_${name}_$round.conn4_4096.json" 2>&1
     kill -TERM $gemmd_pid; wait $gemmd_pid
   done
 done
@@ -451,6 +457,10 @@ for round in range(1, int(sys.argv[2]) + 1):
             rt = statistics.median(r["client"]["roundTripSeconds"] for r in runs)
             print(f"    inline 4096^3, {len(runs)} requests in turn: server H2D {h2d} GB/s, D2H {d2h} GB/s; "
                   f"round trip median {rt * 1e3:.1f} ms")
+        runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{stem}.conn4_4096.json").read(), re.S)]
+        if runs:
+            print(f"    4096^3 over 4 connections, {len(runs)} in turn: end to end "
+                  + ", ".join(f"{r['client']['endToEndSeconds'] * 1e3:.1f}" for r in runs) + " ms")
 PY
 fi
 

@@ -139,6 +139,17 @@ TEST(Config, ReplyThreadsDefaultToTwoAndMayBeNone) {
   EXPECT_FALSE(Parse({"--reply-threads", "-1"}).config);
 }
 
+TEST(Config, MultiplyThreadsDefaultToTheServersChoice) {
+  auto p = Parse({});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->multiply_threads, 0u);  // a quarter of the cores, 1 to 4
+  p = Parse({"--multiply-threads", "6"});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->multiply_threads, 6u);
+  EXPECT_FALSE(Parse({"--multiply-threads", "65"}).config);
+  EXPECT_FALSE(Parse({"--multiply-threads", "-1"}).config);
+}
+
 TEST(Config, StreamIdleLimitAndMatrixCountAreSettable) {
   auto p = Parse({"--stream-idle-seconds", "2.5", "--max-matrices", "7"});
   ASSERT_TRUE(p.config);

@@ -86,10 +86,10 @@ void UnaryQueues::Shutdown() {
     if (stopping_) return;
     stopping_ = true;
   }
+  // Never started (the server did not build): nothing was asked for, and
+  // each queue shuts itself down as it is destroyed.
+  if (threads_.empty()) return;
   for (auto& q : queues_) q->Shutdown();
-  if (threads_.empty()) {  // never started: drain here what was asked for
-    for (auto& q : queues_) Serve(q.get());
-  }
   for (auto& t : threads_) t.join();
   threads_.clear();
 }

@@ -62,7 +62,7 @@ GemmService::GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& st
 
 struct GemmService::MultiplyCall {
   QueuedCall* queued;  // answered, and gone, at FinishMultiply
-  grpc::ServerContextBase* ctx;
+  grpc::ServerContext& context() const { return queued->context(); }
   Caller caller;
   MultiplyWireRequest wire;        // the request, its inline matrices left in gRPC's slices
   const MultiplyRequest* req = &wire.fields;
@@ -104,7 +104,6 @@ void GemmService::Multiply(QueuedCall* queued) {
   EchoPreviousAttempts(ctx);
   auto call = std::make_shared<MultiplyCall>();
   call->queued = queued;
-  call->ctx = ctx;
   call->caller = std::move(*who);
   call->deadline = ctx->deadline();
   metrics_.AddInFlight(1);
@@ -248,7 +247,6 @@ void GemmService::Multiply(QueuedCall* queued) {
     };
   }
   if (auto st = dispatcher_.Submit(std::move(task)); !st.ok()) FinishMultiply(call, st);
-  return;
 }
 
 void GemmService::RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls, int device) {
@@ -407,7 +405,7 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
     }
   } else {
     call->resp->Clear();  // a refused call carries no half-filled reply
-    if (IsPermanent(status)) call->ctx->AddTrailingMetadata("grpc-retry-pushback-ms", "-1");
+    if (IsPermanent(status)) call->context().AddTrailingMetadata("grpc-retry-pushback-ms", "-1");
   }
   metrics_.RecordRequest("Multiply", call->req->step(), CodeName(status.code()), total);
   metrics_.AddInFlight(-1);
@@ -420,15 +418,15 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
                  call->resp->verification().performed()
                      ? (call->resp->verification().passed() ? "passed" : "FAILED")
                      : "skipped",
-                 call->ctx->peer());
+                 call->context().peer());
   } else {
     spdlog::info("Multiply step={} shape={}x{}x{} status={} latency_ms={:.3f} device={} peer={} error=\"{}\"",
                  step, s.m(), s.n(), s.k(), CodeName(status.code()), total * 1e3, call->device,
-                 call->ctx->peer(), std::string(status.message()));
+                 call->context().peer(), std::string(status.message()));
   }
   call->d_pending.reset();  // an unfinished D returns its quota now
   if (status.ok()) SerializeMultiplyResponse(*call->resp, std::move(call->d_inline), &call->response);
-  if (status.ok() && before_reply_for_test_) before_reply_for_test_(call->ctx);
+  if (status.ok() && before_reply_for_test_) before_reply_for_test_(&call->context());
   call->queued->Finish(call->response, ToGrpc(status));
 }
 

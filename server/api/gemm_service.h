@@ -56,8 +56,8 @@ class GemmService final
   GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& store, Metrics& metrics,
               ServiceOptions options);
 
-  // A Multiply call taken from a queue; it is answered through `call`.
-  void Multiply(QueuedCall* call);
+  // A Multiply call taken from a queue; it is answered through `queued`.
+  void Multiply(QueuedCall* queued);
   grpc::ServerUnaryReactor* ListKernels(grpc::CallbackServerContext* ctx,
                                         const gemm::v1::ListKernelsRequest* req,
                                         gemm::v1::ListKernelsResponse* resp) override;
@@ -101,7 +101,7 @@ class GemmService final
  private:
   struct MultiplyCall;
   // Records, logs and answers a Multiply refused before it became a call.
-  void RejectMultiply(QueuedCall* call, const absl::Status& status);
+  void RejectMultiply(QueuedCall* queued, const absl::Status& status);
   // Runs the calls' GEMMs on `device`, together when there are several (a
   // batch), and finishes each call.
   void RunMultiplies(std::vector<std::shared_ptr<MultiplyCall>> calls, int device);

@@ -156,6 +156,10 @@ absl::Status GemmServer::Start() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Clients may ping as often as every 10 s without being told off.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  // gRPC binds with SO_REUSEPORT unless told not to: a second gemmd on the
+  // same port would start and take half the connections (and want the same
+  // GPUs) instead of failing.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(service_.get());
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   multiply_queues_ = std::make_unique<UnaryQueues>(
@@ -164,7 +168,10 @@ absl::Status GemmServer::Start() {
     // Workers read server_ (UpdateHealth) under the same lock.
     std::lock_guard lock(health_mu_);
     server_ = builder.BuildAndStart();
-    if (!server_ || port_ == 0) return absl::UnavailableError("cannot listen on " + config_.listen);
+    if (!server_ || port_ == 0) {
+      return absl::UnavailableError("cannot listen on " + config_.listen +
+                                    " (another process may hold that port; gRPC's log above says why)");
+    }
     // Multiply answers from here on: UNAVAILABLE until the devices are warm.
     multiply_queues_->Start(
         [service = service_.get()](grpc::ServerContext* ctx, grpc::ByteBuffer* request,

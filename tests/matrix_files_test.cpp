@@ -4,6 +4,8 @@
 // torn write leaves nothing behind.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +33,7 @@ class MatrixFilesTest : public ::testing::Test {
     auto store = std::make_unique<MatrixStore>(64 << 20);
     auto files = MatrixFiles::Open(dir_.string());
     EXPECT_TRUE(files.ok()) << files.status();
+    if (!files.ok()) return nullptr;
     const size_t n = store->AttachFiles(std::move(*files));
     if (loaded) *loaded = n;
     return store;
@@ -95,6 +98,7 @@ TEST_F(MatrixFilesTest, ADamagedFileIsNeverServedAndAnswersDataLoss) {
   EXPECT_FALSE(fs::exists(dir_ / (handle + ".gemm")));
   // Truncated files too; and a restart does not forget the earlier loss.
   std::ofstream(dir_ / "m-truncated.gemm", std::ios::binary) << "GEMMDMAT";
+  store.reset();  // the process ends: the next start takes the directory
   auto again = OpenStore();
   EXPECT_EQ(again->Get("m-truncated", {"alice", true}).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(again->Get(handle, {"alice", false}).status().code(), absl::StatusCode::kDataLoss);
@@ -115,6 +119,32 @@ TEST_F(MatrixFilesTest, DeleteRemovesTheFileAndATornWriteLeavesNothing) {
   EXPECT_EQ(loaded, 0u);
   EXPECT_FALSE(fs::exists(dir_ / "m-half-written.gemm.tmp"));
   EXPECT_EQ(store->Get(handle, {"", false}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(MatrixFilesTest, ASecondOpenOfTheDirectoryIsRefusedUntilTheFirstCloses) {
+  auto first = MatrixFiles::Open(dir_.string());
+  ASSERT_TRUE(first.ok()) << first.status();
+  const auto second = MatrixFiles::Open(dir_.string());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  // The holder is named, so that an operator can find it.
+  EXPECT_NE(second.status().message().find("in use by another gemmd (pid " + std::to_string(::getpid()) + ")"),
+            std::string::npos)
+      << second.status();
+  first->reset();
+  EXPECT_TRUE(MatrixFiles::Open(dir_.string()).ok());
+}
+
+TEST_F(MatrixFilesTest, TheLockFileIsNotTakenForAMatrix) {
+  std::string handle;
+  {
+    auto store = OpenStore();
+    handle = Put(*store, 2, 2, "", "alice");
+  }
+  ASSERT_TRUE(fs::exists(dir_ / ".gemmd.lock"));
+  size_t loaded = 0;
+  auto store = OpenStore(&loaded);
+  EXPECT_EQ(loaded, 1u);
+  EXPECT_TRUE(store->Get(handle, {"alice", false}).ok());
 }
 
 TEST_F(MatrixFilesTest, AnUnwritableDirectoryIsRefusedAtOpen) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -55,6 +56,37 @@ bool SyncDir(const std::string& dir) {
   return ok;
 }
 
+// The directory's lock, with this process's pid written in it for the
+// message a second server gets. flock, not fcntl: its lock belongs to this
+// open file, so closing any other descriptor of the file keeps it.
+absl::StatusOr<int> LockDir(const std::string& dir) {
+  const std::string path = dir + "/.gemmd.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::FailedPreconditionError(Errno("--matrix-dir " + dir + ": cannot open " + path));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    if (error != EWOULDBLOCK) {  // ENOLCK, EOPNOTSUPP: a filesystem without locks
+      spdlog::warn("--matrix-dir {}: cannot lock {} ({}); nothing stops a second gemmd from using it", dir, path,
+                   std::strerror(error));
+      ::close(fd);
+      return -1;
+    }
+    char holder[32] = {};
+    const ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+    ::close(fd);
+    std::string pid(holder, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    return absl::FailedPreconditionError(
+        "--matrix-dir " + dir + " is in use by another gemmd (pid " + (pid.empty() ? "unknown" : pid) +
+        "): two servers on one directory would delete each other's files; give each its own directory");
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    spdlog::warn("--matrix-dir {}: cannot write this process's pid into {}", dir, path);
+  }
+  return fd;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MatrixFiles>> MatrixFiles::Open(const std::string& dir) {
@@ -66,7 +98,13 @@ absl::StatusOr<std::unique_ptr<MatrixFiles>> MatrixFiles::Open(const std::string
   if (fd < 0) return absl::FailedPreconditionError(Errno("--matrix-dir " + dir + " is not writable"));
   ::close(fd);
   ::unlink(probe.c_str());
-  return std::unique_ptr<MatrixFiles>(new MatrixFiles(dir));
+  auto lock_fd = LockDir(dir);
+  if (!lock_fd.ok()) return lock_fd.status();
+  return std::unique_ptr<MatrixFiles>(new MatrixFiles(dir, *lock_fd));
+}
+
+MatrixFiles::~MatrixFiles() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
 }
 
 absl::Status MatrixFiles::Write(const MatrixDescription& desc, const uint16_t* data) const {

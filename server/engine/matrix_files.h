@@ -7,6 +7,10 @@
 // with the final name is always whole; a torn write leaves a `.tmp`, which
 // the next start removes. A file whose checksum fails is never served: it
 // is renamed `<handle>.gemm.corrupt` and the handle answers DATA_LOSS.
+// One gemmd per directory: Open takes an exclusive lock on `.gemmd.lock`,
+// held while the object lives and released by the kernel if the process
+// dies. Two servers on one directory would each remove the other's
+// half-written uploads at start and delete files the other still serves.
 #pragma once
 
 #include <absl/status/status.h>
@@ -24,8 +28,12 @@ namespace gemmd {
 
 class MatrixFiles {
  public:
-  // Creates `dir` if needed; FAILED_PRECONDITION if it cannot be written.
+  // Creates `dir` if needed; FAILED_PRECONDITION if it cannot be written or
+  // another process holds its lock (the message names that process).
   static absl::StatusOr<std::unique_ptr<MatrixFiles>> Open(const std::string& dir);
+  ~MatrixFiles();
+  MatrixFiles(const MatrixFiles&) = delete;
+  MatrixFiles& operator=(const MatrixFiles&) = delete;
 
   // Writes `desc`'s matrix durably (returns once it is on disk).
   absl::Status Write(const MatrixDescription& desc, const uint16_t* data) const;
@@ -40,10 +48,11 @@ class MatrixFiles {
   const std::string& dir() const { return dir_; }
 
  private:
-  explicit MatrixFiles(std::string dir) : dir_(std::move(dir)) {}
+  MatrixFiles(std::string dir, int lock_fd) : dir_(std::move(dir)), lock_fd_(lock_fd) {}
   std::string PathOf(const std::string& handle) const { return dir_ + "/" + handle + ".gemm"; }
 
   std::string dir_;
+  int lock_fd_;  // -1 where the filesystem cannot lock
 };
 
 }  // namespace gemmd

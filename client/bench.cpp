@@ -52,6 +52,19 @@ std::string GeneratedOperand(int64_t rows, int64_t cols, uint64_t seed, gemm::Op
   return bytes;
 }
 
+// A request for `c` with the run's settings; its operands are the caller's.
+gemm::v1::MultiplyRequest RequestFor(const Combo& c, const BenchArgs& args) {
+  gemm::v1::MultiplyRequest req;
+  req.mutable_shape()->set_m(c.m);
+  req.mutable_shape()->set_n(c.n);
+  req.mutable_shape()->set_k(c.k);
+  req.set_step(c.step);
+  req.set_repeats(args.repeats);
+  req.set_benchmark(args.benchmark);
+  req.set_verification(args.verify ? gemm::v1::VERIFICATION_FULL : gemm::v1::VERIFICATION_NONE);
+  return req;
+}
+
 // Nearest-rank percentile of sorted values.
 double Percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
@@ -86,12 +99,17 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
                  args.concurrency, std::thread::hardware_concurrency());
   }
 
-  // --inline: each pair's A and B, made once and sent in every request.
-  std::vector<std::pair<std::string, std::string>> operands(args.inline_data ? combos.size() : 0);
-  for (size_t ci = 0; ci < operands.size(); ++ci) {
+  // --inline: each pair's request, A and B made once, sent by every thread
+  // as `run --transport inline` sends it (its bytes referenced, not copied;
+  // D gathered into memory the thread keeps), so that the latency is a
+  // warm client's whole round trip.
+  std::vector<gemm::v1::MultiplyRequest> inline_requests(args.inline_data ? combos.size() : 0);
+  for (size_t ci = 0; ci < inline_requests.size(); ++ci) {
     const Combo& c = combos[ci];
-    operands[ci] = {GeneratedOperand(c.m, c.k, ci + 1, gemm::OperandId::kA),
-                    GeneratedOperand(c.n, c.k, ci + 1, gemm::OperandId::kB)};
+    gemm::v1::MultiplyRequest& req = inline_requests[ci] = RequestFor(c, args);
+    req.mutable_a()->set_data(GeneratedOperand(c.m, c.k, ci + 1, gemm::OperandId::kA));
+    req.mutable_b()->set_data(GeneratedOperand(c.n, c.k, ci + 1, gemm::OperandId::kB));
+    req.set_output(gemm::v1::OUTPUT_INLINE);
   }
 
   // The first connection is the caller's; each further one a channel of its own.
@@ -107,6 +125,7 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
   for (uint32_t t = 0; t < args.concurrency; ++t) {
     threads.emplace_back([&, t] {
       std::vector<Sample> mine;
+      MatrixBytes d;  // an inline D, gathered into the same memory each time
       std::mt19937 rng(t + 1);
       std::uniform_real_distribution<double> jitter(0.5, 1.0);
       double backoff = 0.025;
@@ -114,27 +133,21 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
         const uint64_t i = next.fetch_add(1);
         if (args.count ? i >= args.count : Clock::now() >= end) break;
         const size_t ci = i % combos.size();
-        const Combo& c = combos[ci];
-        gemm::v1::MultiplyRequest req;
-        req.mutable_shape()->set_m(c.m);
-        req.mutable_shape()->set_n(c.n);
-        req.mutable_shape()->set_k(c.k);
-        req.set_step(c.step);
-        req.set_repeats(args.repeats);
-        req.set_benchmark(args.benchmark);
-        req.set_verification(args.verify ? gemm::v1::VERIFICATION_FULL : gemm::v1::VERIFICATION_NONE);
+        GemmClient& to = *clients[t % clients.size()];
+        gemm::v1::MultiplyResponse resp;
+        int retries = 0;
+        grpc::Status st;
+        auto t0 = Clock::now();
         if (args.inline_data) {
-          req.mutable_a()->set_data(operands[ci].first);
-          req.mutable_b()->set_data(operands[ci].second);
-          req.set_output(gemm::v1::OUTPUT_INLINE);
+          ClientTiming timing;
+          st = to.MultiplyTimed(inline_requests[ci], &resp, &timing, &d, &retries);
         } else {
+          gemm::v1::MultiplyRequest req = RequestFor(combos[ci], args);
           req.mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
           req.mutable_b()->mutable_random()->set_seed(i + 1);
+          t0 = Clock::now();
+          st = to.Multiply(req, &resp, &retries);
         }
-        gemm::v1::MultiplyResponse resp;
-        const auto t0 = Clock::now();
-        int retries = 0;
-        grpc::Status st = clients[t % clients.size()]->Multiply(req, &resp, &retries);
         const double lat = std::chrono::duration<double>(Clock::now() - t0).count();
         grpc::StatusCode code = st.error_code();
         if (st.ok() && resp.verification().performed() && !resp.verification().passed()) {

@@ -261,7 +261,7 @@ void GemmClient::SerializeWithoutCopyingData(const gemm::v1::MultiplyRequest& re
 }
 
 grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
-                                       ClientTiming* timing, MatrixBytes* d) {
+                                       ClientTiming* timing, MatrixBytes* d, int* retries) {
   // The phases share their boundaries, and each one's teardown (the context,
   // the buffers) falls inside it, so they add up to the call of this function.
   using Clock = std::chrono::steady_clock;
@@ -276,7 +276,7 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   SerializeWithoutCopyingData(req, &request);
   timing->serialize_seconds = lap();
 
-  grpc::Status status = MultiplyBytes(request, &reply);
+  grpc::Status status = MultiplyBytes(request, &reply, retries);
   request.Clear();
   timing->call_seconds = lap();
   if (!status.ok()) {
@@ -293,7 +293,7 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   return status;
 }
 
-grpc::Status GemmClient::MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
+grpc::Status GemmClient::MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply, int* retries) {
   // On the calling thread's own completion queue, as a generated blocking
   // stub calls and as the bare-gRPC floor (grpc-echo-bench) is measured: the
   // callback API answered on threads of its own, which a process started at
@@ -307,6 +307,7 @@ grpc::Status GemmClient::MultiplyBytes(const grpc::ByteBuffer& request, grpc::By
   call->StartCall();
   call->Finish(reply, &status, reinterpret_cast<void*>(1));
   if (!AwaitOne(cq, options_.busy_poll)) return QueueShutDown();
+  if (retries) *retries = RetriesOf(ctx);
   return status;
 }
 

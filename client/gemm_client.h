@@ -104,10 +104,10 @@ class GemmClient {
   // gather is a plain copy), else new memory is taken. Without D (a failed
   // call), `d` is left empty.
   grpc::Status MultiplyTimed(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
-                             ClientTiming* timing, MatrixBytes* d = nullptr);
+                             ClientTiming* timing, MatrixBytes* d = nullptr, int* retries = nullptr);
   // Multiply with the request already in the wire format and the reply left
   // in it (what MultiplyTimed times; tests send malformed bytes through it).
-  grpc::Status MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply);
+  grpc::Status MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply, int* retries = nullptr);
   grpc::Status ListKernels(gemm::v1::ListKernelsResponse* resp);
   // Every page, merged into `resp` (its next_page_token empty).
   grpc::Status ListMatrices(gemm::v1::ListMatricesResponse* resp);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -20,10 +21,15 @@ namespace gemmd {
 namespace {
 
 using namespace gemmd::testing;
+using gemm::v1::MultiplyRequest;
 using gemm::v1::MultiplyResponse;
+using MultiplyPath = std::function<grpc::Status(gemmc::GemmClient&, const MultiplyRequest&, MultiplyResponse*, int*)>;
 
 class ClientRetryTest : public GatedServerFixture {
  protected:
+  // One call through `call` while the device and its queue are full: it
+  // succeeds once there is room, and says it was retried.
+  void ExpectAFullQueueRetried(const MultiplyPath& call);
   gemmc::ClientOptions Options(bool retries) {
     gemmc::ClientOptions o;
     o.target = "127.0.0.1:" + std::to_string(server().port());
@@ -59,7 +65,7 @@ class ClientRetryTest : public GatedServerFixture {
   }
 };
 
-TEST_F(ClientRetryTest, AFullQueueIsRetriedUntilThereIsRoom) {
+void ClientRetryTest::ExpectAFullQueueRetried(const MultiplyPath& call) {
   std::thread second;
   auto held = FillDeviceAndQueue(&second);
   // The gate opens once the third call's first attempt has been refused
@@ -76,13 +82,27 @@ TEST_F(ClientRetryTest, AFullQueueIsRetriedUntilThereIsRoom) {
   gemmc::GemmClient retrying(Options(true));
   MultiplyResponse r;
   int retries = -1;
-  const grpc::Status st = retrying.Multiply(SeededRequest(8, 8, 8, 3, 3), &r, &retries);
+  const grpc::Status st = call(retrying, SeededRequest(8, 8, 8, 3, 3), &r, &retries);
   opener.join();
   held->thread.join();
   second.join();
   EXPECT_TRUE(st.ok()) << gemmc::CodeName(st.error_code()) << ": " << st.error_message();
   EXPECT_TRUE(r.verification().passed());
   EXPECT_GE(retries, 1) << "the first attempt met a full queue";
+}
+
+TEST_F(ClientRetryTest, AFullQueueIsRetriedUntilThereIsRoom) {
+  ExpectAFullQueueRetried([](gemmc::GemmClient& c, const MultiplyRequest& req, MultiplyResponse* r, int* retries) {
+    return c.Multiply(req, r, retries);
+  });
+}
+
+// The path `run` and `bench --inline` take (the request's bytes built by hand).
+TEST_F(ClientRetryTest, AFullQueueIsRetriedOnTheTimedPathToo) {
+  ExpectAFullQueueRetried([](gemmc::GemmClient& c, const MultiplyRequest& req, MultiplyResponse* r, int* retries) {
+    gemmc::ClientTiming timing;
+    return c.MultiplyTimed(req, r, &timing, nullptr, retries);
+  });
 }
 
 TEST_F(ClientRetryTest, WithoutThePolicyTheRefusalComesStraightBack) {

@@ -17,7 +17,8 @@
 // service, a callback service, to either server (gemmd serves one), and
 // --sync-service a service on the synchronous API (gemmd's reflection is
 // one), to see what their threads cost the completion-queue server.
-// Prints one line of `key=value` pairs.
+// --serve and --target split the server and the client into two processes,
+// as gemmd and gemm-client are. Prints one line of `key=value` pairs.
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -28,10 +29,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -175,6 +178,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> channel_args;
   app.add_option("--arg", channel_args, "name=integer: a gRPC channel argument, set on both ends (repeatable)");
   app.add_option("--connections", connections, "TCP connections the calls are spread over")->check(CLI::Range(1, 64));
+  std::string serve_port_file, target;
+  app.add_option("--serve", serve_port_file,
+                 "only serve the echo, writing its port to this file, until SIGTERM: the floor between two processes");
+  app.add_option("--target", target, "only the client, of an echo served by another process (--serve) at host:port");
   app.add_flag("--fresh-connection", fresh_connection,
                "transfer: each call on a new connection, opened by a tiny call first, as a one-shot client's");
   app.add_flag("--busy-poll", busy_poll, "the client polls for each reply instead of sleeping (gemm-client --busy-poll)");
@@ -183,6 +190,13 @@ int main(int argc, char** argv) {
   app.add_flag("--sync-service", sync_service,
                "also serve a service on the synchronous API (as gemmd's reflection is), never called");
   CLI11_PARSE(app, argc, argv);
+  if (!target.empty() && !serve_port_file.empty()) return std::fprintf(stderr, "--serve and --target exclude each other\n"), 2;
+  // Blocked before gRPC starts its threads, so that only sigwait takes them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  if (!serve_port_file.empty()) pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   grpc::EnableDefaultHealthCheckService(health);
 
   EchoService service;
@@ -213,8 +227,14 @@ int main(int argc, char** argv) {
     for (int i = 0; i < server_threads; ++i) queues.push_back(builder.AddCompletionQueue());
   }
   if (sync_service) builder.RegisterService(&sync_health);
-  auto server = builder.BuildAndStart();
-  if (!server) return std::fprintf(stderr, "cannot listen on loopback\n"), 1;
+  // --target: a client of an echo in another process, and no server here.
+  std::unique_ptr<grpc::Server> server;
+  if (target.empty()) {
+    server = builder.BuildAndStart();
+    if (!server) return std::fprintf(stderr, "cannot listen on loopback\n"), 1;
+  } else {
+    queues.clear();
+  }
   std::vector<std::thread> server_threads_run;
   for (auto& cq : queues) {
     for (int i = 0; i < 64; ++i) new AsyncEchoCall(&async_service, cq.get());
@@ -243,16 +263,24 @@ int main(int argc, char** argv) {
       args.SetMaxSendMessageSize(kMaxMessage);
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
       for (const auto& [name, value] : parsed_args) args.SetInt(name, value);
+      const std::string address = target.empty() ? "127.0.0.1:" + std::to_string(port) : target;
       stubs.push_back(std::make_unique<grpc::GenericStub>(
-          grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args)));
+          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
     }
   };
-  connect();
   const auto shut_down = [&] {
-    server->Shutdown();
+    if (server) server->Shutdown();
     for (auto& cq : queues) cq->Shutdown();
     for (auto& t : server_threads_run) t.join();
   };
+  if (!serve_port_file.empty()) {  // --serve: until SIGTERM or SIGINT
+    std::ofstream(serve_port_file) << port << "\n";
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    shut_down();
+    return 0;
+  }
+  connect();
 
   if (mode == "transfer") {
     // With several connections the bytes are split evenly: each moves its
@@ -286,9 +314,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < count; ++i) times.push_back(transfer());
     shut_down();
     if (*std::min_element(times.begin(), times.end()) < 0) return std::fprintf(stderr, "a call failed\n"), 1;
-    std::printf("mode=transfer server_api=%s fresh_connection=%d connections=%d up_bytes=%lu down_bytes=%lu calls=%d median_ms=%.3f "
+    std::printf("mode=transfer server=%s server_api=%s fresh_connection=%d connections=%d up_bytes=%lu down_bytes=%lu calls=%d median_ms=%.3f "
                 "min_ms=%.3f\n",
-                server_api.c_str(), fresh_connection, connections, up_bytes, down_bytes, count, Percentile(times, 0.5) * 1e3,
+                target.empty() ? "same-process" : "other-process", server_api.c_str(), fresh_connection, connections, up_bytes, down_bytes, count, Percentile(times, 0.5) * 1e3,
                 Percentile(times, 0.0) * 1e3);
     return 0;
   }
@@ -316,9 +344,9 @@ int main(int argc, char** argv) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> all;
   for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::printf("mode=latency server_api=%s server_threads=%d health=%d sync_service=%d busy_poll=%d server_busy_poll=%d connections=%d "
+  std::printf("mode=latency server=%s server_api=%s server_threads=%d health=%d sync_service=%d busy_poll=%d server_busy_poll=%d connections=%d "
               "concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f p99_us=%.1f\n",
-              server_api.c_str(), server_api == "async" ? server_threads : 0, health, sync_service, busy_poll, server_busy_poll,
+              target.empty() ? "same-process" : "other-process", server_api.c_str(), server_api == "async" ? server_threads : 0, health, sync_service, busy_poll, server_busy_poll,
               connections, concurrency, all.size(), failures.load(), static_cast<double>(all.size()) / elapsed,
               Percentile(all, 0.5) * 1e6, Percentile(all, 0.99) * 1e6);
   shut_down();

@@ -8,7 +8,7 @@
 #   BENCH_SHAPES, BENCH_STEPS, BENCH_ITERS override the benchmark's lists.
 #   SWEEP_SHAPES, SWEEP_SEED, SWEEP_STEPS, SWEEP_LAYOUTS shape the sweep.
 #   PARTS picks sections (default all, in this order): tests service tiny
-#   echoapi firsttouch soak bench sweep sass sanitize ncu. A device call has 600 s;
+#   grpcfloor firsttouch soak bench sweep sass sanitize ncu. A device call has 600 s;
 #   the whole script needs about two, so split it, e.g. PARTS="tests service
 #   soak sass".
 set -uo pipefail

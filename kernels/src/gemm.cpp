@@ -131,12 +131,21 @@ std::string CreateContext(int device, DeviceContext* ctx) {
   // Split-K's workspace and the padded copies come from the stream-ordered
   // pool, which by default hands its memory back at every synchronize, so
   // that each launch maps pages again: split-K launches took 40 µs or more
-  // on an H100 for 5 µs of work. Keep up to the split-K workspace's cap.
+  // on an H100 for 5 µs of work. Keep at least the split-K workspace's cap,
+  // and never lower what the process keeps: the pool is the device's, and
+  // gemmd keeps all it grows to (setting the cap here undid that for every
+  // context made after gemmd set it, session 20).
   cudaMemPool_t pool = nullptr;
   if (auto e = cudaDeviceGetDefaultMemPool(&pool, device); e != cudaSuccess) return CudaError("memory pool", e);
-  uint64_t keep = static_cast<uint64_t>(common::kMaxSplitWorkspaceBytes);
-  if (auto e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep); e != cudaSuccess) {
+  uint64_t keep = 0;
+  if (auto e = cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep); e != cudaSuccess) {
     return CudaError("memory pool release threshold", e);
+  }
+  if (keep < static_cast<uint64_t>(common::kMaxSplitWorkspaceBytes)) {
+    keep = static_cast<uint64_t>(common::kMaxSplitWorkspaceBytes);
+    if (auto e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep); e != cudaSuccess) {
+      return CudaError("memory pool release threshold", e);
+    }
   }
   for (auto family : {detail::Sm90Kernels(), detail::Sm100Kernels()}) {
     for (const auto& k : family) {

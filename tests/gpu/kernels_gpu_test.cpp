@@ -46,6 +46,23 @@ class KernelsGpuTest : public ::testing::Test {
   gemm::CompareResult* cmp_ = nullptr;
 };
 
+// A context keeps at least split-K's workspace in the device's pool, and
+// never lowers what the process chose to keep (gemmd keeps everything).
+TEST_F(KernelsGpuTest, AContextRaisesThePoolsReleaseThresholdButNeverLowersIt) {
+  cudaMemPool_t pool = nullptr;
+  ASSERT_CUDA(cudaDeviceGetDefaultMemPool(&pool, 0));
+  uint64_t keep = 0;
+  ASSERT_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  EXPECT_GE(keep, 256ull << 20) << "the fixture's context set at least the split-K floor";
+  uint64_t everything = UINT64_MAX;
+  ASSERT_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &everything));
+  gemm::DeviceContext another;
+  ASSERT_EQ(gemm::CreateContext(0, &another), "");
+  ASSERT_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  EXPECT_EQ(keep, UINT64_MAX);
+  gemm::DestroyContext(&another);
+}
+
 TEST_F(KernelsGpuTest, FillRandomMatchesTheHostGenerator) {
   const uint64_t n = 100003;
   __half* d = nullptr;

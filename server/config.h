@@ -54,6 +54,9 @@ struct ServerConfig {
   // After this long without a request, a tiny kernel keeps each GPU's clocks
   // up (and again every period while idle); 0 = off.
   uint32_t keep_warm_ms = 0;
+  // Device memory (MiB per GPU) mapped and touched at start-up and kept in
+  // its pool, so that a request's buffers do not grow the pool.
+  uint32_t reserve_device_mib = 1024;
   std::string port_file;                          // write the bound gRPC port here
   std::string log_level = "info";
   // TLS for gRPC: PEM files. With tls_client_ca, clients must present a

@@ -150,6 +150,17 @@ TEST(Config, MultiplyThreadsDefaultToTheServersChoice) {
   EXPECT_FALSE(Parse({"--multiply-threads", "-1"}).config);
 }
 
+TEST(Config, DeviceMemoryIsReservedUnlessTurnedOff) {
+  auto p = Parse({});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->reserve_device_mib, 1024u);
+  p = Parse({"--reserve-device-mib", "0"});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->reserve_device_mib, 0u);
+  EXPECT_FALSE(Parse({"--reserve-device-mib", "-5"}).config);
+  EXPECT_FALSE(Parse({"--reserve-device-mib", "2000000"}).config);
+}
+
 TEST(Config, StreamIdleLimitAndMatrixCountAreSettable) {
   auto p = Parse({"--stream-idle-seconds", "2.5", "--max-matrices", "7"});
   ASSERT_TRUE(p.config);

@@ -30,6 +30,10 @@ struct CudaEngineOptions {
   // grid, and step 0 runs the grid's pick (gemm/vendor_plan.h): no request
   // pays a kernel load or a heuristic. About 1.2 s of start-up per GPU.
   bool plan_vendor_kernels = false;
+  // Device memory the pool maps and touches at start-up and keeps: a
+  // request up to this size of buffers takes them from memory already
+  // mapped instead of growing the pool on its own path. 0: none.
+  uint64_t reserved_pool_bytes = 0;
 };
 
 class CudaEngine final : public Engine {

@@ -18,6 +18,7 @@ absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineO
   copts.selftest = options.selftest;
   copts.keep_warm_ms = options.keep_warm_ms;
   copts.plan_vendor_kernels = options.plan_vendor_kernels;
+  copts.reserved_pool_bytes = options.reserved_pool_bytes;
   auto cuda = CudaEngine::Create(copts);
   if (cuda.ok()) {
     const size_t n = (*cuda)->devices().size();

@@ -22,6 +22,7 @@ struct EngineOptions {
   StepGateOptions selftest;         // the CUDA engine's start-up self-test
   uint32_t keep_warm_ms = 0;        // CUDA: a tiny kernel after this long idle; 0 = never
   bool plan_vendor_kernels = false;  // CUDA: cuBLAS's kernels loaded at start-up (gemm/vendor_plan.h)
+  uint64_t reserved_pool_bytes = 0;  // CUDA: device memory mapped into each GPU's pool at start-up
 };
 
 absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineOptions& options);

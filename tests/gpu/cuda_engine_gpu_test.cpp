@@ -263,6 +263,27 @@ TEST(CudaEngineGpu, TooLargeForTheDeviceIsResourceExhaustedAndTheDeviceStaysHeal
 
 // The keep-warm launches its kernel only once a device has been idle for a
 // period, keeps launching while it stays idle, and stops with the engine.
+// Each test runs in a process of its own (ctest), so the device's pool
+// starts empty here.
+TEST(CudaEngineGpu, TheReservedPoolHoldsARequestsBuffersWithoutGrowing) {
+  SKIP_WITHOUT_GPU();
+  CudaEngineOptions o;
+  // More than the kernel library's split-K floor (256 MiB), which its
+  // contexts once set as the pool's release threshold and so trimmed this.
+  o.reserved_pool_bytes = 512ull << 20;
+  auto created = CudaEngine::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto& engine = *created;
+  const DeviceMemory reserved = engine->memory(0);
+  EXPECT_GE(reserved.pool_bytes, 512ull << 20);
+  EXPECT_LT(reserved.used_bytes, 512ull << 20) << "mapped, then handed back to the pool";
+  const GemmJob job = SeededJob(2048, 2048, 2048, 7);  // verified: A, B, D and the reference, 32 MiB
+  const auto report = engine->Run(0, job);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->verification.passed);
+  EXPECT_EQ(engine->memory(0).pool_bytes, reserved.pool_bytes) << "the request's buffers came from the reserve";
+}
+
 TEST(CudaEngineGpu, KeepWarmRunsOnlyWhileTheDeviceIsIdle) {
   SKIP_WITHOUT_GPU();
   CudaEngineOptions o;

@@ -133,21 +133,20 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
         const uint64_t i = next.fetch_add(1);
         if (args.count ? i >= args.count : Clock::now() >= end) break;
         const size_t ci = i % combos.size();
+        gemm::v1::MultiplyRequest generated;
+        if (!args.inline_data) {
+          generated = RequestFor(combos[ci], args);
+          generated.mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
+          generated.mutable_b()->mutable_random()->set_seed(i + 1);
+        }
         GemmClient& to = *clients[t % clients.size()];
         gemm::v1::MultiplyResponse resp;
         int retries = 0;
-        grpc::Status st;
-        auto t0 = Clock::now();
-        if (args.inline_data) {
-          ClientTiming timing;
-          st = to.MultiplyTimed(inline_requests[ci], &resp, &timing, &d, &retries);
-        } else {
-          gemm::v1::MultiplyRequest req = RequestFor(combos[ci], args);
-          req.mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
-          req.mutable_b()->mutable_random()->set_seed(i + 1);
-          t0 = Clock::now();
-          st = to.Multiply(req, &resp, &retries);
-        }
+        ClientTiming timing;
+        const auto t0 = Clock::now();
+        const grpc::Status st = args.inline_data
+                                    ? to.MultiplyTimed(inline_requests[ci], &resp, &timing, &d, &retries)
+                                    : to.Multiply(generated, &resp, &retries);
         const double lat = std::chrono::duration<double>(Clock::now() - t0).count();
         grpc::StatusCode code = st.error_code();
         if (st.ok() && resp.verification().performed() && !resp.verification().passed()) {

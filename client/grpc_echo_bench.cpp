@@ -29,9 +29,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -190,7 +190,10 @@ int main(int argc, char** argv) {
   app.add_flag("--sync-service", sync_service,
                "also serve a service on the synchronous API (as gemmd's reflection is), never called");
   CLI11_PARSE(app, argc, argv);
-  if (!target.empty() && !serve_port_file.empty()) return std::fprintf(stderr, "--serve and --target exclude each other\n"), 2;
+  if (!target.empty() && !serve_port_file.empty()) {
+    return std::fprintf(stderr, "--serve and --target exclude each other\n"), 2;
+  }
+  const char* const server_process = target.empty() ? "same-process" : "other-process";
   // Blocked before gRPC starts its threads, so that only sigwait takes them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -314,10 +317,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < count; ++i) times.push_back(transfer());
     shut_down();
     if (*std::min_element(times.begin(), times.end()) < 0) return std::fprintf(stderr, "a call failed\n"), 1;
-    std::printf("mode=transfer server=%s server_api=%s fresh_connection=%d connections=%d up_bytes=%lu down_bytes=%lu calls=%d median_ms=%.3f "
-                "min_ms=%.3f\n",
-                target.empty() ? "same-process" : "other-process", server_api.c_str(), fresh_connection, connections, up_bytes, down_bytes, count, Percentile(times, 0.5) * 1e3,
-                Percentile(times, 0.0) * 1e3);
+    std::printf("mode=transfer server=%s server_api=%s fresh_connection=%d connections=%d up_bytes=%lu "
+                "down_bytes=%lu calls=%d median_ms=%.3f min_ms=%.3f\n",
+                server_process, server_api.c_str(), fresh_connection, connections, up_bytes, down_bytes, count,
+                Percentile(times, 0.5) * 1e3, Percentile(times, 0.0) * 1e3);
     return 0;
   }
 
@@ -344,9 +347,11 @@ int main(int argc, char** argv) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> all;
   for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::printf("mode=latency server=%s server_api=%s server_threads=%d health=%d sync_service=%d busy_poll=%d server_busy_poll=%d connections=%d "
-              "concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f p99_us=%.1f\n",
-              target.empty() ? "same-process" : "other-process", server_api.c_str(), server_api == "async" ? server_threads : 0, health, sync_service, busy_poll, server_busy_poll,
+  std::printf("mode=latency server=%s server_api=%s server_threads=%d health=%d sync_service=%d busy_poll=%d "
+              "server_busy_poll=%d connections=%d concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f "
+              "p99_us=%.1f\n",
+              server_process, server_api.c_str(), server_api == "async" ? server_threads : 0, health, sync_service,
+              busy_poll, server_busy_poll,
               connections, concurrency, all.size(), failures.load(), static_cast<double>(all.size()) / elapsed,
               Percentile(all, 0.5) * 1e6, Percentile(all, 0.99) * 1e6);
   shut_down();

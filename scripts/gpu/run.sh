@@ -112,31 +112,28 @@ PY
 # 2b. The service path against its floors, measured here and now: bare gRPC
 # over loopback (grpc-echo-bench), tiny requests through gemmd, and an
 # inline 4096^3 request (64 MiB up, 32 MiB down) phase by phase.
-"$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 3 --up-bytes 64 --down-bytes 256 >"$OUT/echo.txt"
-"$bin/grpc-echo-bench" --mode latency --concurrency 32 --seconds 3 --up-bytes 64 --down-bytes 256 >>"$OUT/echo.txt"
-"$bin/grpc-echo-bench" --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5 >>"$OUT/echo.txt"
+# echo_floors ECHO-COMMAND...: its p50 at one call in flight, its rate at 32, and
+# the inline 4096^3 request's bytes moved once; a line each.
+echo_floors() {
+  "$@" --mode latency --concurrency 1 --seconds 3 --up-bytes 64 --down-bytes 256
+  "$@" --mode latency --concurrency 32 --seconds 3 --up-bytes 64 --down-bytes 256
+  "$@" --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5
+}
+echo_floors "$bin/grpc-echo-bench" >"$OUT/echo.txt"
 # The same three under gemmd's own transport model: the poll poller and a
 # completion-queue thread per quarter of the cores (1-4), as gemmd serves
 # Multiply. On some hosts this floor is the lower one (session 20), so the
-# targets are judged against the lower of the two.
+# targets are judged against the lowest of the floors.
 queue_threads=$(($(nproc) / 4)); ((queue_threads < 1)) && queue_threads=1; ((queue_threads > 4)) && queue_threads=4
 echo_as_gemmd() { GRPC_POLL_STRATEGY=poll "$bin/grpc-echo-bench" --server-api async --server-threads $queue_threads "$@"; }
-echo_as_gemmd --mode latency --concurrency 1 --seconds 3 --up-bytes 64 --down-bytes 256 >"$OUT/echo_as_gemmd.txt"
-echo_as_gemmd --mode latency --concurrency 32 --seconds 3 --up-bytes 64 --down-bytes 256 >>"$OUT/echo_as_gemmd.txt"
-echo_as_gemmd --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5 >>"$OUT/echo_as_gemmd.txt"
+echo_floors echo_as_gemmd >"$OUT/echo_as_gemmd.txt"
 # And with the server in a process of its own, as gemmd and gemm-client
 # are (the client on gRPC's default poller, as gemm-client is).
 rm -f "$work/echo_port"
 GRPC_POLL_STRATEGY=poll "$bin/grpc-echo-bench" --serve "$work/echo_port" --server-api async --server-threads $queue_threads &
 echo_pid=$!
 for _ in $(seq 100); do [[ -s $work/echo_port ]] && break; sleep 0.1; done
-echo_target="--target 127.0.0.1:$(cat "$work/echo_port")"
-# shellcheck disable=SC2086
-{
-  "$bin/grpc-echo-bench" $echo_target --mode latency --concurrency 1 --seconds 3 --up-bytes 64 --down-bytes 256
-  "$bin/grpc-echo-bench" $echo_target --mode latency --concurrency 32 --seconds 3 --up-bytes 64 --down-bytes 256
-  "$bin/grpc-echo-bench" $echo_target --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5
-} >"$OUT/echo_two_processes.txt"
+echo_floors "$bin/grpc-echo-bench" --target "127.0.0.1:$(cat "$work/echo_port")" >"$OUT/echo_two_processes.txt"
 kill "$echo_pid"; wait "$echo_pid"
 # A one-shot client (gemm-client run) moves its bytes on a new connection
 # into memory it has never touched: the echo doing the same took 81-103 ms
@@ -212,9 +209,10 @@ fi
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import json, re, sys, statistics
 out = sys.argv[1]
-echo = [dict(kv.split("=") for kv in line.split()) for line in open(f"{out}/echo.txt")]
-mine = [dict(kv.split("=") for kv in line.split()) for line in open(f"{out}/echo_as_gemmd.txt")]
-two = [dict(kv.split("=") for kv in line.split()) for line in open(f"{out}/echo_two_processes.txt")]
+# A file of grpc-echo-bench lines, each a dict of its key=value pairs.
+def records(name):
+    return [dict(kv.split("=") for kv in line.split()) for line in open(f"{out}/{name}")]
+echo, mine, two = records("echo.txt"), records("echo_as_gemmd.txt"), records("echo_two_processes.txt")
 # Each floor three ways: gRPC's defaults (epoll1, callback API) and gemmd's
 # model (poll, completion queues) in one process, and gemmd's model in a
 # process of its own; the targets against the strictest.
@@ -238,7 +236,7 @@ print(f"tiny 64^3 step 0, 1 in flight: p50 {c1[1]:.0f} us (target <= 120; bare g
 print(f"tiny 64^3 step 0, 32 in flight: {c32[0]:.0f} req/s (target >= 40000; bare echo {e_c32:.0f}, as gemmd serves "
       f"{m_c32:.0f}, across two processes {float(two[1]['calls_per_s']):.0f})")
 c1p = bench(f"{out}/tiny_c1_polling.txt")
-e1p = float(dict(kv.split("=") for kv in open(f"{out}/echo_polling.txt").read().split())["p50_us"])
+e1p = float(records("echo_polling.txt")[0]["p50_us"])
 print(f"tiny 64^3 step 0, 1 in flight, client polling (--busy-poll): p50 {c1p[1]:.0f} us (echo polling too "
       f"{e1p:.0f} us, gap {c1p[1] - e1p:.0f} us)")
 for path in ("tiny_c1", "tiny_c1_polling", "tiny_c32"):
@@ -252,7 +250,7 @@ server = sum(g(k) for k in ("prepareSeconds", "queueSeconds", "uploadSeconds", "
 rt = c["roundTripSeconds"] * 1e3
 grpc_net = (c["callSeconds"] - t["totalSeconds"]) * 1e3
 parts = c["serializeSeconds"] * 1e3 + grpc_net + server + c["deserializeSeconds"] * 1e3
-fresh = [float(dict(kv.split("=") for kv in line.split())["median_ms"]) for line in open(f"{out}/echo_fresh.txt")]
+fresh = [float(r["median_ms"]) for r in records("echo_fresh.txt")]
 print(f"inline 4096^3 (64 MiB up, 32 MiB down), one-shot client, median of {len(runs)}: round trip {rt:.1f} ms "
       f"(target <= 50, and <= 1.25x the bare transfer on a new connection {fresh[0]:.1f} ms, as gemmd serves "
       f"{fresh[1]:.1f}: x{rt / min(fresh):.2f} of the lower; on a warm one, lowest of three, {f_tr:.1f}: x{rt / f_tr:.2f})")

@@ -105,7 +105,7 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
       ->envname("GEMMD_KEEP_WARM_MS")->check(CLI::Range(0u, 60000u))->capture_default_str();
   app.add_option("--reserve-device-mib", c.reserve_device_mib,
                  "device memory per GPU mapped and touched at start-up and kept for requests' buffers, so that a "
-                 "request does not grow the memory pool on its way (a first 4096^3 request needs 128 MiB); 0 "
+                 "request does not grow the memory pool on its way (a verified 8192^3 request needs 512 MiB); 0 "
                  "maps memory as requests need it")
       ->envname("GEMMD_RESERVE_DEVICE_MIB")->check(CLI::Range(0u, 1u << 20))->capture_default_str();
   app.add_option("--port-file", c.port_file, "write the bound gRPC port to this file once serving")

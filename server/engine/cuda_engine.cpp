@@ -28,9 +28,11 @@ namespace {
 // Maps `bytes` into the device's pool and touches them, then hands them
 // back; the pool keeps what it has (its release threshold is unbounded), so
 // a request's buffers up to that size come from memory already mapped. A
-// first 4096^3 request otherwise grew the pool by 128 MiB on its own path
-// (x1.19-1.39 of steady, session 20). Short of memory, the server starts
-// without the reserve: it is a latency measure, not a guarantee.
+// fresh server's first 8192^3 request (512 MiB of buffers, past what
+// start-up leaves in the pool) otherwise grew it on its own path: x1.12
+// and x1.17 of steady, against x1.00 and x1.03 with 1 GiB reserved
+// (session 20). Short of memory, the server starts without the reserve: it
+// is a latency measure, not a guarantee.
 void ReservePoolMemory(CudaEngine::Device& dev, uint64_t bytes) {
   if (bytes == 0) return;
   const auto start = std::chrono::steady_clock::now();

@@ -74,6 +74,8 @@ double Percentile(const std::vector<double>& sorted, double p) {
 
 }  // namespace
 
+uint32_t AutoConnections(uint32_t concurrency) { return std::clamp((concurrency + 3) / 4, 1u, 8u); }
+
 int CmdBench(GemmClient& client, const BenchArgs& args) {
   std::vector<Combo> combos;
   for (const auto& s : args.shapes) {
@@ -88,9 +90,10 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
     }
   }
   const double duration = args.count == 0 && args.duration_seconds <= 0 ? 10.0 : args.duration_seconds;
-  const uint32_t connections = std::min(args.connections, args.concurrency);
-  std::fprintf(stderr, "bench: %zu shape/step pairs, concurrency %u over %u connection(s), %s, replies awaited %s\n",
-               combos.size(), args.concurrency, connections,
+  const uint32_t connections =
+      std::min(args.connections ? args.connections : AutoConnections(args.concurrency), args.concurrency);
+  std::fprintf(stderr, "bench: %zu shape/step pairs, concurrency %u over %u connection(s)%s, %s, replies awaited %s\n",
+               combos.size(), args.concurrency, connections, args.connections ? "" : " (one per 4 in flight)",
                args.count ? (std::to_string(args.count) + " requests").c_str()
                           : (std::to_string(duration) + " s").c_str(),
                client.options().busy_poll ? "by polling" : "asleep");
@@ -245,7 +248,8 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
               total_ok / wall, total_retries);
 
   if (!args.json_file.empty()) {
-    nlohmann::json doc = {{"wall_seconds", wall}, {"concurrency", args.concurrency}, {"results", rows}};
+    nlohmann::json doc = {{"wall_seconds", wall}, {"concurrency", args.concurrency},
+                          {"connections", connections}, {"results", rows}};
     std::ofstream(args.json_file) << doc.dump(2) << "\n";
   }
   if (!args.csv_file.empty()) {

@@ -33,7 +33,8 @@ struct BenchArgs {
   std::vector<std::string> shapes{"512x512x512"};
   std::vector<uint32_t> steps{0};
   uint32_t concurrency = 1;
-  uint32_t connections = 1;  // TCP connections the requests are spread over
+  // TCP connections the requests are spread over; 0: AutoConnections.
+  uint32_t connections = 0;
   double duration_seconds = 0;  // with count = 0: 10 s
   uint64_t count = 0;
   uint32_t repeats = 1;
@@ -56,6 +57,15 @@ int CmdBench(GemmClient& client, const BenchArgs& args);
 
 // Prints "<what>: 42% (1.2 of 2.9 GiB)" on stderr, live on a terminal.
 Progress ProgressPrinter(const std::string& what);
+
+// bench's connections when none are asked for: one per four requests in
+// flight, at most eight. One gRPC connection is read and written by one
+// thread at a time on each side, and caps a load test at that connection's
+// rate, well under what the server answers (docs/service-path.md, session
+// 17: 32 in flight ran 25K req/s over one, 35K over two, 42K over eight, and
+// no more over sixteen). gRPC's performance guide advises a pool of
+// channels for such load. One request in flight keeps one connection.
+uint32_t AutoConnections(uint32_t concurrency);
 
 // "512x384x256" -> m, n, k; false on a malformed string.
 bool ParseShape(const std::string& text, int64_t* m, int64_t* n, int64_t* k);

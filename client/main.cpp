@@ -94,9 +94,9 @@ int main(int argc, char** argv) {
   bench->add_option("--concurrency", bench_args.concurrency, "requests in flight")
       ->check(CLI::Range(1, 4096))->capture_default_str();
   bench->add_option("--connections", bench_args.connections,
-                    "TCP connections the requests are spread over (one gRPC connection is handled by one "
-                    "thread at a time on each side)")
-      ->check(CLI::Range(1, 64))->capture_default_str();
+                    "TCP connections the requests are spread over; by default one per 4 requests in flight, at "
+                    "most 8 (one gRPC connection is handled by one thread at a time on each side)")
+      ->check(CLI::Range(1, 64))->default_str("auto");
   auto* dur = bench->add_option("--duration", bench_args.duration_seconds, "seconds to run (default 10)");
   auto* cnt = bench->add_option("--count", bench_args.count, "requests to send, instead of --duration");
   dur->excludes(cnt);

@@ -116,6 +116,27 @@ ok "bench"
 grep -q "total: 20 ok of 20" "$work/bench_inline" || { cat "$work/bench_inline"; fail "bench --inline"; }
 ok "bench --inline"
 
+
+# Its connections: one per four requests in flight unless asked, counted as
+# the established TCP connections to the server's port while it runs (gRPC
+# opens IPv6 sockets, 127.0.0.1 mapped, so both tables are read).
+port_hex=$(printf '%04X' "${GEMM_TARGET##*:}")
+connections_to_server() { cat /proc/net/tcp /proc/net/tcp6 | awk -v p=":$port_hex" '$3 ~ p"$" && $4 == "01"' | wc -l; }
+for want in "12 3" "12 1 --connections 1" "1 1"; do
+  read -r concurrency expected asked <<<"$want"
+  # shellcheck disable=SC2086
+  "$client" bench --shapes 64x64x64 --steps 0 --concurrency "$concurrency" $asked --duration 2 \
+    --json "$work/conns.json" >/dev/null 2>"$work/conns.err" &
+  bench_pid=$!
+  sleep 1
+  seen=$(connections_to_server)
+  wait "$bench_pid" || fail "bench --concurrency $concurrency $asked: $(cat "$work/conns.err")"
+  [[ $seen -eq $expected ]] || fail "bench --concurrency $concurrency $asked held $seen connections, not $expected"
+  grep -q "over $expected connection(s)" "$work/conns.err" || fail "bench did not say $expected: $(cat "$work/conns.err")"
+  python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['connections'] == $expected" "$work/conns.json" ||
+    fail "bench JSON connections"
+done
+ok "bench's connections: one per four in flight unless asked"
 # Against a server that is not there, bench backs off instead of spinning:
 # 16 threads for a second make tens of calls, not hundreds of thousands.
 GEMM_TARGET=127.0.0.1:1 "$client" bench --duration 1 --concurrency 16 >"$work/dead" 2>&1 || true

@@ -100,6 +100,11 @@ st_tot = statistics.median(tot(d) for d in steady)
 st_ker = statistics.median(ker(d) for d in steady)
 print(f"server 4096^3 step 0: first request total {tot(first)*1e3:.2f} ms vs steady median {st_tot*1e3:.2f} ms "
       f"(x{tot(first)/st_tot:.2f}); kernel {ker(first)*1e3:.3f} vs {st_ker*1e3:.3f} ms (x{ker(first)/st_ker:.2f})")
+# Whether a slow first kernel is the clock's (the reply's SM clock, from the
+# telemetry sample nearest it) or a one-time cost (the requests after it).
+clock = lambda d: d.get("smClockMhz", 0)
+print(f"  SM clock (MHz) first {clock(first)}, steady {[clock(d) for d in steady]}; kernels in order (ms) "
+      f"{[round(ker(d) * 1e3, 3) for d in [first] + steady]}")
 idle = docs(f"{out}/idle_requests.json")
 id_tot = statistics.median(tot(d) for d in idle)
 id_ker = statistics.median(ker(d) for d in idle)
@@ -134,6 +139,10 @@ GRPC_POLL_STRATEGY=poll "$bin/grpc-echo-bench" --serve "$work/echo_port" --serve
 echo_pid=$!
 for _ in $(seq 100); do [[ -s $work/echo_port ]] && break; sleep 0.1; done
 echo_floors "$bin/grpc-echo-bench" --target "127.0.0.1:$(cat "$work/echo_port")" >"$OUT/echo_two_processes.txt"
+# 32 in flight over eight connections, as gemm-client bench spreads them
+# by default (one per four in flight): the floor for its rate.
+"$bin/grpc-echo-bench" --target "127.0.0.1:$(cat "$work/echo_port")" --mode latency --concurrency 32 --connections 8 \
+  --seconds 3 --up-bytes 64 --down-bytes 256 >"$OUT/echo_two_processes_c32x8.txt"
 kill "$echo_pid"; wait "$echo_pid"
 # A one-shot client (gemm-client run) moves its bytes on a new connection
 # into memory it has never touched: the echo doing the same took 81-103 ms
@@ -146,6 +155,8 @@ echo_as_gemmd --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 
 "$bin/transfer-limits" --bytes 100663296 >"$OUT/transfer_limits.txt" 2>&1
 "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 5 >"$OUT/tiny_c1.txt" 2>&1
 "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 5 >"$OUT/tiny_c32.txt" 2>&1
+"$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 1 --duration 5 \
+  >"$OUT/tiny_c32_one_connection.txt" 2>&1
 # A client that polls for its reply instead of sleeping (--busy-poll), and
 # the echo's client doing the same: what one thread wake-up costs here.
 "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 3 --up-bytes 64 --down-bytes 256 --busy-poll \
@@ -233,13 +244,18 @@ c1, c32 = bench(f"{out}/tiny_c1.txt"), bench(f"{out}/tiny_c32.txt")
 print(f"tiny 64^3 step 0, 1 in flight: p50 {c1[1]:.0f} us (target <= 120; bare gRPC echo {e_c1:.0f} us, as gemmd "
       f"serves {m_c1:.0f}, across two processes {float(two[0]['p50_us']):.0f}: gap {c1[1] - f_c1:.0f} us to the "
       f"lowest, target <= 60)")
-print(f"tiny 64^3 step 0, 32 in flight: {c32[0]:.0f} req/s (target >= 40000; bare echo {e_c32:.0f}, as gemmd serves "
-      f"{m_c32:.0f}, across two processes {float(two[1]['calls_per_s']):.0f})")
+c32x1 = bench(f"{out}/tiny_c32_one_connection.txt")
+e32x8 = float(records("echo_two_processes_c32x8.txt")[0]["calls_per_s"])
+conns = re.search(r"over (\d+) connection", open(f"{out}/tiny_c32.txt").read()).group(1)
+print(f"tiny 64^3 step 0, 32 in flight, bench's default {conns} connections: {c32[0]:.0f} req/s (target >= 40000; "
+      f"the echo across two processes over 8 connections {e32x8:.0f})")
+print(f"  over one connection: {c32x1[0]:.0f} req/s (bare echo {e_c32:.0f}, as gemmd serves {m_c32:.0f}, across two "
+      f"processes {float(two[1]['calls_per_s']):.0f})")
 c1p = bench(f"{out}/tiny_c1_polling.txt")
 e1p = float(records("echo_polling.txt")[0]["p50_us"])
 print(f"tiny 64^3 step 0, 1 in flight, client polling (--busy-poll): p50 {c1p[1]:.0f} us (echo polling too "
       f"{e1p:.0f} us, gap {c1p[1] - e1p:.0f} us)")
-for path in ("tiny_c1", "tiny_c1_polling", "tiny_c32"):
+for path in ("tiny_c1", "tiny_c1_polling", "tiny_c32", "tiny_c32_one_connection"):
     print(f"  {path}: " + "".join(l.strip() for l in open(f"{out}/{path}.txt") if "server p50" in l))
 runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/inline4096.json").read(), re.S)]
 d = sorted(runs, key=lambda r: r["client"]["roundTripSeconds"])[len(runs) // 2]

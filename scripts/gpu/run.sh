@@ -416,7 +416,8 @@ if part tiny; then
 # TINY_CONFIGS="name:args;name:args" replaces the server settings measured
 # (args starting @NAME run bin/NAME, another build added to the bundle by
 # hand, e.g. "before:@gemmd-before --workers 2"); TINY_ROUNDS how many times
-# over (2). Over four connections the CPU each side spends per request is
+# over (2). Over bench's default connections (eight at 32 in flight) the CPU
+# each side spends per request is
 # noted too (/proc's ticks for gemmd, the shell's `time` for the client),
 # and gemmd's split by thread name. Each setting also serves three inline
 # 4096^3 requests, for the server's H2D and D2H rates, and three over four
@@ -440,28 +441,30 @@ for round in $(seq "$tiny_rounds"); do
     "$bin/grpc-echo-bench" --mode latency --concurrency 32 --seconds 2 --up-bytes 64 --down-bytes 256 \
       >>"$OUT/tiny_${name}_$round.echo"
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 4 >"$OUT/tiny_${name}_$round.c1" 2>&1
-    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 4 >"$OUT/tiny_${name}_$round.c32" 2>&1
+    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 1 --duration 4 \
+      >"$OUT/tiny_${name}_$round.c32" 2>&1
     # One in flight again, with the client polling for its reply (--busy-poll).
     "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256 --busy-poll \
       >"$OUT/tiny_${name}_$round.echo_polling"
     "$bin/gemm-client" --busy-poll bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 3 \
       >"$OUT/tiny_${name}_$round.c1polling" 2>&1
     # One connection is served by one thread at a time on each side: the
-    # same 32 in flight over four, against the echo over four.
-    "$bin/grpc-echo-bench" --mode latency --concurrency 32 --connections 4 --seconds 2 --up-bytes 64 \
+    # same 32 in flight over eight, as bench spreads them, against the echo
+    # over eight.
+    "$bin/grpc-echo-bench" --mode latency --concurrency 32 --connections 8 --seconds 2 --up-bytes 64 \
       --down-bytes 256 >>"$OUT/tiny_${name}_$round.echo"
     server_ticks=$(proc_ticks $gemmd_pid)
     thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.threads0"
     read -r busy0 idle0 < <(machine_ticks)
     { TIMEFORMAT='%U %S'; time "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 \
-        --connections 4 --duration 4 >"$OUT/tiny_${name}_$round.c32x4" 2>&1; } 2>"$OUT/tiny_${name}_$round.c32x4.client_cpu"
+        --duration 4 >"$OUT/tiny_${name}_$round.c32x8" 2>&1; } 2>"$OUT/tiny_${name}_$round.c32x8.client_cpu"
     read -r busy1 idle1 < <(machine_ticks)
     thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.threads1"
     echo "server_ticks=$(($(proc_ticks $gemmd_pid) - server_ticks)) busy=$((busy1 - busy0)) idle=$((idle1 - idle0))" \
-      "hz=$(getconf CLK_TCK) cores=$(nproc)" >"$OUT/tiny_${name}_$round.c32x4.cpu"
+      "hz=$(getconf CLK_TCK) cores=$(nproc)" >"$OUT/tiny_${name}_$round.c32x8.cpu"
     # Verified, as ordinary requests are by default.
-    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 4 --duration 4 --verify \
-      >"$OUT/tiny_${name}_$round.c32x4v" 2>&1
+    "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 4 --verify \
+      >"$OUT/tiny_${name}_$round.c32x8v" 2>&1
     # As a client with its own data sends it: A and B inline, verified, D back.
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 3 --inline --verify \
       >"$OUT/tiny_${name}_$round.c1inline" 2>&1
@@ -499,24 +502,24 @@ for round in range(1, int(sys.argv[2]) + 1):
         echo = [dict(kv.split("=") for kv in line.split()) for line in open(f"{stem}.echo")]
         _, p50, server = bench(f"{stem}.c1")
         rate, _, _ = bench(f"{stem}.c32")
-        rate4, _, _ = bench(f"{stem}.c32x4")
+        rate4, _, _ = bench(f"{stem}.c32x8")
         e50, erate, erate4 = float(echo[0]["p50_us"]), float(echo[1]["calls_per_s"]), float(echo[2]["calls_per_s"])
-        rate4v, _, _ = bench(f"{stem}.c32x4v")
+        rate4v, _, _ = bench(f"{stem}.c32x8v")
         print(f"tiny {name:16s} round {round}: 1 in flight p50 {p50:.0f} us (echo {e50:.0f}, gap {p50 - e50:+.0f}); "
-              f"32 in flight {rate:.0f} req/s (echo {erate:.0f}); over 4 connections {rate4:.0f} (echo {erate4:.0f}), "
+              f"32 in flight, one connection {rate:.0f} req/s (echo {erate:.0f}); over 8 {rate4:.0f} (echo {erate4:.0f}), "
               f"verified {rate4v:.0f}")
         print(f"    {server}")
         _, p50p, _ = bench(f"{stem}.c1polling")
         e50p = float(dict(kv.split("=") for kv in open(f"{stem}.echo_polling").read().split())["p50_us"])
         print(f"    client polling (--busy-poll), 1 in flight: p50 {p50p:.0f} us (echo polling {e50p:.0f}, "
               f"gap {p50p - e50p:+.0f})")
-        cpu = dict(kv.split("=") for kv in open(f"{stem}.c32x4.cpu").read().split())
-        client = sum(float(x) for x in open(f"{stem}.c32x4.client_cpu").read().split()[-2:])
+        cpu = dict(kv.split("=") for kv in open(f"{stem}.c32x8.cpu").read().split())
+        client = sum(float(x) for x in open(f"{stem}.c32x8.client_cpu").read().split()[-2:])
         hz, busy, idle = float(cpu["hz"]), float(cpu["busy"]), float(cpu["idle"])
         n = rate4 * 4 if rate4 else 1  # requests in the 4 s run
-        print(f"    over 4 connections, CPU per request: gemmd {float(cpu['server_ticks']) / hz / n * 1e6:.0f} us, "
+        print(f"    over 8 connections, CPU per request: gemmd {float(cpu['server_ticks']) / hz / n * 1e6:.0f} us, "
               f"client {client / n * 1e6:.0f} us; the machine {busy / (busy + idle) * 100:.0f}% busy "
-              f"({cpu['cores']} cores); {''.join(l.strip() for l in open(f'{stem}.c32x4') if 'server p50' in l)}")
+              f"({cpu['cores']} cores); {''.join(l.strip() for l in open(f'{stem}.c32x8') if 'server p50' in l)}")
         by_thread = threads(f"{stem}.threads1")
         by_thread.subtract(threads(f"{stem}.threads0"))
         top = [f"{name} {t / hz / n * 1e6:.0f}" for name, t in by_thread.most_common(8) if t > 0]

@@ -49,7 +49,8 @@ struct BenchArgs {
 int CmdList(GemmClient& client);
 int CmdHealth(GemmClient& client, const std::string& service, double wait_seconds);
 int CmdRun(GemmClient& client, const RunArgs& args);
-int CmdUpload(GemmClient& client, int64_t rows, int64_t cols, const std::string& file, const std::string& label);
+int CmdUpload(GemmClient& client, int64_t rows, int64_t cols, const std::string& file, const std::string& label,
+              bool transient);
 int CmdDownload(GemmClient& client, const std::string& handle, const std::string& file);
 int CmdDelete(GemmClient& client, const std::string& handle);
 int CmdMatrices(GemmClient& client);

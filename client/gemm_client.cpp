@@ -233,6 +233,7 @@ void GemmClient::SerializeWithoutCopyingData(const gemm::v1::MultiplyRequest& re
   rest.set_output(req.output());
   rest.set_repeats(req.repeats());
   rest.set_benchmark(req.benchmark());
+  rest.set_transient_output(req.transient_output());
   std::vector<std::pair<uint64_t, const std::string*>> inline_data;
   auto take = [&](uint64_t field, const gemm::v1::Operand& op, gemm::v1::Operand* (gemm::v1::MultiplyRequest::*copy)()) {
     if (op.source_case() == gemm::v1::Operand::kData) {
@@ -352,15 +353,22 @@ grpc::Status GemmClient::Delete(const std::string& handle, uint64_t* freed, int*
 
 grpc::Status GemmClient::Upload(int64_t rows, int64_t cols, std::string_view bytes, const std::string& label,
                                 gemm::v1::MatrixInfo* info, const Progress& progress, uint64_t chunk_bytes) {
+  gemm::v1::MatrixHeader header;
+  header.set_rows(rows);
+  header.set_cols(cols);
+  header.set_label(label);
+  return Upload(header, bytes, info, progress, chunk_bytes);
+}
+
+grpc::Status GemmClient::Upload(const gemm::v1::MatrixHeader& header, std::string_view bytes,
+                                gemm::v1::MatrixInfo* info, const Progress& progress, uint64_t chunk_bytes) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
   std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
       grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel_.get(), kUploadMethod, &ctx, info));
   if (chunk_bytes == 0) chunk_bytes = ChunkBytes();
   gemm::v1::UploadMatrixRequest first;  // the header, in the first message only
-  first.mutable_header()->set_rows(rows);
-  first.mutable_header()->set_cols(cols);
-  first.mutable_header()->set_label(label);
+  *first.mutable_header() = header;
   uint64_t offset = 0;
   do {
     // The message's fields, then its data (field 2) as a slice of `bytes`

@@ -120,6 +120,9 @@ class GemmClient {
   // Streams `bytes` (row-major fp16, rows·cols·2 bytes) in chunks.
   grpc::Status Upload(int64_t rows, int64_t cols, std::string_view bytes, const std::string& label,
                       gemm::v1::MatrixInfo* info, const Progress& progress = {}, uint64_t chunk_bytes = 0);
+  // The same, with every header field the caller sets (e.g. transient).
+  grpc::Status Upload(const gemm::v1::MatrixHeader& header, std::string_view bytes, gemm::v1::MatrixInfo* info,
+                      const Progress& progress = {}, uint64_t chunk_bytes = 0);
   grpc::Status Download(const std::string& handle, std::string* bytes, gemm::v1::MatrixInfo* info = nullptr,
                         const Progress& progress = {});
   // Bytes [offset, offset + length) of a stored matrix, written to `dst`,

@@ -79,6 +79,10 @@ int main(int argc, char** argv) {
   upload->add_option("--cols", cols)->required();
   upload->add_option("--file", file)->required()->check(CLI::ExistingFile);
   upload->add_option("--label", label);
+  bool transient = false;
+  upload->add_flag("--transient", transient,
+                   "keep it in the server's memory only, not in its matrix directory: quicker to store, lost when "
+                   "the server restarts");
   auto* download = app.add_subcommand("download", "download a stored matrix to a raw fp16 file");
   download->add_option("--handle", handle)->required();
   download->add_option("--out", file)->required();
@@ -128,7 +132,7 @@ int main(int argc, char** argv) {
   if (*list) return gemmc::CmdList(client);
   if (*health) return gemmc::CmdHealth(client, service, wait);
   if (*run) return gemmc::CmdRun(client, run_args);
-  if (*upload) return gemmc::CmdUpload(client, rows, cols, file, label);
+  if (*upload) return gemmc::CmdUpload(client, rows, cols, file, label, transient);
   if (*download) return gemmc::CmdDownload(client, handle, file);
   if (*del) return gemmc::CmdDelete(client, handle);
   if (*matrices) return gemmc::CmdMatrices(client);

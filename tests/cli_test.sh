@@ -88,8 +88,15 @@ handle=$("$client" upload --rows 96 --cols 1024 --file "$work/b.bin" --label B 2
 "$client" matrices | grep -q "$handle" || fail "matrices does not list $handle"
 "$client" download --handle "$handle" --out "$work/b2.bin" >/dev/null
 cmp -s "$work/b.bin" "$work/b2.bin" || fail "download differs from upload"
+# --transient: kept in the server's memory only, and listed as such.
+scratch=$("$client" upload --rows 96 --cols 1024 --file "$work/b.bin" --label scratch --transient 2>/dev/null)
+"$client" matrices >"$work/matrices"
+grep -q "^$scratch .* transient  scratch$" "$work/matrices" || { cat "$work/matrices"; fail "$scratch not listed transient"; }
+grep -q "^$handle .*  B$" "$work/matrices" && ! grep "^$handle " "$work/matrices" | grep -q transient ||
+  { cat "$work/matrices"; fail "$handle not listed durable"; }
+"$client" delete --handle "$scratch" >/dev/null
 "$client" delete --handle "$handle" | grep -q "deleted" || fail "delete"
-ok "upload, download, delete"
+ok "upload, download, delete; upload --transient"
 
 # Errors: a status name, a readable message and a non-zero exit.
 set +e

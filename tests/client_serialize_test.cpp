@@ -32,6 +32,7 @@ gemm::v1::MultiplyRequest EveryField() {
   req.set_output(gemm::v1::OUTPUT_HANDLE);
   req.set_repeats(9);
   req.set_benchmark(true);
+  req.set_transient_output(true);
   return req;
 }
 

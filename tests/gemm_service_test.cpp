@@ -4,7 +4,11 @@
 
 #include <grpcpp/generic/generic_stub.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <latch>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -456,6 +460,17 @@ TEST_F(GemmServiceTest, RefusesUnknownEnumValuesAndTooManyRepeats) {
   ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT, "repeats = 101 is above this server's limit of 100");
 }
 
+TEST_F(GemmServiceTest, RefusesATransientOutputThatIsNotStored) {
+  for (auto output : {gemm::v1::OUTPUT_INLINE, gemm::v1::OUTPUT_NONE, gemm::v1::OUTPUT_UNSPECIFIED}) {
+    MultiplyRequest req = RandomRequest(8, 8, 8, 1);
+    req.set_output(output);
+    req.set_transient_output(true);
+    ExpectError(Send(req), grpc::StatusCode::INVALID_ARGUMENT,
+                "transient_output applies to a D stored by handle (OUTPUT_HANDLE), and this request asks for output " +
+                    gemm::v1::OutputMode_Name(output));
+  }
+}
+
 TEST_F(GemmServiceTest, RefusesDimensionsAboveTheLimit) {
   ExpectError(Send(RandomRequest(8, 8, config().max_dim + 1, 1)), grpc::StatusCode::RESOURCE_EXHAUSTED,
               "shape.k = 65537 is above this server's largest dimension, 65536");
@@ -590,6 +605,82 @@ class WideLimitsTest : public ServerFixture {
     StartServer(c);
   }
 };
+
+// A server that keeps its matrices on disk (--matrix-dir), as the container
+// image runs it.
+class DurableStoreTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("gemmd-service-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    ServerConfig c = LoopbackConfig();
+    c.matrix_dir = dir_.string();
+    StartServer(c);
+  }
+  void TearDown() override {
+    ServerFixture::TearDown();
+    std::filesystem::remove_all(dir_);
+  }
+  // The matrices on disk: their handles.
+  std::set<std::string> Files() const {
+    std::set<std::string> handles;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+      if (entry.path().extension() == ".gemm") handles.insert(entry.path().stem().string());
+    }
+    return handles;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(DurableStoreTest, TransientUploadsAndResultsStayOffTheDisk) {
+  const int64_t m = 40, n = 24, k = 64;
+  const std::string a = RandomHalfBytes(m, k, 1), b = RandomHalfBytes(n, k, 2);
+  gemm::v1::MatrixInfo ai, bi;
+  ASSERT_TRUE(client().Upload(m, k, a, "A, durable", &ai).ok());
+  gemm::v1::MatrixHeader header;
+  header.set_rows(n);
+  header.set_cols(k);
+  header.set_label("B, scratch");
+  header.set_transient(true);
+  ASSERT_TRUE(client().Upload(header, b, &bi).ok());
+  EXPECT_FALSE(ai.transient());
+  EXPECT_TRUE(bi.transient());
+  EXPECT_EQ(Files(), std::set<std::string>{ai.handle()});
+
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.mutable_a()->set_handle(ai.handle());
+  req.mutable_b()->set_handle(bi.handle());
+  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  req.set_transient_output(true);
+  MultiplyResponse scratch_d;
+  ASSERT_TRUE(client().Multiply(req, &scratch_d).ok());
+  ASSERT_TRUE(scratch_d.verification().passed());
+  req.set_transient_output(false);
+  MultiplyResponse durable_d;
+  ASSERT_TRUE(client().Multiply(req, &durable_d).ok());
+  EXPECT_EQ(Files(), (std::set<std::string>{ai.handle(), durable_d.d_handle()}));
+
+  gemm::v1::ListMatricesResponse list;
+  ASSERT_TRUE(client().ListMatrices(&list).ok());
+  std::map<std::string, bool> transient;
+  for (const auto& info : list.matrices()) transient[info.handle()] = info.transient();
+  EXPECT_EQ(transient, (std::map<std::string, bool>{{ai.handle(), false},
+                                                    {bi.handle(), true},
+                                                    {scratch_d.d_handle(), true},
+                                                    {durable_d.d_handle(), false}}));
+  std::string d;
+  ASSERT_TRUE(client().Download(scratch_d.d_handle(), &d).ok());
+  EXPECT_EQ(CountMismatches(d, ReferenceGemm(ToDouble(a), ToDouble(b), m, n, k)), 0);
+  for (const auto& h : {ai.handle(), bi.handle(), scratch_d.d_handle(), durable_d.d_handle()}) {
+    ASSERT_TRUE(client().Delete(h).ok()) << h;
+  }
+  EXPECT_TRUE(Files().empty());
+}
 
 // The smallest message the server allows: ListMatrices must page, and a
 // download's first chunk must leave room for its header.

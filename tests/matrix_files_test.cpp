@@ -38,8 +38,9 @@ class MatrixFilesTest : public ::testing::Test {
     if (loaded) *loaded = n;
     return store;
   }
-  std::string Put(MatrixStore& store, int64_t rows, int64_t cols, const std::string& label, const std::string& owner) {
-    auto pending = store.Reserve(rows, cols, label, owner);
+  std::string Put(MatrixStore& store, int64_t rows, int64_t cols, const std::string& label, const std::string& owner,
+                  bool transient = false) {
+    auto pending = store.Reserve(rows, cols, label, owner, transient);
     EXPECT_TRUE(pending.ok()) << pending.status();
     std::string bytes(rows * cols * 2, '\0');
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + rows);
@@ -119,6 +120,31 @@ TEST_F(MatrixFilesTest, DeleteRemovesTheFileAndATornWriteLeavesNothing) {
   EXPECT_EQ(loaded, 0u);
   EXPECT_FALSE(fs::exists(dir_ / "m-half-written.gemm.tmp"));
   EXPECT_EQ(store->Get(handle, {"", false}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(MatrixFilesTest, ATransientMatrixIsServedButNeverWrittenAndIsGoneAfterARestart) {
+  std::string durable, left;
+  {
+    auto store = OpenStore();
+    durable = Put(*store, 4, 4, "", "alice");
+    const std::string scratch = Put(*store, 6, 6, "scratch", "alice", /*transient=*/true);
+    EXPECT_TRUE(fs::exists(dir_ / (durable + ".gemm")));
+    size_t files = 0;
+    for (const auto& entry : fs::directory_iterator(dir_)) files += entry.path().filename() != ".gemmd.lock";
+    EXPECT_EQ(files, 1u) << "only the durable matrix is on disk, and no temporary is left";
+    auto m = store->Get(scratch, {"alice", false});
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_TRUE((*m)->description().transient);
+    const auto* bytes = reinterpret_cast<const char*>((*m)->data());
+    for (size_t i = 0; i < 6 * 6 * 2; ++i) ASSERT_EQ(bytes[i], static_cast<char>(i * 7 + 6)) << i;
+    EXPECT_EQ(store->Delete(scratch, {"alice", false}).value_or(0), 6u * 6 * 2);
+    left = Put(*store, 5, 5, "", "alice", /*transient=*/true);  // still stored when the process ends
+  }
+  size_t loaded = 0;
+  auto store = OpenStore(&loaded);
+  EXPECT_EQ(loaded, 1u);
+  EXPECT_TRUE(store->Get(durable, {"alice", false}).ok());
+  EXPECT_EQ(store->Get(left, {"alice", false}).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(MatrixFilesTest, ASecondOpenOfTheDirectoryIsRefusedUntilTheFirstCloses) {

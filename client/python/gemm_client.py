@@ -71,13 +71,16 @@ class GemmClient:
     def list_kernels(self):
         return self._stub.ListKernels(gemm_pb2.ListKernelsRequest(), timeout=self._timeout, metadata=self._metadata)
 
-    def upload(self, matrix, label="", chunk_bytes=1 << 20):
-        """Uploads a 2-D array as fp16 in chunks; returns its handle."""
+    def upload(self, matrix, label="", chunk_bytes=1 << 20, transient=False):
+        """Uploads a 2-D array as fp16 in chunks; returns its handle.
+
+        transient: kept in the server's memory only, never in its matrix
+        directory (quicker to store; lost when the server restarts)."""
         data = np.ascontiguousarray(matrix, dtype="<f2").tobytes()
         rows, cols = matrix.shape
 
         def chunks():
-            header = gemm_pb2.MatrixHeader(rows=rows, cols=cols, label=label)
+            header = gemm_pb2.MatrixHeader(rows=rows, cols=cols, label=label, transient=transient)
             for off in range(0, max(len(data), 1), chunk_bytes):
                 yield gemm_pb2.UploadMatrixRequest(header=header if off == 0 else None,
                                                    data=data[off:off + chunk_bytes])

@@ -75,6 +75,14 @@ class GemmClientTest(unittest.TestCase):
         finally:
             self.client.delete(handle)
 
+    def test_a_transient_upload_round_trips(self):
+        m = self.rng.uniform(-1, 1, (30, 20)).astype(np.float16)
+        handle = self.client.upload(m, label="scratch", transient=True)
+        try:
+            self.assertTrue(np.array_equal(self.client.download(handle), m))
+        finally:
+            self.client.delete(handle)
+
     def test_list_kernels(self):
         r = self.client.list_kernels()
         self.assertEqual(len(r.kernels), 11)

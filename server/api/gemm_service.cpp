@@ -223,7 +223,7 @@ void GemmService::Multiply(QueuedCall* queued) {
     job.d = reinterpret_cast<uint16_t*>(call->d_inline->data());
   } else if (req->output() == gemm::v1::OUTPUT_HANDLE) {
     auto pending = store_.Reserve(job.m, job.n, "D of a step " + std::to_string(job.step) + " multiply",
-                                  call->caller.identity);
+                                  call->caller.identity, req->transient_output());
     if (!pending.ok()) {
       FinishMultiply(call, pending.status());
       return;

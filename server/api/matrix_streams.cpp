@@ -37,6 +37,7 @@ void FillInfo(const MatrixDescription& d, MatrixInfo* out) {
   out->set_bytes(d.bytes);
   out->set_label(d.label);
   out->set_owner(d.owner);
+  out->set_transient(d.transient);
 }
 
 namespace {

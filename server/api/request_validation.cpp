@@ -90,6 +90,10 @@ absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& l
   if (!gemm::v1::OutputMode_IsValid(req.output())) {
     return absl::InvalidArgumentError("unknown output mode " + std::to_string(req.output()));
   }
+  if (req.transient_output() && req.output() != gemm::v1::OUTPUT_HANDLE) {
+    return absl::InvalidArgumentError("transient_output applies to a D stored by handle (OUTPUT_HANDLE), and this "
+                                      "request asks for output " + gemm::v1::OutputMode_Name(req.output()));
+  }
   if (req.repeats() > limits.max_repeats) {
     return absl::InvalidArgumentError("repeats = " + std::to_string(req.repeats()) +
                                       " is above this server's limit of " +

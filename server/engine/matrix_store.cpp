@@ -64,7 +64,7 @@ MatrixStore::~MatrixStore() {
 }
 
 absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows, int64_t cols, std::string label,
-                                                                     std::string owner) {
+                                                                     std::string owner, bool transient) {
   if (rows < 1 || cols < 1) {
     return absl::InvalidArgumentError("a matrix needs rows >= 1 and cols >= 1, got " +
                                       std::to_string(rows) + "x" + std::to_string(cols));
@@ -112,6 +112,7 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows
   m.desc_.bytes = bytes;
   m.desc_.label = std::move(label);
   m.desc_.owner = std::move(owner);
+  m.desc_.transient = transient;
   m.data_ = buffers_->Take(bytes);
   if (!m.data_) {
     return absl::ResourceExhaustedError("the server could not allocate " + std::to_string(bytes) +
@@ -135,7 +136,7 @@ absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMat
   // On disk before anyone learns the handle (outside the lock: a big write
   // must not hold up every other call). On failure the matrix is dropped
   // and its quota returns.
-  if (files_) {
+  if (files_ && !m->desc_.transient) {
     if (auto st = files_->Write(m->desc_, m->data()); !st.ok()) return st;
   }
   MatrixDescription desc;
@@ -210,7 +211,7 @@ absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle, const Call
     victim = std::move(it->second);
     matrices_.erase(it);
   }
-  if (files_) files_->Remove(victim->description().handle);
+  if (files_ && !victim->description().transient) files_->Remove(victim->description().handle);
   const uint64_t bytes = victim->description().bytes;
   victim.reset();  // frees now unless a running GEMM still reads it
   Publish();

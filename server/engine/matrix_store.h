@@ -28,6 +28,10 @@ struct MatrixDescription {
   uint64_t bytes = 0;
   std::string label;
   std::string owner;  // the identity that stored it ("" on a server without authentication)
+  // Kept in memory only, never on disk: gone after a restart. For scratch
+  // matrices deleted after one Multiply, which a durable write (fsynced
+  // before it is acknowledged) would slow for nothing.
+  bool transient = false;
 };
 
 // Who asks the store. A matrix is visible to its owner only, or to every
@@ -125,9 +129,10 @@ class MatrixStore {
 
   // Reserves Charge(rows·cols·2, label). INVALID_ARGUMENT for a bad shape
   // or a label over kMaxLabelBytes, RESOURCE_EXHAUSTED when the quota or
-  // the matrix count cannot hold it.
+  // the matrix count cannot hold it. A `transient` matrix is never written
+  // to the attached files (MatrixDescription::transient).
   absl::StatusOr<std::unique_ptr<PendingMatrix>> Reserve(int64_t rows, int64_t cols, std::string label,
-                                                         std::string owner);
+                                                         std::string owner, bool transient = false);
 
   // Publishes a fully written matrix under a new handle. INVALID_ARGUMENT
   // when bytes are missing.

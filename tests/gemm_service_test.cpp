@@ -34,6 +34,18 @@ MultiplyRequest InlineRequest(int64_t m, int64_t n, int64_t k, uint32_t seed) {
   return req;
 }
 
+// A and B by handle, D stored to a handle.
+MultiplyRequest HandleRequest(int64_t m, int64_t n, int64_t k, const std::string& a, const std::string& b) {
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.mutable_a()->set_handle(a);
+  req.mutable_b()->set_handle(b);
+  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  return req;
+}
+
 // A and B from the same seed (they differ: the operand is part of the stream).
 MultiplyRequest RandomRequest(int64_t m, int64_t n, int64_t k, uint64_t seed) {
   return SeededRequest(m, n, k, seed, seed);
@@ -143,13 +155,7 @@ TEST_F(GemmServiceTest, ChunkedUploadMultiplyByHandleAndChunkedDownload) {
   EXPECT_EQ(ai.rows(), m);
   EXPECT_EQ(ai.bytes(), a.size());
 
-  MultiplyRequest req;
-  req.mutable_shape()->set_m(m);
-  req.mutable_shape()->set_n(n);
-  req.mutable_shape()->set_k(k);
-  req.mutable_a()->set_handle(ai.handle());
-  req.mutable_b()->set_handle(bi.handle());
-  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  MultiplyRequest req = HandleRequest(m, n, k, ai.handle(), bi.handle());
   MultiplyResponse resp;
   ASSERT_TRUE(Send(req, &resp).ok());
   EXPECT_TRUE(resp.verification().passed());
@@ -649,13 +655,7 @@ TEST_F(DurableStoreTest, TransientUploadsAndResultsStayOffTheDisk) {
   EXPECT_TRUE(bi.transient());
   EXPECT_EQ(Files(), std::set<std::string>{ai.handle()});
 
-  MultiplyRequest req;
-  req.mutable_shape()->set_m(m);
-  req.mutable_shape()->set_n(n);
-  req.mutable_shape()->set_k(k);
-  req.mutable_a()->set_handle(ai.handle());
-  req.mutable_b()->set_handle(bi.handle());
-  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  MultiplyRequest req = HandleRequest(m, n, k, ai.handle(), bi.handle());
   req.set_transient_output(true);
   MultiplyResponse scratch_d;
   ASSERT_TRUE(client().Multiply(req, &scratch_d).ok());

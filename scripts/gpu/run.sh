@@ -18,6 +18,7 @@ mkdir -p "$OUT"
 [[ -d .bundle ]] || tar -xJf .bundle.tar.xz
 export LD_LIBRARY_PATH=$PWD/.bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 bin=$PWD/.bundle/bin
+export PYTHONPATH=$PWD/scripts/gpu${PYTHONPATH:+:$PYTHONPATH}  # gemm_reports.py, for the summaries
 summary=$OUT/summary.txt
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
@@ -86,11 +87,10 @@ for i in 1 2 3; do sleep 1; run4096 --repeats 1 --no-verify; done >"$OUT/idle_re
 verified=$(run4096 --repeats 20 --benchmark)
 echo "$verified" >"$OUT/verified_request.json"
 python3 - "$OUT" <<'PY' | tee -a "$summary"
-import json, re, sys, statistics
+import sys, statistics
+from gemm_reports import echo_records, json_docs
 out = sys.argv[1]
-def docs(path):
-    text = open(path).read()
-    return [json.loads(m) for m in re.findall(r'\{.*?\n\}', text, re.S)]
+docs = json_docs
 first = docs(f"{out}/first_request.json")[0]
 steady = docs(f"{out}/steady_requests.json")
 ver = docs(f"{out}/verified_request.json")[0]
@@ -218,11 +218,11 @@ if [[ -x $bin/gemm-client-before ]]; then
   done
 fi
 python3 - "$OUT" <<'PY' | tee -a "$summary"
-import json, re, sys, statistics
+import re, sys, statistics
+from gemm_reports import echo_records, json_docs
 out = sys.argv[1]
-# A file of grpc-echo-bench lines, each a dict of its key=value pairs.
 def records(name):
-    return [dict(kv.split("=") for kv in line.split()) for line in open(f"{out}/{name}")]
+    return echo_records(f"{out}/{name}")
 echo, mine, two = records("echo.txt"), records("echo_as_gemmd.txt"), records("echo_two_processes.txt")
 # Each floor three ways: gRPC's defaults (epoll1, callback API) and gemmd's
 # model (poll, completion queues) in one process, and gemmd's model in a
@@ -257,7 +257,7 @@ print(f"tiny 64^3 step 0, 1 in flight, client polling (--busy-poll): p50 {c1p[1]
       f"{e1p:.0f} us, gap {c1p[1] - e1p:.0f} us)")
 for path in ("tiny_c1", "tiny_c1_polling", "tiny_c32", "tiny_c32_one_connection"):
     print(f"  {path}: " + "".join(l.strip() for l in open(f"{out}/{path}.txt") if "server p50" in l))
-runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/inline4096.json").read(), re.S)]
+runs = json_docs(f"{out}/inline4096.json")
 d = sorted(runs, key=lambda r: r["client"]["roundTripSeconds"])[len(runs) // 2]
 t, c = d["timing"], d["client"]
 g = lambda k: t.get(k, 0.0) * 1e3
@@ -287,7 +287,7 @@ print(f"  server H2D {64 * 1.048576 / max(g('uploadSeconds'), 1e-9):.1f} GB/s, D
       f"{lim['memcpy_one_thread_ms']} ms), SM clock {d.get('smClockMhz', 0)} MHz")
 for client in ("gemm-client-before", "gemm-client", "sleeping", "polling"):
     try:
-        runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/inline4096_{client}.json").read(), re.S)]
+        runs = json_docs(f"{out}/inline4096_{client}.json")
     except FileNotFoundError:
         continue
     rts = sorted(r["client"]["roundTripSeconds"] * 1e3 for r in runs)
@@ -295,7 +295,7 @@ for client in ("gemm-client-before", "gemm-client", "sleeping", "polling"):
     print(f"  {client:18s} alternately, {len(runs)} requests: round trip {', '.join(f'{x:.1f}' for x in rts)} ms; "
           f"client deserialize {', '.join(f'{x:.1f}' for x in des)} ms")
 for row, conns in ((3, 4), (4, 8)):
-    runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/parallel4096_c{conns}.json").read(), re.S)]
+    runs = json_docs(f"{out}/parallel4096_c{conns}.json")
     p = sorted(runs, key=lambda r: r["client"]["endToEndSeconds"])[len(runs) // 2]
     pc, pt = p["client"], p["timing"]
     e2e, bare = pc["endToEndSeconds"] * 1e3, float(echo[row]['median_ms'])
@@ -306,7 +306,7 @@ for row, conns in ((3, 4), (4, 8)):
           f"D in {conns} ranges {pc['downloadSeconds']*1e3:.1f} ms; verified={p['verification']['passed']}")
     for client in ("gemm-client-before", "gemm-client") if conns == 4 else ():
         try:
-            alt = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/parallel4096_c4_{client}.json").read(), re.S)]
+            alt = json_docs(f"{out}/parallel4096_c4_{client}.json")
         except FileNotFoundError:
             break
         print(f"  {client:18s} alternately, {len(alt)} requests: end to end "
@@ -339,11 +339,12 @@ kill -TERM "$gemmd_pid"; wait "$gemmd_pid"
 rm -rf "$matrix_dir"
 export GEMM_TARGET=$main_target
 python3 - "$OUT" <<'PY' | tee -a "$summary"
-import json, re, sys
+import sys
+from gemm_reports import echo_records, json_docs
 out = sys.argv[1]
 for client in ("gemm-client", "gemm-client-before"):
     try:
-        runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{out}/parallel4096_c4_durable_{client}.json").read(), re.S)]
+        runs = json_docs(f"{out}/parallel4096_c4_durable_{client}.json")
     except FileNotFoundError:
         continue
     print(f"4096^3 over 4 connections, gemmd with --matrix-dir, {client}: end to end "
@@ -397,9 +398,10 @@ for keep in 0 5; do
   kill -TERM $gemmd_pid; wait $gemmd_pid
 done
 python3 - "$OUT" <<'PY' | tee -a "$summary"
-import json, re, statistics, sys
+import re, statistics, sys
+from gemm_reports import echo_records, json_docs
 out = sys.argv[1]
-docs = lambda p: [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(p).read(), re.S)]
+docs = json_docs
 for keep in ("0", "5"):
     steady = statistics.median(d["timing"]["totalSeconds"] for d in docs(f"{out}/keep{keep}_steady.json"))
     idle = statistics.median(d["timing"]["totalSeconds"] for d in docs(f"{out}/keep{keep}_after_idle.json"))
@@ -425,6 +427,7 @@ for batch in 1 32; do
 done
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import re, sys
+from gemm_reports import echo_records, json_docs
 out = sys.argv[1]
 def rate(path):
     rows = [l.split() for l in open(path) if re.match(r"\d+x\d+x\d+ ", l)]
@@ -514,7 +517,8 @@ for round in $(seq "$tiny_rounds"); do
   done
 done
 python3 - "$OUT" "$tiny_rounds" "${tiny_configs[@]}" <<'PY' | tee -a "$summary"
-import json, re, statistics, sys
+import statistics, sys
+from gemm_reports import echo_records, json_docs
 from collections import Counter
 out = sys.argv[1]
 def threads(path):
@@ -531,7 +535,7 @@ for round in range(1, int(sys.argv[2]) + 1):
     for config in sys.argv[3:]:
         name, args = config.split(":", 1)
         stem = f"{out}/tiny_{name}_{round}"
-        echo = [dict(kv.split("=") for kv in line.split()) for line in open(f"{stem}.echo")]
+        echo = echo_records(f"{stem}.echo")
         _, p50, server = bench(f"{stem}.c1")
         rate, _, _ = bench(f"{stem}.c32")
         rate4, _, _ = bench(f"{stem}.c32x8")
@@ -542,7 +546,7 @@ for round in range(1, int(sys.argv[2]) + 1):
               f"verified {rate4v:.0f}")
         print(f"    {server}")
         _, p50p, _ = bench(f"{stem}.c1polling")
-        e50p = float(dict(kv.split("=") for kv in open(f"{stem}.echo_polling").read().split())["p50_us"])
+        e50p = float(echo_records(f"{stem}.echo_polling")[0]["p50_us"])
         print(f"    client polling (--busy-poll), 1 in flight: p50 {p50p:.0f} us (echo polling {e50p:.0f}, "
               f"gap {p50p - e50p:+.0f})")
         cpu = dict(kv.split("=") for kv in open(f"{stem}.c32x8.cpu").read().split())
@@ -559,14 +563,14 @@ for round in range(1, int(sys.argv[2]) + 1):
               f"are missing)")
         _, p50i, serveri = bench(f"{stem}.c1inline")
         print(f"    A and B inline, verified, D inline, 1 in flight: p50 {p50i:.0f} us; {serveri}")
-        runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{stem}.inline4096.json").read(), re.S)]
+        runs = json_docs(f"{stem}.inline4096.json")
         if runs:
             h2d = ", ".join(f"{64 * 1.048576e-3 / r['timing']['uploadSeconds']:.1f}" for r in runs)
             d2h = ", ".join(f"{32 * 1.048576e-3 / r['timing']['downloadSeconds']:.1f}" for r in runs)
             rt = statistics.median(r["client"]["roundTripSeconds"] for r in runs)
             print(f"    inline 4096^3, {len(runs)} requests in turn: server H2D {h2d} GB/s, D2H {d2h} GB/s; "
                   f"round trip median {rt * 1e3:.1f} ms")
-        runs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(f"{stem}.conn4_4096.json").read(), re.S)]
+        runs = json_docs(f"{stem}.conn4_4096.json")
         if runs:
             print(f"    4096^3 over 4 connections, {len(runs)} in turn: end to end "
                   + ", ".join(f"{r['client']['endToEndSeconds'] * 1e3:.1f}" for r in runs) + " ms")
@@ -624,6 +628,7 @@ for i in 1 2; do
 done >"$OUT/echo_beside.txt"
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import sys
+from gemm_reports import echo_records, json_docs
 out = sys.argv[1]
 row = {}
 for kv in open(f"{out}/echo_api.txt").read().split():
@@ -683,8 +688,9 @@ for plan in true false; do
   done >"$OUT/first_touch_$plan.json"
   kill -TERM "$gemmd_pid"; wait "$gemmd_pid" 2>/dev/null
   python3 - "$OUT/first_touch_$plan.json" "$plan" <<'PY' | tee -a "$summary"
-import json, re, sys, statistics
-docs = [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(sys.argv[1]).read(), re.S)]
+import sys, statistics
+from gemm_reports import json_docs
+docs = json_docs(sys.argv[1])
 worst_class, worst_single = 0, 0
 for c in range(0, len(docs), 21):
     per = {"kernelSeconds": [], "totalSeconds": []}  # (first, steady median, ratio) of each variant
@@ -732,10 +738,11 @@ timeout 300 "$bin/gemm-bench" --shapes "${BENCH_SHAPES:-2048x2048x2048,4096x4096
 note "gemm-bench rc=$?"
 # The server's step 0 against gemm-bench's cuBLAS, both at 4096^3 in this call.
 python3 - "$OUT" <<'PY' | tee -a "$summary"
-import csv, json, re, sys
+import csv, sys
+from gemm_reports import echo_records, json_docs
 out = sys.argv[1]
 try:
-    server = json.loads(re.findall(r'\{.*?\n\}', open(f"{out}/verified_request.json").read(), re.S)[0])["tflops"]
+    server = json_docs(f"{out}/verified_request.json")[0]["tflops"]
 except OSError:  # the service part did not run in this call
     sys.exit(0)
 for name in ("cublas_4096", "bench"):

@@ -1,0 +1,13 @@
+"""Readers for what run.sh's parts write under $OUT, shared by its summaries."""
+import json
+import re
+
+
+def json_docs(path):
+    """The JSON objects in a file, one after another, as gemm-client --json prints them."""
+    return [json.loads(m) for m in re.findall(r'\{.*?\n\}', open(path).read(), re.S)]
+
+
+def echo_records(path):
+    """A file of grpc-echo-bench lines, each a dict of its key=value pairs."""
+    return [dict(kv.split("=") for kv in line.split()) for line in open(path)]

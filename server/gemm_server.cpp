@@ -232,6 +232,7 @@ absl::Status GemmServer::Start() {
     }
   }
   for (const auto& [reason, steps] : unavailable) spdlog::info("steps {} unavailable: {}", steps, reason);
+  dispatcher_->RunOnEveryWorker([this](int device) { engine_->WarmWorker(device); }, std::chrono::seconds(30));
   service_->SetReady();
   {
     std::lock_guard lock(health_mu_);

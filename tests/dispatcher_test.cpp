@@ -9,6 +9,7 @@
 #include <future>
 #include <latch>
 #include <map>
+#include <set>
 #include <thread>
 
 namespace gemmd {
@@ -35,6 +36,50 @@ class FakeEngine final : public Engine {
   std::vector<bool> healthy_;
   std::vector<int> no_step_;
 };
+
+TEST(Dispatcher, RunOnEveryWorkerRunsOnceOnEachWorkerOfEachHealthyDevice) {
+  FakeEngine engine(3);
+  engine.healthy_[1] = false;
+  DispatcherOptions o;
+  o.workers_per_device = 3;
+  Dispatcher d(engine, o);
+  std::mutex mu;
+  std::map<int, std::set<std::thread::id>> threads;
+  int calls = 0;
+  d.RunOnEveryWorker(
+      [&](int device) {
+        std::lock_guard lock(mu);
+        threads[device].insert(std::this_thread::get_id());
+        ++calls;
+      },
+      std::chrono::seconds(10));
+  // Returned once all had run: nothing is added afterwards.
+  std::lock_guard lock(mu);
+  EXPECT_EQ(calls, 6);
+  ASSERT_EQ(threads.size(), 2u) << "not on the unhealthy device";
+  EXPECT_EQ(threads[0].size(), 3u) << "each of device 0's workers once";
+  EXPECT_EQ(threads[2].size(), 3u) << "each of device 2's workers once";
+}
+
+TEST(Dispatcher, RunOnEveryWorkerGivesUpAtItsLimit) {
+  FakeEngine engine(1);
+  DispatcherOptions o;
+  o.workers_per_device = 2;
+  Dispatcher d(engine, o);
+  std::latch release(1);
+  Dispatcher::Task busy;  // holds one worker, so only one of the two can start
+  busy.run = [&](int) { release.wait(); };
+  ASSERT_TRUE(d.Submit(std::move(busy)).ok());
+  std::atomic<int> calls{0};
+  const auto start = std::chrono::steady_clock::now();
+  d.RunOnEveryWorker([&](int) { ++calls; }, std::chrono::milliseconds(200));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(waited, 0.19);
+  EXPECT_LT(waited, 5.0);
+  release.count_down();
+  d.Shutdown();  // runs what is left
+  EXPECT_EQ(calls.load(), 2) << "both ran in the end, the second after the limit";
+}
 
 TEST(Dispatcher, SpreadsWorkToTheDeviceWithTheLeastQueued) {
   FakeEngine engine(2);

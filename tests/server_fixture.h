@@ -28,6 +28,18 @@ class GatedEngine final : public Engine {
   StepAvailability availability(int step, int device) const override { return inner_.availability(step, device); }
   bool healthy(int device) const override { return inner_.healthy(device); }
   absl::Status Warmup(int device) override { return inner_.Warmup(device); }
+  void WarmWorker(int device) override {
+    {
+      std::lock_guard lock(mu_);
+      warmed_by_.push_back(std::this_thread::get_id());
+    }
+    inner_.WarmWorker(device);
+  }
+  // The threads WarmWorker ran on, in order.
+  std::vector<std::thread::id> warmed_by() {
+    std::lock_guard lock(mu_);
+    return warmed_by_;
+  }
   absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) override {
     PassGate(0);
     ++runs_;
@@ -77,6 +89,7 @@ class GatedEngine final : public Engine {
   bool open_ = true;
   int arrived_ = 0;
   std::vector<size_t> batch_sizes_;
+  std::vector<std::thread::id> warmed_by_;
   std::atomic<int> runs_{0};
 };
 

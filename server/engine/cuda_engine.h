@@ -47,6 +47,7 @@ class CudaEngine final : public Engine {
   StepAvailability availability(int step, int device) const override;
   bool healthy(int device) const override;
   absl::Status Warmup(int device) override;
+  void WarmWorker(int device) override;
   absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) override;
   // Small step-0 GEMMs of one shape: one strided batched launch (cuda_batch.cpp).
   std::vector<absl::StatusOr<GemmReport>> RunBatch(int device, const std::vector<const GemmJob*>& jobs) override;

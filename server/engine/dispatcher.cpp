@@ -113,6 +113,47 @@ absl::Status Dispatcher::Submit(Task task) {
   return absl::OkStatus();
 }
 
+void Dispatcher::RunOnEveryWorker(const std::function<void(int)>& fn, std::chrono::milliseconds limit) {
+  struct Round {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<size_t> started;
+    size_t finished = 0;
+  };
+  auto round = std::make_shared<Round>();
+  round->started.resize(devices_.size());
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  const size_t per_device = options_.workers_per_device;
+  size_t tasks = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      if (!engine_.healthy(static_cast<int>(d))) continue;
+      for (size_t w = 0; w < per_device; ++w, ++tasks) {
+        Task task;
+        task.run = [round, fn, deadline, per_device, d](int device) {
+          std::unique_lock lock(round->mu);
+          ++round->started[d];
+          round->cv.notify_all();
+          // Held until every worker of the device has one, so that no
+          // worker takes two (bounded: a device that leaves service meanwhile
+          // sends its tasks elsewhere).
+          round->cv.wait_until(lock, deadline, [&] { return round->started[d] >= per_device; });
+          lock.unlock();
+          fn(device);
+          lock.lock();
+          ++round->finished;
+          round->cv.notify_all();
+        };
+        Enqueue(static_cast<int>(d), std::move(task));
+      }
+    }
+  }
+  std::unique_lock lock(round->mu);
+  round->cv.wait_until(lock, deadline, [&] { return round->finished == tasks; });
+}
+
 void Dispatcher::WorkerLoop(int device) {
   Device& dev = *devices_[device];
   std::unique_lock lock(mu_);

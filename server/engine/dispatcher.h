@@ -67,6 +67,12 @@ class Dispatcher {
   // healthy device can run the step, UNAVAILABLE after Shutdown.
   absl::Status Submit(Task task);
 
+  // Runs fn(device) once on every worker of every healthy device, each on a
+  // worker of its own (a task holds its worker until all of its device's
+  // have started), and returns when all are done or `limit` has passed.
+  // For a thread's own first calls into a library, before any request.
+  void RunOnEveryWorker(const std::function<void(int)>& fn, std::chrono::milliseconds limit);
+
   // Stops accepting, runs what is queued, joins the workers. Idempotent.
   void Shutdown();
 

@@ -104,6 +104,10 @@ class Engine {
   // The server warms every device at once, one thread each: a device's
   // warm-up must touch no other device's state.
   virtual absl::Status Warmup(int device) = 0;
+  // Called once on each dispatcher worker of `device` after Warmup, before
+  // any request: what a worker thread pays the first time it calls into
+  // the engine's libraries, paid here instead.
+  virtual void WarmWorker(int device) { (void)device; }
 
   // Runs on a dispatcher worker of `device`; at most one call per worker.
   virtual absl::StatusOr<GemmReport> Run(int device, const GemmJob& job) = 0;

@@ -11,3 +11,8 @@ def json_docs(path):
 def echo_records(path):
     """A file of grpc-echo-bench lines, each a dict of its key=value pairs."""
     return [dict(kv.split("=") for kv in line.split()) for line in open(path)]
+
+
+def client_ms(runs, key):
+    """One client field of each run (gemm-client run --json), in ms: "31.2, 28.0, 29.5"."""
+    return ", ".join(f"{r['client'][key] * 1e3:.1f}" for r in runs)

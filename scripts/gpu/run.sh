@@ -88,7 +88,7 @@ verified=$(run4096 --repeats 20 --benchmark)
 echo "$verified" >"$OUT/verified_request.json"
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import sys, statistics
-from gemm_reports import echo_records, json_docs
+from gemm_reports import client_ms, echo_records, json_docs
 out = sys.argv[1]
 docs = json_docs
 first = docs(f"{out}/first_request.json")[0]
@@ -219,7 +219,7 @@ if [[ -x $bin/gemm-client-before ]]; then
 fi
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import re, sys, statistics
-from gemm_reports import echo_records, json_docs
+from gemm_reports import client_ms, echo_records, json_docs
 out = sys.argv[1]
 def records(name):
     return echo_records(f"{out}/{name}")
@@ -310,8 +310,8 @@ for row, conns in ((3, 4), (4, 8)):
         except FileNotFoundError:
             break
         print(f"  {client:18s} alternately, {len(alt)} requests: end to end "
-              + ", ".join(f"{r['client']['endToEndSeconds'] * 1e3:.1f}" for r in alt) + " ms; D in 4 ranges "
-              + ", ".join(f"{r['client']['downloadSeconds'] * 1e3:.1f}" for r in alt) + " ms")
+              + client_ms(alt, 'endToEndSeconds') + " ms; D in 4 ranges "
+              + client_ms(alt, 'downloadSeconds') + " ms")
     streams = open(f"{out}/parallel4096_c{conns}.streams.log").read().splitlines()
     ms = lambda kind: [float(re.search(r"latency_ms=([0-9.]+)", l).group(1)) for l in streams if kind in l]
     up, down = ms("UploadMatrix"), ms("DownloadMatrix")
@@ -340,7 +340,7 @@ rm -rf "$matrix_dir"
 export GEMM_TARGET=$main_target
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import sys
-from gemm_reports import echo_records, json_docs
+from gemm_reports import client_ms, echo_records, json_docs
 out = sys.argv[1]
 for client in ("gemm-client", "gemm-client-before"):
     try:
@@ -348,9 +348,9 @@ for client in ("gemm-client", "gemm-client-before"):
     except FileNotFoundError:
         continue
     print(f"4096^3 over 4 connections, gemmd with --matrix-dir, {client}: end to end "
-          + ", ".join(f"{r['client']['endToEndSeconds'] * 1e3:.1f}" for r in runs) + " ms (uploads "
-          + ", ".join(f"{r['client']['uploadSeconds'] * 1e3:.1f}" for r in runs) + "; Multiply "
-          + ", ".join(f"{r['client']['roundTripSeconds'] * 1e3:.1f}" for r in runs) + f"); verified="
+          + client_ms(runs, 'endToEndSeconds') + " ms (uploads "
+          + client_ms(runs, 'uploadSeconds') + "; Multiply "
+          + client_ms(runs, 'roundTripSeconds') + f"); verified="
           + ",".join(str(r['verification']['passed']) for r in runs))
 PY
 
@@ -399,7 +399,7 @@ for keep in 0 5; do
 done
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import re, statistics, sys
-from gemm_reports import echo_records, json_docs
+from gemm_reports import client_ms, echo_records, json_docs
 out = sys.argv[1]
 docs = json_docs
 for keep in ("0", "5"):
@@ -427,7 +427,7 @@ for batch in 1 32; do
 done
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import re, sys
-from gemm_reports import echo_records, json_docs
+from gemm_reports import client_ms, echo_records, json_docs
 out = sys.argv[1]
 def rate(path):
     rows = [l.split() for l in open(path) if re.match(r"\d+x\d+x\d+ ", l)]
@@ -518,7 +518,7 @@ for round in $(seq "$tiny_rounds"); do
 done
 python3 - "$OUT" "$tiny_rounds" "${tiny_configs[@]}" <<'PY' | tee -a "$summary"
 import statistics, sys
-from gemm_reports import echo_records, json_docs
+from gemm_reports import client_ms, echo_records, json_docs
 from collections import Counter
 out = sys.argv[1]
 def threads(path):
@@ -573,7 +573,7 @@ for round in range(1, int(sys.argv[2]) + 1):
         runs = json_docs(f"{stem}.conn4_4096.json")
         if runs:
             print(f"    4096^3 over 4 connections, {len(runs)} in turn: end to end "
-                  + ", ".join(f"{r['client']['endToEndSeconds'] * 1e3:.1f}" for r in runs) + " ms")
+                  + client_ms(runs, 'endToEndSeconds') + " ms")
 PY
 fi
 
@@ -628,7 +628,7 @@ for i in 1 2; do
 done >"$OUT/echo_beside.txt"
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import sys
-from gemm_reports import echo_records, json_docs
+from gemm_reports import client_ms, echo_records, json_docs
 out = sys.argv[1]
 row = {}
 for kv in open(f"{out}/echo_api.txt").read().split():
@@ -739,7 +739,7 @@ note "gemm-bench rc=$?"
 # The server's step 0 against gemm-bench's cuBLAS, both at 4096^3 in this call.
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import csv, sys
-from gemm_reports import echo_records, json_docs
+from gemm_reports import client_ms, echo_records, json_docs
 out = sys.argv[1]
 try:
     server = json_docs(f"{out}/verified_request.json")[0]["tflops"]

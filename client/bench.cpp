@@ -54,15 +54,7 @@ std::string GeneratedOperand(int64_t rows, int64_t cols, uint64_t seed, gemm::Op
 
 // A request for `c` with the run's settings; its operands are the caller's.
 gemm::v1::MultiplyRequest RequestFor(const Combo& c, const BenchArgs& args) {
-  gemm::v1::MultiplyRequest req;
-  req.mutable_shape()->set_m(c.m);
-  req.mutable_shape()->set_n(c.n);
-  req.mutable_shape()->set_k(c.k);
-  req.set_step(c.step);
-  req.set_repeats(args.repeats);
-  req.set_benchmark(args.benchmark);
-  req.set_verification(args.verify ? gemm::v1::VERIFICATION_FULL : gemm::v1::VERIFICATION_NONE);
-  return req;
+  return MultiplyRequestFor(c.m, c.n, c.k, c.step, args.repeats, args.benchmark, args.verify);
 }
 
 // Nearest-rank percentile of sorted values.

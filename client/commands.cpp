@@ -118,6 +118,19 @@ Progress ProgressPrinter(const std::string& what) {
   };
 }
 
+gemm::v1::MultiplyRequest MultiplyRequestFor(int64_t m, int64_t n, int64_t k, uint32_t step, uint32_t repeats,
+                                             bool benchmark, bool verify) {
+  gemm::v1::MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.set_step(step);
+  req.set_repeats(repeats);
+  req.set_benchmark(benchmark);
+  req.set_verification(verify ? gemm::v1::VERIFICATION_FULL : gemm::v1::VERIFICATION_NONE);
+  return req;
+}
+
 bool ParseShape(const std::string& text, int64_t* m, int64_t* n, int64_t* k) {
   char x1 = 0, x2 = 0;
   std::istringstream in(text);
@@ -180,14 +193,7 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
   if (auto st = client.ListKernels(&kernels); !st.ok()) return Fail("ListKernels", st);
   const uint64_t max_message = std::min(kernels.limits().max_message_bytes(), client.options().max_message_bytes);
 
-  gemm::v1::MultiplyRequest req;
-  req.mutable_shape()->set_m(a.m);
-  req.mutable_shape()->set_n(a.n);
-  req.mutable_shape()->set_k(a.k);
-  req.set_step(a.step);
-  req.set_repeats(a.repeats);
-  req.set_benchmark(a.benchmark);
-  req.set_verification(a.no_verify ? gemm::v1::VERIFICATION_NONE : gemm::v1::VERIFICATION_FULL);
+  gemm::v1::MultiplyRequest req = MultiplyRequestFor(a.m, a.n, a.k, a.step, a.repeats, a.benchmark, !a.no_verify);
 
   // The connections beyond the caller's, when asked for.
   const auto own = OwnConnections(client, a.connections - 1);

@@ -68,6 +68,11 @@ Progress ProgressPrinter(const std::string& what);
 // channels for such load. One request in flight keeps one connection.
 uint32_t AutoConnections(uint32_t concurrency);
 
+// A Multiply of m×n×k on `step` with run's and bench's settings; its
+// operands and output are the caller's to set.
+gemm::v1::MultiplyRequest MultiplyRequestFor(int64_t m, int64_t n, int64_t k, uint32_t step, uint32_t repeats,
+                                             bool benchmark, bool verify);
+
 // "512x384x256" -> m, n, k; false on a malformed string.
 bool ParseShape(const std::string& text, int64_t* m, int64_t* n, int64_t* k);
 

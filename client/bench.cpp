@@ -1,7 +1,9 @@
-// gemm-client bench: a closed-loop load test. `concurrency` threads each keep
-// one request in flight, cycling through every (shape, step) pair with fresh
+// gemm-client bench: a closed-loop load test. `concurrency` requests are kept
+// in flight, cycling through every (shape, step) pair with fresh
 // server-generated inputs (or, with --inline, A and B in the request and D
-// in the reply), until the duration or count is reached.
+// in the reply), until the duration or count is reached. Generated-input
+// requests are driven by one thread per connection (RunPipeline); inline
+// ones by a thread each, as `run` sends them.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -23,6 +25,9 @@ namespace gemmc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A refused request's first back-off, in seconds; it doubles up to 2 s.
+constexpr double kFirstBackoff = 0.025;
 
 struct Sample {
   size_t combo;
@@ -116,53 +121,86 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
   std::vector<Sample> samples;
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration<double>(duration);
+  // The next request's number, or false once the count or the time is reached.
+  const auto take = [&](uint64_t* i) {
+    *i = next.fetch_add(1);
+    return args.count ? *i < args.count : Clock::now() < end;
+  };
+  // After a refusal gRPC already retried a few times, the caller backs off
+  // (exponential, with jitter) instead of spinning: seconds to wait, ending
+  // with the run.
+  const auto backoff_after = [&](grpc::StatusCode code, double* backoff, std::mt19937& rng) {
+    if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      *backoff = kFirstBackoff;
+      return 0.0;
+    }
+    *backoff = std::min(*backoff * 2, 2.0);
+    double wait = *backoff * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+    if (!args.count) wait = std::min(wait, std::chrono::duration<double>(end - Clock::now()).count());
+    return std::max(wait, 0.0);
+  };
+  const auto sample = [](size_t ci, double latency, const grpc::Status& st, const gemm::v1::MultiplyResponse& resp,
+                         int retries) {
+    grpc::StatusCode code = st.error_code();
+    if (st.ok() && resp.verification().performed() && !resp.verification().passed()) {
+      code = grpc::StatusCode::DATA_LOSS;  // counted as an error: wrong result
+    }
+    return Sample{ci, latency, resp.timing().kernel_seconds(), resp.tflops(), resp.timing(), code, retries};
+  };
   std::vector<std::thread> threads;
-  for (uint32_t t = 0; t < args.concurrency; ++t) {
-    threads.emplace_back([&, t] {
-      std::vector<Sample> mine;
-      MatrixBytes d;  // an inline D, gathered into the same memory each time
-      std::mt19937 rng(t + 1);
-      std::uniform_real_distribution<double> jitter(0.5, 1.0);
-      double backoff = 0.025;
-      for (;;) {
-        const uint64_t i = next.fetch_add(1);
-        if (args.count ? i >= args.count : Clock::now() >= end) break;
-        const size_t ci = i % combos.size();
-        gemm::v1::MultiplyRequest generated;
-        if (!args.inline_data) {
-          generated = RequestFor(combos[ci], args);
-          generated.mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
-          generated.mutable_b()->mutable_random()->set_seed(i + 1);
-        }
+  if (args.inline_data) {
+    // A thread per request in flight, each a blocking call as `run` makes it.
+    for (uint32_t t = 0; t < args.concurrency; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<Sample> mine;
+        MatrixBytes d;  // an inline D, gathered into the same memory each time
+        std::mt19937 rng(t + 1);
+        double backoff = kFirstBackoff;
         GemmClient& to = *clients[t % clients.size()];
-        gemm::v1::MultiplyResponse resp;
-        int retries = 0;
-        ClientTiming timing;
-        const auto t0 = Clock::now();
-        const grpc::Status st = args.inline_data
-                                    ? to.MultiplyTimed(inline_requests[ci], &resp, &timing, &d, &retries)
-                                    : to.Multiply(generated, &resp, &retries);
-        const double lat = std::chrono::duration<double>(Clock::now() - t0).count();
-        grpc::StatusCode code = st.error_code();
-        if (st.ok() && resp.verification().performed() && !resp.verification().passed()) {
-          code = grpc::StatusCode::DATA_LOSS;  // counted as an error: wrong result
+        for (uint64_t i = 0; take(&i);) {
+          const size_t ci = i % combos.size();
+          gemm::v1::MultiplyResponse resp;
+          int retries = 0;
+          ClientTiming timing;
+          const auto t0 = Clock::now();
+          const grpc::Status st = to.MultiplyTimed(inline_requests[ci], &resp, &timing, &d, &retries);
+          mine.push_back(sample(ci, std::chrono::duration<double>(Clock::now() - t0).count(), st, resp, retries));
+          const double wait = backoff_after(mine.back().code, &backoff, rng);
+          if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
         }
-        mine.push_back({ci, lat, resp.timing().kernel_seconds(), resp.tflops(), resp.timing(), code, retries});
-        // gRPC already retried a refusal a few times: past that, this
-        // thread backs off (exponential, with jitter) instead of spinning.
-        if (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::RESOURCE_EXHAUSTED) {
-          backoff = std::min(backoff * 2, 2.0);
-          auto wake = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(backoff * jitter(rng)));
-          if (!args.count && wake > end) wake = std::chrono::time_point_cast<Clock::duration>(end);  // ends on time
-          std::this_thread::sleep_until(wake);
-        } else {
-          backoff = 0.025;
-        }
-      }
-      std::lock_guard lock(mu);
-      samples.insert(samples.end(), mine.begin(), mine.end());
-    });
+        std::lock_guard lock(mu);
+        samples.insert(samples.end(), mine.begin(), mine.end());
+      });
+    }
+  } else {
+    // A thread per connection, keeping its share of the requests in flight.
+    for (uint32_t c = 0; c < connections; ++c) {
+      const uint32_t depth = args.concurrency / connections + (c < args.concurrency % connections ? 1 : 0);
+      threads.emplace_back([&, c, depth] {
+        std::vector<Sample> mine;
+        std::vector<size_t> combo_of(depth);
+        std::vector<double> backoff(depth, kFirstBackoff);
+        std::mt19937 rng(c + 1);
+        clients[c]->MultiplyPipelined(
+            depth,
+            [&](size_t slot, gemm::v1::MultiplyRequest* req) {
+              uint64_t i = 0;
+              if (!take(&i)) return false;
+              combo_of[slot] = i % combos.size();
+              *req = RequestFor(combos[combo_of[slot]], args);
+              req->mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
+              req->mutable_b()->mutable_random()->set_seed(i + 1);
+              return true;
+            },
+            [&](size_t slot, const grpc::Status& st, const gemm::v1::MultiplyResponse& resp, double seconds,
+                int retries) {
+              mine.push_back(sample(combo_of[slot], seconds, st, resp, retries));
+              return backoff_after(mine.back().code, &backoff[slot], rng);
+            });
+        std::lock_guard lock(mu);
+        samples.insert(samples.end(), mine.begin(), mine.end());
+      });
+    }
   }
   for (auto& t : threads) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();

@@ -1,5 +1,7 @@
 #include "gemm_client.h"
 
+#include "unary_pipeline.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -310,6 +312,31 @@ grpc::Status GemmClient::MultiplyBytes(const grpc::ByteBuffer& request, grpc::By
   if (!AwaitOne(cq, options_.busy_poll)) return QueueShutDown();
   if (retries) *retries = RetriesOf(ctx);
   return status;
+}
+
+void GemmClient::MultiplyPipelined(size_t depth, const NextMultiply& next, const MultiplyDone& done) {
+  // Each slot's request stays here while its call is in flight: its
+  // serialized form refers to the request's inline bytes.
+  std::vector<gemm::v1::MultiplyRequest> requests(depth);
+  gemm::v1::MultiplyResponse resp;
+  PipelineHooks hooks;
+  hooks.next = [&](size_t slot, grpc::ClientContext* ctx, grpc::ByteBuffer* request) {
+    requests[slot].Clear();
+    if (!next(slot, &requests[slot])) return false;
+    Prepare(ctx);
+    SerializeWithoutCopyingData(requests[slot], request);
+    return true;
+  };
+  hooks.done = [&](size_t slot, const grpc::ClientContext& ctx, const grpc::Status& status,
+                   const grpc::ByteBuffer& reply, double seconds) {
+    resp.Clear();
+    grpc::Status st = status;
+    if (st.ok() && !ParseMultiplyResponse(reply, &resp, nullptr)) {
+      st = grpc::Status(grpc::StatusCode::INTERNAL, "the reply is not a MultiplyResponse in the protobuf wire format");
+    }
+    return done(slot, st, resp, seconds, RetriesOf(ctx));
+  };
+  RunPipeline(*generic_, "/gemm.v1.GemmService/Multiply", depth, options_.busy_poll, hooks);
 }
 
 grpc::Status GemmClient::ListKernels(gemm::v1::ListKernelsResponse* resp) {

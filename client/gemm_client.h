@@ -108,6 +108,15 @@ class GemmClient {
   // Multiply with the request already in the wire format and the reply left
   // in it (what MultiplyTimed times; tests send malformed bytes through it).
   grpc::Status MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply, int* retries = nullptr);
+  // Multiply calls kept up to `depth` in flight on this client's connection
+  // by the calling thread (RunPipeline). `next` writes slot `slot`'s next
+  // request (false: the slot is done); `done` gets each answer (a reply
+  // that does not parse is INTERNAL) with gRPC's retries of it, and returns
+  // how long the slot waits before its next call.
+  using NextMultiply = std::function<bool(size_t slot, gemm::v1::MultiplyRequest* req)>;
+  using MultiplyDone = std::function<double(size_t slot, const grpc::Status& status,
+                                            const gemm::v1::MultiplyResponse& resp, double seconds, int retries)>;
+  void MultiplyPipelined(size_t depth, const NextMultiply& next, const MultiplyDone& done);
   grpc::Status ListKernels(gemm::v1::ListKernelsResponse* resp);
   // Every page, merged into `resp` (its next_page_token empty).
   grpc::Status ListMatrices(gemm::v1::ListMatricesResponse* resp);

@@ -11,6 +11,8 @@
 // serves), or the completion-queue API with a thread per queue, so that the
 // floor is not one API's cost. --connections spreads the calls over that
 // many TCP connections (one is the default, as one channel makes).
+// --pipelined drives the calls as gemm-client bench does: one thread per
+// connection keeps its share in flight (client/unary_pipeline.h).
 // --busy-poll makes the client poll for each reply instead of sleeping, as
 // gemm-client --busy-poll does; --server-busy-poll does the same for the
 // completion-queue server's threads; --health adds gRPC's default health
@@ -26,6 +28,7 @@
 #include <CLI/CLI.hpp>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "unary_pipeline.h"
 
 #include <algorithm>
 #include <atomic>
@@ -166,6 +169,7 @@ int main(int argc, char** argv) {
   std::string server_api = "callback";
   int connections = 1, server_threads = 4;
   bool busy_poll = false, server_busy_poll = false, health = false, sync_service = false, fresh_connection = false;
+  bool pipelined = false;
   app.add_option("--mode", mode, "latency or transfer")->check(CLI::IsMember({"latency", "transfer"}));
   app.add_option("--concurrency", concurrency, "calls in flight (latency)")->check(CLI::Range(1, 1024));
   app.add_option("--seconds", seconds, "how long to run (latency)");
@@ -185,6 +189,9 @@ int main(int argc, char** argv) {
   app.add_flag("--fresh-connection", fresh_connection,
                "transfer: each call on a new connection, opened by a tiny call first, as a one-shot client's");
   app.add_flag("--busy-poll", busy_poll, "the client polls for each reply instead of sleeping (gemm-client --busy-poll)");
+  app.add_flag("--pipelined", pipelined,
+               "latency: one thread per connection keeps its share of the calls in flight through a completion "
+               "queue, as gemm-client bench does, instead of a thread per call");
   app.add_flag("--server-busy-poll", server_busy_poll, "the completion-queue server's threads poll instead of sleeping");
   app.add_flag("--health", health, "also serve gRPC's default health service (a callback service, as gemmd has)");
   app.add_flag("--sync-service", sync_service,
@@ -332,14 +339,35 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> latencies(static_cast<size_t>(concurrency));
   std::vector<std::thread> threads;
   const auto start = Clock::now();
-  for (int t = 0; t < concurrency; ++t) {
-    threads.emplace_back([&, t] {
-      while (!stop.load(std::memory_order_relaxed)) {
-        const double s = Call(*stubs[static_cast<size_t>(t % connections)], request, busy_poll);
-        if (s < 0) ++failures;
-        else latencies[static_cast<size_t>(t)].push_back(s);
-      }
-    });
+  if (pipelined) {  // a thread per connection with its share of the calls, as gemm-client bench drives them
+    for (int c = 0; c < std::min(connections, concurrency); ++c) {
+      const int depth = concurrency / connections + (c < concurrency % connections ? 1 : 0);
+      threads.emplace_back([&, c, depth] {
+        gemmc::PipelineHooks hooks;
+        hooks.next = [&](size_t, grpc::ClientContext*, grpc::ByteBuffer* out) {
+          *out = request;
+          return !stop.load(std::memory_order_relaxed);
+        };
+        hooks.done = [&](size_t, const grpc::ClientContext&, const grpc::Status& status, const grpc::ByteBuffer&,
+                         double s) {
+          if (status.ok()) latencies[static_cast<size_t>(c)].push_back(s);
+          else ++failures;
+          return 0.0;
+        };
+        gemmc::RunPipeline(*stubs[static_cast<size_t>(c)], "/echo.Echo/Call", static_cast<size_t>(depth), busy_poll,
+                           hooks);
+      });
+    }
+  } else {
+    for (int t = 0; t < concurrency; ++t) {
+      threads.emplace_back([&, t] {
+        while (!stop.load(std::memory_order_relaxed)) {
+          const double s = Call(*stubs[static_cast<size_t>(t % connections)], request, busy_poll);
+          if (s < 0) ++failures;
+          else latencies[static_cast<size_t>(t)].push_back(s);
+        }
+      });
+    }
   }
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
@@ -348,10 +376,10 @@ int main(int argc, char** argv) {
   std::vector<double> all;
   for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
   std::printf("mode=latency server=%s server_api=%s server_threads=%d health=%d sync_service=%d busy_poll=%d "
-              "server_busy_poll=%d connections=%d concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f "
+              "server_busy_poll=%d pipelined=%d connections=%d concurrency=%d calls=%zu failures=%d calls_per_s=%.0f p50_us=%.1f "
               "p99_us=%.1f\n",
               server_process, server_api.c_str(), server_api == "async" ? server_threads : 0, health, sync_service,
-              busy_poll, server_busy_poll,
+              busy_poll, server_busy_poll, pipelined,
               connections, concurrency, all.size(), failures.load(), static_cast<double>(all.size()) / elapsed,
               Percentile(all, 0.5) * 1e6, Percentile(all, 0.99) * 1e6);
   shut_down();

@@ -16,7 +16,11 @@ out=$("$echo_bench" --mode latency --concurrency 2 --seconds 0.3 --up-bytes 64 -
 out=$("$echo_bench" --mode transfer --up-bytes 100000 --down-bytes 50000 --count 2 --server-api async --fresh-connection) ||
   fail "transfer: $out"
 [[ $(field fresh_connection <<<"$out") == 1 && $(field down_bytes <<<"$out") == 50000 ]] || fail "transfer: $out"
-echo "ok: one process, latency and a fresh-connection transfer"
+# --pipelined: 5 calls in flight over 2 connections, a thread each (3 and 2).
+out=$("$echo_bench" --mode latency --pipelined --concurrency 5 --connections 2 --seconds 0.3) || fail "pipelined: $out"
+[[ $(field pipelined <<<"$out") == 1 && $(field failures <<<"$out") == 0 && $(field calls <<<"$out") -gt 5 ]] ||
+  fail "pipelined: $out"
+echo "ok: one process, latency (a thread per call, and pipelined) and a fresh-connection transfer"
 
 "$echo_bench" --serve "$work/port" --server-api async --server-threads 2 &
 server=$!

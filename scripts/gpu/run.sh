@@ -143,6 +143,10 @@ echo_floors "$bin/grpc-echo-bench" --target "127.0.0.1:$(cat "$work/echo_port")"
 # by default (one per four in flight): the floor for its rate.
 "$bin/grpc-echo-bench" --target "127.0.0.1:$(cat "$work/echo_port")" --mode latency --concurrency 32 --connections 8 \
   --seconds 3 --up-bytes 64 --down-bytes 256 >"$OUT/echo_two_processes_c32x8.txt"
+# And with the client bench has since session 22: a thread per connection
+# keeping its four in flight (--pipelined), instead of a thread per call.
+"$bin/grpc-echo-bench" --target "127.0.0.1:$(cat "$work/echo_port")" --mode latency --concurrency 32 --connections 8 \
+  --seconds 3 --up-bytes 64 --down-bytes 256 --pipelined >>"$OUT/echo_two_processes_c32x8.txt"
 kill "$echo_pid"; wait "$echo_pid"
 # A one-shot client (gemm-client run) moves its bytes on a new connection
 # into memory it has never touched: the echo doing the same took 81-103 ms
@@ -157,6 +161,19 @@ echo_as_gemmd --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 
 "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 5 >"$OUT/tiny_c32.txt" 2>&1
 "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 1 --duration 5 \
   >"$OUT/tiny_c32_one_connection.txt" 2>&1
+clients_in_turn() { if (($1 % 2)); then echo gemm-client-before gemm-client; else echo gemm-client gemm-client-before; fi; }
+# A bundle with bin/gemm-client-before (an earlier client, added by hand)
+# runs the same two benchmarks with it too, alternately with this one, with
+# each client's CPU time.
+if [[ -x $bin/gemm-client-before ]]; then
+  for i in 1 2 3; do
+    for client in $(clients_in_turn "$i"); do
+      "$bin/$client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 3 >>"$OUT/tiny_c1_$client.txt" 2>&1
+      { TIMEFORMAT='%U %S'; time "$bin/$client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --duration 3 \
+          >>"$OUT/tiny_c32_$client.txt" 2>&1; } 2>>"$OUT/tiny_c32_$client.cpu"
+    done
+  done
+fi
 # A client that polls for its reply instead of sleeping (--busy-poll), and
 # the echo's client doing the same: what one thread wake-up costs here.
 "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 3 --up-bytes 64 --down-bytes 256 --busy-poll \
@@ -175,7 +192,6 @@ done >"$OUT/inline4096.json"
 # hand) sends the same requests with it too, alternately with this one,
 # which goes first every other time: two copies of one client fetched D in
 # ranges up to 3.6 ms apart in medians by their place in the pair (session 18).
-clients_in_turn() { if (($1 % 2)); then echo gemm-client-before gemm-client; else echo gemm-client gemm-client-before; fi; }
 if [[ -x $bin/gemm-client-before ]]; then
   for i in 1 2 3; do
     for client in $(clients_in_turn "$i"); do
@@ -245,10 +261,23 @@ print(f"tiny 64^3 step 0, 1 in flight: p50 {c1[1]:.0f} us (target <= 120; bare g
       f"serves {m_c1:.0f}, across two processes {float(two[0]['p50_us']):.0f}: gap {c1[1] - f_c1:.0f} us to the "
       f"lowest, target <= 60)")
 c32x1 = bench(f"{out}/tiny_c32_one_connection.txt")
-e32x8 = float(records("echo_two_processes_c32x8.txt")[0]["calls_per_s"])
+e32x8 = [float(r["calls_per_s"]) for r in records("echo_two_processes_c32x8.txt")]
 conns = re.search(r"over (\d+) connection", open(f"{out}/tiny_c32.txt").read()).group(1)
 print(f"tiny 64^3 step 0, 32 in flight, bench's default {conns} connections: {c32[0]:.0f} req/s (target >= 40000; "
-      f"the echo across two processes over 8 connections {e32x8:.0f})")
+      f"the echo across two processes over 8 connections: a thread per call {e32x8[0]:.0f}, pipelined as bench "
+      f"{e32x8[-1]:.0f})")
+def bench_rows(path):
+    return [(float(r[4]), float(r[5]) * 1e3) for r in (l.split() for l in open(path) if l.startswith("64x64x64"))]
+for client in ("gemm-client-before", "gemm-client"):
+    try:
+        c1s, c32s = bench_rows(f"{out}/tiny_c1_{client}.txt"), bench_rows(f"{out}/tiny_c32_{client}.txt")
+        cpu = [sum(map(float, l.split())) for l in open(f"{out}/tiny_c32_{client}.cpu") if l.strip()]
+    except FileNotFoundError:
+        continue
+    per_req = [c / (r * 3) * 1e6 for c, (r, _) in zip(cpu, c32s)]
+    print(f"  {client:18s} alternately: 1 in flight p50 {', '.join(f'{p:.0f}' for _, p in c1s)} us; 32 in flight "
+          f"{', '.join(f'{r:.0f}' for r, _ in c32s)} req/s, client CPU {', '.join(f'{u:.0f}' for u in per_req)} us "
+          f"per request")
 print(f"  over one connection: {c32x1[0]:.0f} req/s (bare echo {e_c32:.0f}, as gemmd serves {m_c32:.0f}, across two "
       f"processes {float(two[1]['calls_per_s']):.0f})")
 c1p = bench(f"{out}/tiny_c1_polling.txt")

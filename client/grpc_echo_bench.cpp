@@ -26,6 +26,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
+#include <absl/synchronization/mutex.h>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "unary_pipeline.h"
@@ -197,6 +198,9 @@ int main(int argc, char** argv) {
   app.add_flag("--sync-service", sync_service,
                "also serve a service on the synchronous API (as gemmd's reflection is), never called");
   CLI11_PARSE(app, argc, argv);
+  // As gemmd and gemm-client do, so that the floor is gRPC under the same
+  // process settings: no lock-order graph behind every gRPC lock.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (!target.empty() && !serve_port_file.empty()) {
     return std::fprintf(stderr, "--serve and --target exclude each other\n"), 2;
   }

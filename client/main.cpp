@@ -2,6 +2,7 @@
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
+#include <absl/synchronization/mutex.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -16,6 +17,9 @@ int main(int argc, char** argv) {
   // (docs/service-path.md).
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+  // As gemmd does: no lock-order graph behind every gRPC lock (Debian's
+  // abseil keeps one otherwise; docs/service-path.md, session 22).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"gemm-client: run GEMMs on a gemmd server", "gemm-client"};
   app.require_subcommand(1);
   gemmc::ClientOptions opts;

@@ -4,6 +4,7 @@
 
 #include <absl/debugging/failure_signal_handler.h>
 #include <absl/debugging/symbolize.h>
+#include <absl/synchronization/mutex.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -27,6 +28,10 @@ int main(int argc, char** argv) {
   // (docs/service-path.md).
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+  // Debian builds abseil with its debug checks, so every absl::Mutex lock in
+  // gRPC also updates a process-wide lock-order graph under one spin lock
+  // (docs/service-path.md, session 22). Off before any lock is taken.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // gRPC's default poller, epoll1, lets one thread of the process poll at a
   // time and hands the role to a waiting thread: the callback API's idle
   // threads then stand between Multiply's queue threads and their calls

@@ -502,7 +502,9 @@ for round in $(seq "$tiny_rounds"); do
     GEMMD_BIN=$gemmd_bin start_gemmd "tiny_${name}_$round" --max-message-bytes 256M $args
     "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256 \
       >"$OUT/tiny_${name}_$round.echo"
-    "$bin/grpc-echo-bench" --mode latency --concurrency 32 --seconds 2 --up-bytes 64 --down-bytes 256 \
+    # At 32 in flight the echo's client is bench's own (--pipelined): a
+    # thread per call was the echo's limit, not gRPC's (session 22).
+    "$bin/grpc-echo-bench" --mode latency --concurrency 32 --seconds 2 --up-bytes 64 --down-bytes 256 --pipelined \
       >>"$OUT/tiny_${name}_$round.echo"
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 4 >"$OUT/tiny_${name}_$round.c1" 2>&1
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 1 --duration 4 \
@@ -516,7 +518,7 @@ for round in $(seq "$tiny_rounds"); do
     # same 32 in flight over eight, as bench spreads them, against the echo
     # over eight.
     "$bin/grpc-echo-bench" --mode latency --concurrency 32 --connections 8 --seconds 2 --up-bytes 64 \
-      --down-bytes 256 >>"$OUT/tiny_${name}_$round.echo"
+      --down-bytes 256 --pipelined >>"$OUT/tiny_${name}_$round.echo"
     server_ticks=$(proc_ticks $gemmd_pid)
     thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.threads0"
     read -r busy0 idle0 < <(machine_ticks)

@@ -94,9 +94,11 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
                args.count ? (std::to_string(args.count) + " requests").c_str()
                           : (std::to_string(duration) + " s").c_str(),
                client.options().busy_poll ? "by polling" : "asleep");
-  if (client.options().busy_poll && args.concurrency > std::max(1u, std::thread::hardware_concurrency() / 2)) {
+  // A thread per connection polls, or with --inline one per request in flight.
+  const uint32_t polling_threads = args.inline_data ? args.concurrency : connections;
+  if (client.options().busy_poll && polling_threads > std::max(1u, std::thread::hardware_concurrency() / 2)) {
     std::fprintf(stderr, "bench: warning: %u polling threads on %u cores compete with the server for the CPU\n",
-                 args.concurrency, std::thread::hardware_concurrency());
+                 polling_threads, std::thread::hardware_concurrency());
   }
 
   // --inline: each pair's request, A and B made once, sent by every thread

@@ -150,6 +150,20 @@ GEMM_TARGET=127.0.0.1:1 "$client" bench --duration 1 --concurrency 16 >"$work/de
 calls=$(grep -o "ok of [0-9]*" "$work/dead" | grep -o "[0-9]*$")
 [[ -n $calls && $calls -gt 0 && $calls -lt 1000 ]] || { cat "$work/dead"; fail "bench against a dead server: $calls calls"; }
 ok "bench backs off from a dead server ($calls calls in 1 s)"
+# --busy-poll: a thread per connection polls (per request with --inline);
+# more of them than half the cores is warned of, fewer is not.
+half=$(($(nproc) / 2)); ((half < 1)) && half=1
+"$client" --busy-poll bench --shapes 16x16x16 --concurrency 8 --connections 1 --count 16 >/dev/null 2>"$work/poll1" ||
+  fail "bench --busy-poll: $(cat "$work/poll1")"
+grep -q "polling threads" "$work/poll1" && fail "one polling thread was warned of: $(cat "$work/poll1")"
+many=$((half + 1))
+"$client" --busy-poll bench --shapes 16x16x16 --concurrency $many --connections $many --count 16 >/dev/null \
+  2>"$work/polln" || fail "bench --busy-poll over $many connections: $(cat "$work/polln")"
+grep -q "warning: $many polling threads" "$work/polln" || fail "$many polling threads not warned of: $(cat "$work/polln")"
+"$client" --busy-poll bench --shapes 16x16x16 --concurrency $many --connections 1 --inline --count 4 >/dev/null \
+  2>"$work/polli" || fail "bench --busy-poll --inline: $(cat "$work/polli")"
+grep -q "warning: $many polling threads" "$work/polli" || fail "--inline's $many polling threads not warned of"
+ok "bench --busy-poll warns of more polling threads than half the cores"
 
 # The real binary's /metrics, scraped as Prometheus does (a scrape once
 # crashed gemmd while an in-process test passed: static TLS vs civetweb's stacks).

@@ -39,7 +39,8 @@ struct ClientOptions {
   // Multiply's caller polls its completion queue instead of sleeping in it,
   // so the reply is read when it lands rather than after the thread is woken
   // (30-50 us on the GPU machine's VMs, docs/service-path.md). It costs a
-  // busy core per call in flight: for latency, not for many calls at once.
+  // busy core per blocking call in flight, or per MultiplyPipelined thread:
+  // for latency, not for many calls at once.
   bool busy_poll = false;
 };
 

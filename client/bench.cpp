@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "gemm/half.h"
 #include "gemm/random_fill.h"
+#include "unary_pipeline.h"
 
 namespace gemmc {
 namespace {
@@ -177,7 +178,7 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
   } else {
     // A thread per connection, keeping its share of the requests in flight.
     for (uint32_t c = 0; c < connections; ++c) {
-      const uint32_t depth = args.concurrency / connections + (c < args.concurrency % connections ? 1 : 0);
+      const size_t depth = CallsOnConnection(args.concurrency, connections, c);
       threads.emplace_back([&, c, depth] {
         std::vector<Sample> mine;
         std::vector<size_t> combo_of(depth);

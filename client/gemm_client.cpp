@@ -86,16 +86,7 @@ namespace {
 bool AwaitOne(grpc::CompletionQueue& cq, bool busy) {
   void* tag = nullptr;
   bool ok = false;
-  bool got = false;
-  if (busy) {
-    for (;;) {
-      const auto polled = cq.AsyncNext(&tag, &ok, gpr_inf_past(GPR_CLOCK_MONOTONIC));
-      if (polled == grpc::CompletionQueue::GOT_EVENT) got = true;
-      if (polled != grpc::CompletionQueue::TIMEOUT) break;
-    }
-  } else {
-    got = cq.Next(&tag, &ok);
-  }
+  const bool got = NextEvent(cq, busy, &tag, &ok);
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }

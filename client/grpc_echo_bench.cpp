@@ -136,16 +136,7 @@ double Call(grpc::GenericStub& stub, const grpc::ByteBuffer& request, bool busy_
   call->Finish(&reply, &status, reinterpret_cast<void*>(1));
   void* tag = nullptr;
   bool ok = false;
-  bool got = false;
-  if (busy_poll) {
-    for (;;) {
-      const auto r = cq.AsyncNext(&tag, &ok, gpr_inf_past(GPR_CLOCK_MONOTONIC));
-      if (r == grpc::CompletionQueue::GOT_EVENT) { got = true; break; }
-      if (r == grpc::CompletionQueue::SHUTDOWN) break;
-    }
-  } else {
-    got = cq.Next(&tag, &ok);
-  }
+  const bool got = gemmc::NextEvent(cq, busy_poll, &tag, &ok);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
@@ -345,7 +336,8 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
   if (pipelined) {  // a thread per connection with its share of the calls, as gemm-client bench drives them
     for (int c = 0; c < std::min(connections, concurrency); ++c) {
-      const int depth = concurrency / connections + (c < concurrency % connections ? 1 : 0);
+      const size_t depth = gemmc::CallsOnConnection(static_cast<size_t>(concurrency),
+                                                     static_cast<size_t>(connections), static_cast<size_t>(c));
       threads.emplace_back([&, c, depth] {
         gemmc::PipelineHooks hooks;
         hooks.next = [&](size_t, grpc::ClientContext*, grpc::ByteBuffer* out) {
@@ -358,8 +350,7 @@ int main(int argc, char** argv) {
           else ++failures;
           return 0.0;
         };
-        gemmc::RunPipeline(*stubs[static_cast<size_t>(c)], "/echo.Echo/Call", static_cast<size_t>(depth), busy_poll,
-                           hooks);
+        gemmc::RunPipeline(*stubs[static_cast<size_t>(c)], "/echo.Echo/Call", depth, busy_poll, hooks);
       });
     }
   } else {

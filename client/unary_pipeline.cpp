@@ -28,6 +28,18 @@ bool IsBackoff(void* tag) { return ((reinterpret_cast<uintptr_t>(tag) - 2) & 1) 
 
 }  // namespace
 
+bool NextEvent(grpc::CompletionQueue& cq, bool busy_poll, void** tag, bool* ok) {
+  if (!busy_poll) return cq.Next(tag, ok);
+  for (;;) {
+    const auto polled = cq.AsyncNext(tag, ok, gpr_inf_past(GPR_CLOCK_MONOTONIC));
+    if (polled != grpc::CompletionQueue::TIMEOUT) return polled == grpc::CompletionQueue::GOT_EVENT;
+  }
+}
+
+size_t CallsOnConnection(size_t calls, size_t connections, size_t c) {
+  return calls / connections + (c < calls % connections ? 1 : 0);
+}
+
 void RunPipeline(grpc::GenericStub& stub, const std::string& method, size_t depth, bool busy_poll,
                  const PipelineHooks& hooks) {
   grpc::CompletionQueue cq;
@@ -49,15 +61,7 @@ void RunPipeline(grpc::GenericStub& stub, const std::string& method, size_t dept
   while (active > 0) {
     void* tag = nullptr;
     bool ok = false;
-    if (busy_poll) {
-      grpc::CompletionQueue::NextStatus polled;
-      do {
-        polled = cq.AsyncNext(&tag, &ok, gpr_inf_past(GPR_CLOCK_MONOTONIC));
-      } while (polled == grpc::CompletionQueue::TIMEOUT);
-      if (polled != grpc::CompletionQueue::GOT_EVENT) break;
-    } else if (!cq.Next(&tag, &ok)) {
-      break;
-    }
+    if (!NextEvent(cq, busy_poll, &tag, &ok)) break;
     const size_t i = SlotOf(tag);
     Slot& s = slots[i];
     if (!IsBackoff(tag)) {

@@ -28,6 +28,14 @@ struct PipelineHooks {
       done;
 };
 
+// The next event of `cq` into `tag` and `ok`; false once the queue is shut
+// down. With `busy_poll` the caller polls the queue instead of sleeping in it.
+bool NextEvent(grpc::CompletionQueue& cq, bool busy_poll, void** tag, bool* ok);
+
+// How many of `calls` in flight connection `c` of `connections` keeps: an
+// even share, the first connections one more where they do not divide.
+size_t CallsOnConnection(size_t calls, size_t connections, size_t c);
+
 // Keeps up to `depth` calls of `method` in flight on `stub`'s channel from
 // the calling thread until every slot's `next` says it is done. With
 // `busy_poll` the thread polls the queue instead of sleeping in it.

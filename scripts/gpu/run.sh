@@ -253,9 +253,10 @@ e_tr, m_tr, f_tr = floors("median_ms", min)
 print(f"bare echo as gemmd serves, server in a process of its own: 1 in flight p50 {float(two[0]['p50_us']):.0f} us, "
       f"32 in flight {float(two[1]['calls_per_s']):.0f} calls/s, 96 MB transfer {float(two[2]['median_ms']):.1f} ms "
       f"(in one process: {m_c1:.0f} us, {m_c32:.0f} calls/s, {m_tr:.1f} ms)")
+def bench_rows(path):  # (req/s, p50 us) of each 64^3 run in the file
+    return [(float(r[4]), float(r[5]) * 1e3) for r in (l.split() for l in open(path) if l.startswith("64x64x64"))]
 def bench(path):
-    row = [l.split() for l in open(path) if l.startswith("64x64x64")][0]
-    return float(row[4]), float(row[5]) * 1e3  # req/s, p50 us
+    return bench_rows(path)[0]
 c1, c32 = bench(f"{out}/tiny_c1.txt"), bench(f"{out}/tiny_c32.txt")
 print(f"tiny 64^3 step 0, 1 in flight: p50 {c1[1]:.0f} us (target <= 120; bare gRPC echo {e_c1:.0f} us, as gemmd "
       f"serves {m_c1:.0f}, across two processes {float(two[0]['p50_us']):.0f}: gap {c1[1] - f_c1:.0f} us to the "
@@ -266,8 +267,6 @@ conns = re.search(r"over (\d+) connection", open(f"{out}/tiny_c32.txt").read()).
 print(f"tiny 64^3 step 0, 32 in flight, bench's default {conns} connections: {c32[0]:.0f} req/s (target >= 40000; "
       f"the echo across two processes over 8 connections: a thread per call {e32x8[0]:.0f}, pipelined as bench "
       f"{e32x8[-1]:.0f})")
-def bench_rows(path):
-    return [(float(r[4]), float(r[5]) * 1e3) for r in (l.split() for l in open(path) if l.startswith("64x64x64"))]
 for client in ("gemm-client-before", "gemm-client"):
     try:
         c1s, c32s = bench_rows(f"{out}/tiny_c1_{client}.txt"), bench_rows(f"{out}/tiny_c32_{client}.txt")

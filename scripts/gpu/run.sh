@@ -45,12 +45,12 @@ start_gemmd() {
 # CPU ticks: a process's, the machine's (busy, idle), and each thread's.
 proc_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
-# thread_ticks PID: each thread's name and CPU ticks (gemmd names its own:
-# server/thread_name.h), read past the name's closing parenthesis.
+# thread_ticks PID: each thread's name, id and CPU ticks (gemmd names its
+# own: server/thread_name.h), read past the name's closing parenthesis.
 thread_ticks() {
   local t
   for t in /proc/$1/task/*; do
-    printf '%s\t%s\n' "$(cat "$t/comm")" "$(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
+    printf '%s\t%s\t%s\n' "$(cat "$t/comm")" "${t##*/}" "$(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
   done 2>/dev/null
 }
 # metrics_of NAME: that gemmd's /metrics.
@@ -521,9 +521,22 @@ for round in $(seq "$tiny_rounds"); do
     server_ticks=$(proc_ticks $gemmd_pid)
     thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.threads0"
     read -r busy0 idle0 < <(machine_ticks)
+    metrics_of "tiny_${name}_$round" | grep -E '^gemm_batch_size_(sum|count)' >"$OUT/tiny_${name}_$round.batch0"
     { TIMEFORMAT='%U %S'; time "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 \
-        --duration 4 >"$OUT/tiny_${name}_$round.c32x8" 2>&1; } 2>"$OUT/tiny_${name}_$round.c32x8.client_cpu"
+        --duration 4 >"$OUT/tiny_${name}_$round.c32x8" 2>&1; } 2>"$OUT/tiny_${name}_$round.c32x8.client_cpu" &
+    client_job=$!
+    # Each thread of both sides over 2 s in mid-run: one thread at a full
+    # core bounds the rate however idle the machine is.
+    sleep 1
+    client_pid=$(pgrep -n -x gemm-client)
+    thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.window0"
+    thread_ticks "$client_pid" >"$OUT/tiny_${name}_$round.client_window0"
+    sleep 2
+    thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.window1"
+    thread_ticks "$client_pid" >"$OUT/tiny_${name}_$round.client_window1"
+    wait $client_job
     read -r busy1 idle1 < <(machine_ticks)
+    metrics_of "tiny_${name}_$round" | grep -E '^gemm_batch_size_(sum|count)' >"$OUT/tiny_${name}_$round.batch1"
     thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.threads1"
     echo "server_ticks=$(($(proc_ticks $gemmd_pid) - server_ticks)) busy=$((busy1 - busy0)) idle=$((idle1 - idle0))" \
       "hz=$(getconf CLK_TCK) cores=$(nproc)" >"$OUT/tiny_${name}_$round.c32x8.cpu"
@@ -551,12 +564,30 @@ import statistics, sys
 from gemm_reports import client_ms, echo_records, json_docs
 from collections import Counter
 out = sys.argv[1]
+def thread_rows(path):
+    for line in open(path):
+        name, tid, n = line.rstrip("\n").rsplit("\t", 2)
+        yield name, tid, int(n)
 def threads(path):
     ticks = Counter()
-    for line in open(path):
-        name, _, n = line.rstrip("\n").rpartition("\t")
-        ticks[name] += int(n)
+    for name, _, n in thread_rows(path):
+        ticks[name] += n
     return ticks
+def busiest(stem, hz, seconds=2.0):
+    """Each thread's share of a core over the window, busiest first, by name."""
+    before = {tid: n for _, tid, n in thread_rows(f"{stem}0")}
+    shares = {}
+    for name, tid, n in thread_rows(f"{stem}1"):
+        shares.setdefault(name, []).append((n - before.get(tid, 0)) / hz / seconds * 100)
+    ranked = sorted(shares.items(), key=lambda kv: -max(kv[1]))
+    return "; ".join(f"{name} {' '.join(f'{s:.0f}' for s in sorted(v, reverse=True)[:8])}"
+                     for name, v in ranked if max(v) >= 1)
+def mean_batch(stem):
+    def read(path):
+        m = dict(l.split() for l in open(path) if l.strip())
+        return float(m.get("gemm_batch_size_count", 0)), float(m.get("gemm_batch_size_sum", 0))
+    (c0, s0), (c1, s1) = read(f"{stem}.batch0"), read(f"{stem}.batch1")
+    return (s1 - s0) / (c1 - c0) if c1 > c0 else 0.0
 def bench(path):
     rows = [l.split() for l in open(path) if l.startswith("64x64x64")]
     server = "".join(l.strip() for l in open(path) if "server p50" in l)
@@ -591,6 +622,10 @@ for round in range(1, int(sys.argv[2]) + 1):
         top = [f"{name} {t / hz / n * 1e6:.0f}" for name, t in by_thread.most_common(8) if t > 0]
         print(f"    gemmd's CPU per request by thread name, us: {', '.join(top)} (threads that ended in the run "
               f"are missing)")
+        batch = mean_batch(stem)
+        print(f"    % of a core per thread over 2 s mid-run, busiest first; "
+              f"{f'mean batch {batch:.1f} requests' if batch else 'no batches'}:\n      gemmd: {busiest(f'{stem}.window', hz)}\n"
+              f"      client: {busiest(f'{stem}.client_window', hz)}")
         _, p50i, serveri = bench(f"{stem}.c1inline")
         print(f"    A and B inline, verified, D inline, 1 in flight: p50 {p50i:.0f} us; {serveri}")
         runs = json_docs(f"{stem}.inline4096.json")

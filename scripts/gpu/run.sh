@@ -48,13 +48,28 @@ machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/sta
 # thread_ticks PID: each thread's name, id and CPU ticks (gemmd names its
 # own: server/thread_name.h), read past the name's closing parenthesis.
 thread_ticks() {
-  local t
+  local t ticks
   for t in /proc/$1/task/*; do
-    printf '%s\t%s\t%s\n' "$(cat "$t/comm")" "${t##*/}" "$(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
-  done 2>/dev/null
+    # A thread that ended between the listing and the read is left out.
+    ticks=$(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $12 + $13}')
+    [[ -n $ticks ]] && printf '%s\t%s\t%s\n' "$(cat "$t/comm" 2>/dev/null)" "${t##*/}" "$ticks"
+  done
 }
 # metrics_of NAME: that gemmd's /metrics.
 metrics_of() { curl -s "http://127.0.0.1:$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd_$1.log" | grep -o '[0-9]*$')/metrics"; }
+# gemmd's own transport model: the poll poller and a completion-queue
+# thread per quarter of the cores (1-4), as gemmd serves Multiply.
+queue_threads=$(($(nproc) / 4)); ((queue_threads < 1)) && queue_threads=1; ((queue_threads > 4)) && queue_threads=4
+# start_echo_server: the bare echo served that way, in a process of its own
+# as gemmd is; sets echo_pid and echo_target (host:port).
+start_echo_server() {
+  rm -f "$work/echo_port"
+  GRPC_POLL_STRATEGY=poll "$bin/grpc-echo-bench" --serve "$work/echo_port" --server-api async \
+    --server-threads $queue_threads &
+  echo_pid=$!
+  for _ in $(seq 100); do [[ -s $work/echo_port ]] && break; sleep 0.1; done
+  echo_target=127.0.0.1:$(cat "$work/echo_port")
+}
 
 nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 gpus=$(nvidia-smi -L | wc -l)
@@ -125,27 +140,22 @@ echo_floors() {
   "$@" --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5
 }
 echo_floors "$bin/grpc-echo-bench" >"$OUT/echo.txt"
-# The same three under gemmd's own transport model: the poll poller and a
-# completion-queue thread per quarter of the cores (1-4), as gemmd serves
-# Multiply. On some hosts this floor is the lower one (session 20), so the
-# targets are judged against the lowest of the floors.
-queue_threads=$(($(nproc) / 4)); ((queue_threads < 1)) && queue_threads=1; ((queue_threads > 4)) && queue_threads=4
+# The same three under gemmd's own transport model (queue_threads, above).
+# On some hosts this floor is the lower one (session 20), so the targets
+# are judged against the lowest of the floors.
 echo_as_gemmd() { GRPC_POLL_STRATEGY=poll "$bin/grpc-echo-bench" --server-api async --server-threads $queue_threads "$@"; }
 echo_floors echo_as_gemmd >"$OUT/echo_as_gemmd.txt"
 # And with the server in a process of its own, as gemmd and gemm-client
 # are (the client on gRPC's default poller, as gemm-client is).
-rm -f "$work/echo_port"
-GRPC_POLL_STRATEGY=poll "$bin/grpc-echo-bench" --serve "$work/echo_port" --server-api async --server-threads $queue_threads &
-echo_pid=$!
-for _ in $(seq 100); do [[ -s $work/echo_port ]] && break; sleep 0.1; done
-echo_floors "$bin/grpc-echo-bench" --target "127.0.0.1:$(cat "$work/echo_port")" >"$OUT/echo_two_processes.txt"
+start_echo_server
+echo_floors "$bin/grpc-echo-bench" --target "$echo_target" >"$OUT/echo_two_processes.txt"
 # 32 in flight over eight connections, as gemm-client bench spreads them
 # by default (one per four in flight): the floor for its rate.
-"$bin/grpc-echo-bench" --target "127.0.0.1:$(cat "$work/echo_port")" --mode latency --concurrency 32 --connections 8 \
+"$bin/grpc-echo-bench" --target "$echo_target" --mode latency --concurrency 32 --connections 8 \
   --seconds 3 --up-bytes 64 --down-bytes 256 >"$OUT/echo_two_processes_c32x8.txt"
 # And with the client bench has since session 22: a thread per connection
 # keeping its four in flight (--pipelined), instead of a thread per call.
-"$bin/grpc-echo-bench" --target "127.0.0.1:$(cat "$work/echo_port")" --mode latency --concurrency 32 --connections 8 \
+"$bin/grpc-echo-bench" --target "$echo_target" --mode latency --concurrency 32 --connections 8 \
   --seconds 3 --up-bytes 64 --down-bytes 256 --pipelined >>"$OUT/echo_two_processes_c32x8.txt"
 kill "$echo_pid"; wait "$echo_pid"
 # A one-shot client (gemm-client run) moves its bytes on a new connection
@@ -488,6 +498,14 @@ if part tiny; then
 IFS=';' read -r -a tiny_configs <<<"${TINY_CONFIGS:-defaults:;workers2:--workers 2}"
 [[ -x $bin/gemmd-before && -z ${TINY_CONFIGS:-} ]] && tiny_configs+=("before:@gemmd-before" "before_workers2:@gemmd-before --workers 2")
 [[ -s $work/a4096 ]] || { head -c 33554432 /dev/zero >"$work/a4096" && cp "$work/a4096" "$work/b4096"; }
+# Each setting's floors: the bare echo as gemmd serves (start_echo_server),
+# in a process of its own, as the service part measures it. Before session
+# 23's last runs it ran in one process with gRPC's defaults, which answered
+# 32 in flight at 63-76K calls/s where two processes answered 158-209K.
+start_echo_server
+tiny_echo() {
+  "$bin/grpc-echo-bench" --target "$echo_target" --mode latency --seconds 2 --up-bytes 64 --down-bytes 256 "$@"
+}
 tiny_rounds=${TINY_ROUNDS:-2}
 for round in $(seq "$tiny_rounds"); do
   for config in "${tiny_configs[@]}"; do
@@ -499,25 +517,21 @@ for round in $(seq "$tiny_rounds"); do
       gemmd_bin=$bin/${build#@}
     fi
     GEMMD_BIN=$gemmd_bin start_gemmd "tiny_${name}_$round" --max-message-bytes 256M $args
-    "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256 \
-      >"$OUT/tiny_${name}_$round.echo"
+    tiny_echo --concurrency 1 >"$OUT/tiny_${name}_$round.echo"
     # At 32 in flight the echo's client is bench's own (--pipelined): a
     # thread per call was the echo's limit, not gRPC's (session 22).
-    "$bin/grpc-echo-bench" --mode latency --concurrency 32 --seconds 2 --up-bytes 64 --down-bytes 256 --pipelined \
-      >>"$OUT/tiny_${name}_$round.echo"
+    tiny_echo --concurrency 32 --pipelined >>"$OUT/tiny_${name}_$round.echo"
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 4 >"$OUT/tiny_${name}_$round.c1" 2>&1
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 1 --duration 4 \
       >"$OUT/tiny_${name}_$round.c32" 2>&1
     # One in flight again, with the client polling for its reply (--busy-poll).
-    "$bin/grpc-echo-bench" --mode latency --concurrency 1 --seconds 2 --up-bytes 64 --down-bytes 256 --busy-poll \
-      >"$OUT/tiny_${name}_$round.echo_polling"
+    tiny_echo --concurrency 1 --busy-poll >"$OUT/tiny_${name}_$round.echo_polling"
     "$bin/gemm-client" --busy-poll bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 3 \
       >"$OUT/tiny_${name}_$round.c1polling" 2>&1
     # One connection is served by one thread at a time on each side: the
     # same 32 in flight over eight, as bench spreads them, against the echo
     # over eight.
-    "$bin/grpc-echo-bench" --mode latency --concurrency 32 --connections 8 --seconds 2 --up-bytes 64 \
-      --down-bytes 256 --pipelined >>"$OUT/tiny_${name}_$round.echo"
+    tiny_echo --concurrency 32 --connections 8 --pipelined >>"$OUT/tiny_${name}_$round.echo"
     server_ticks=$(proc_ticks $gemmd_pid)
     thread_ticks $gemmd_pid >"$OUT/tiny_${name}_$round.threads0"
     read -r busy0 idle0 < <(machine_ticks)
@@ -559,6 +573,7 @@ for round in $(seq "$tiny_rounds"); do
     kill -TERM $gemmd_pid; wait $gemmd_pid
   done
 done
+kill "$echo_pid"; wait "$echo_pid"
 python3 - "$OUT" "$tiny_rounds" "${tiny_configs[@]}" <<'PY' | tee -a "$summary"
 import statistics, sys
 from gemm_reports import client_ms, echo_records, json_docs
@@ -567,7 +582,8 @@ out = sys.argv[1]
 def thread_rows(path):
     for line in open(path):
         name, tid, n = line.rstrip("\n").rsplit("\t", 2)
-        yield name, tid, int(n)
+        if n:
+            yield name, tid, int(n)
 def threads(path):
     ticks = Counter()
     for name, _, n in thread_rows(path):

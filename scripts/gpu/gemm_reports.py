@@ -16,3 +16,9 @@ def echo_records(path):
 def client_ms(runs, key):
     """One client field of each run (gemm-client run --json), in ms: "31.2, 28.0, 29.5"."""
     return ", ".join(f"{r['client'][key] * 1e3:.1f}" for r in runs)
+
+
+def batch_sizes(path):
+    """(launches, requests) from gemm_batch_size_count and _sum lines scraped off /metrics."""
+    m = dict(l.split() for l in open(path) if l.strip())
+    return float(m.get("gemm_batch_size_count", 0)), float(m.get("gemm_batch_size_sum", 0))

@@ -57,15 +57,16 @@ thread_ticks() {
 }
 # metrics_of NAME: that gemmd's /metrics.
 metrics_of() { curl -s "http://127.0.0.1:$(grep -o 'metrics on port [0-9]*' "$OUT/gemmd_$1.log" | grep -o '[0-9]*$')/metrics"; }
-# gemmd's own transport model: the poll poller and a completion-queue
-# thread per quarter of the cores (1-4), as gemmd serves Multiply.
+# The bare echo under gemmd's own transport model: the poll poller and a
+# completion-queue thread per quarter of the cores (1-4), as gemmd serves
+# Multiply.
 queue_threads=$(($(nproc) / 4)); ((queue_threads < 1)) && queue_threads=1; ((queue_threads > 4)) && queue_threads=4
-# start_echo_server: the bare echo served that way, in a process of its own
-# as gemmd is; sets echo_pid and echo_target (host:port).
+echo_as_gemmd() { GRPC_POLL_STRATEGY=poll "$bin/grpc-echo-bench" --server-api async --server-threads $queue_threads "$@"; }
+# start_echo_server: that echo in a process of its own, as gemmd is; sets
+# echo_pid and echo_target (host:port).
 start_echo_server() {
   rm -f "$work/echo_port"
-  GRPC_POLL_STRATEGY=poll "$bin/grpc-echo-bench" --serve "$work/echo_port" --server-api async \
-    --server-threads $queue_threads &
+  echo_as_gemmd --serve "$work/echo_port" &
   echo_pid=$!
   for _ in $(seq 100); do [[ -s $work/echo_port ]] && break; sleep 0.1; done
   echo_target=127.0.0.1:$(cat "$work/echo_port")
@@ -140,10 +141,9 @@ echo_floors() {
   "$@" --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5
 }
 echo_floors "$bin/grpc-echo-bench" >"$OUT/echo.txt"
-# The same three under gemmd's own transport model (queue_threads, above).
+# The same three under gemmd's own transport model (echo_as_gemmd, above).
 # On some hosts this floor is the lower one (session 20), so the targets
 # are judged against the lowest of the floors.
-echo_as_gemmd() { GRPC_POLL_STRATEGY=poll "$bin/grpc-echo-bench" --server-api async --server-threads $queue_threads "$@"; }
 echo_floors echo_as_gemmd >"$OUT/echo_as_gemmd.txt"
 # And with the server in a process of its own, as gemmd and gemm-client
 # are (the client on gRPC's default poller, as gemm-client is).
@@ -465,7 +465,7 @@ for batch in 1 32; do
 done
 python3 - "$OUT" <<'PY' | tee -a "$summary"
 import re, sys
-from gemm_reports import client_ms, echo_records, json_docs
+from gemm_reports import batch_sizes, client_ms, echo_records, json_docs
 out = sys.argv[1]
 def rate(path):
     rows = [l.split() for l in open(path) if re.match(r"\d+x\d+x\d+ ", l)]
@@ -474,8 +474,7 @@ for case in ("64x64x64", "64x64x64--verify", "256x256x256--verify"):
     off, on = rate(f"{out}/batch1_{case}.txt"), rate(f"{out}/batch32_{case}.txt")
     print(f"batching {case}, 32 in flight: off {off:.0f} req/s, on (--batch-max 32) {on:.0f} req/s: "
           f"x{on / off if off else 0:.2f}")
-m = dict(l.split() for l in open(f"{out}/batch32_metrics.txt") if l.strip())
-count, total = float(m.get("gemm_batch_size_count", 0)), float(m.get("gemm_batch_size_sum", 0))
+count, total = batch_sizes(f"{out}/batch32_metrics.txt")
 print(f"batching on: {count:.0f} launches, mean batch {total / count if count else 0:.1f} requests")
 PY
 
@@ -576,7 +575,7 @@ done
 kill "$echo_pid"; wait "$echo_pid"
 python3 - "$OUT" "$tiny_rounds" "${tiny_configs[@]}" <<'PY' | tee -a "$summary"
 import statistics, sys
-from gemm_reports import client_ms, echo_records, json_docs
+from gemm_reports import batch_sizes, client_ms, echo_records, json_docs
 from collections import Counter
 out = sys.argv[1]
 def thread_rows(path):
@@ -599,10 +598,7 @@ def busiest(stem, hz, seconds=2.0):
     return "; ".join(f"{name} {' '.join(f'{s:.0f}' for s in sorted(v, reverse=True)[:8])}"
                      for name, v in ranked if max(v) >= 1)
 def mean_batch(stem):
-    def read(path):
-        m = dict(l.split() for l in open(path) if l.strip())
-        return float(m.get("gemm_batch_size_count", 0)), float(m.get("gemm_batch_size_sum", 0))
-    (c0, s0), (c1, s1) = read(f"{stem}.batch0"), read(f"{stem}.batch1")
+    (c0, s0), (c1, s1) = batch_sizes(f"{stem}.batch0"), batch_sizes(f"{stem}.batch1")
     return (s1 - s0) / (c1 - c0) if c1 > c0 else 0.0
 def bench(path):
     rows = [l.split() for l in open(path) if l.startswith("64x64x64")]

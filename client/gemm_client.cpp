@@ -30,7 +30,7 @@ const char kRetryServiceConfig[] = R"({
       "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED", "CANCELLED"]
     }
   }],
-  "retryThrottling": {"maxTokens": 20, "tokenRatio": 0.2}
+  "retryThrottling": {"maxTokens": 1000, "tokenRatio": 1.0}
 })";
 
 int RetriesOf(const grpc::ClientContext& ctx) {
@@ -55,6 +55,12 @@ GemmClient::GemmClient(const ClientOptions& options) : options_(options) {
   // dns:/// targets with several addresses spread calls over every replica.
   args.SetLoadBalancingPolicyName("round_robin");
   if (options_.retries) args.SetServiceConfigJSON(kRetryServiceConfig);
+  // gRPC's default waits 1 s after a lost connection, then 1.6 times longer
+  // each time: a server back 50 ms after a restart was unreachable for a
+  // second, longer than the retry policy's attempts last.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs[0]);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectBackoffMs[1]);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kReconnectBackoffMs[2]);
   if (options_.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (options_.use_tls || !options_.tls_ca.empty() || !options_.tls_cert.empty()) {
@@ -76,6 +82,14 @@ void GemmClient::Prepare(grpc::ClientContext* ctx) const {
   if (options_.timeout_seconds > 0) {
     ctx->set_deadline(std::chrono::system_clock::now() +
                       std::chrono::microseconds(static_cast<int64_t>(options_.timeout_seconds * 1e6)));
+    // Once this client has reached the server, a restart within the
+    // deadline is waited out, not reported. Until then a call fails fast:
+    // a wrong address or certificate is not a restart.
+    if (options_.retries && !reached_server_.load(std::memory_order_relaxed) &&
+        channel_->GetState(false) == GRPC_CHANNEL_READY) {
+      reached_server_.store(true, std::memory_order_relaxed);
+    }
+    if (options_.retries && reached_server_.load(std::memory_order_relaxed)) ctx->set_wait_for_ready(true);
   }
 }
 
@@ -497,6 +511,13 @@ grpc::Status GemmClient::Health(const std::string& service,
                                 grpc::health::v1::HealthCheckResponse::ServingStatus* status) {
   grpc::ClientContext ctx;
   Prepare(&ctx);
+  // Health says how the server is now: it never waits for one that does
+  // not answer, whatever the client's deadline.
+  constexpr double kHealthDeadlineSeconds = 5;
+  const double seconds = options_.timeout_seconds > 0 ? std::min(options_.timeout_seconds, kHealthDeadlineSeconds)
+                                                      : kHealthDeadlineSeconds;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)));
+  ctx.set_wait_for_ready(false);
   grpc::health::v1::HealthCheckRequest req;
   req.set_service(service);
   grpc::health::v1::HealthCheckResponse resp;

@@ -2,6 +2,8 @@
 // with chunked upload/download for matrices larger than one message.
 #pragma once
 
+#include <atomic>
+
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -20,7 +22,13 @@ namespace gemmc {
 
 struct ClientOptions {
   std::string target = "localhost:50051";
-  double timeout_seconds = 0;                 // 0: no deadline
+  // Each call's deadline. Within it, once this client has reached the
+  // server, a call that finds it unreachable (restarting, its connection
+  // lost) waits for it to come back instead of failing (gRPC's
+  // wait-for-ready), so a restart reaches no caller as an error. Before the
+  // first connection a call fails fast (a wrong address or certificate is
+  // not a restart). 0: no deadline, and then no waiting either.
+  double timeout_seconds = 300;
   uint64_t max_message_bytes = 64ull << 20;   // must match the server's
   // TLS: PEM contents (not paths). tls_ca set (or use_tls) means TLS; with
   // an empty tls_ca the system roots are used. tls_cert/tls_key: client
@@ -31,7 +39,8 @@ struct ClientOptions {
   std::string token;  // sent as 'authorization: Bearer <token>' when set
   // gRPC retries UNAVAILABLE, RESOURCE_EXHAUSTED and CANCELLED with
   // exponential backoff and jitter, within a retry-throttling budget
-  // (kRetryServiceConfig).
+  // (kRetryServiceConfig); a lost connection is made again within 0.1-1 s
+  // (kReconnectBackoffMs), not gRPC's default 1-120 s.
   bool retries = true;
   // A TCP connection of this client's own: channels with the same target
   // and arguments otherwise share one (gRPC's global subchannel pool).
@@ -58,6 +67,8 @@ struct ClientOptions {
 // a retry would need the whole stream kept to send again, so a caller
 // restarts the upload itself.
 extern const char kRetryServiceConfig[];
+// The reconnect backoff: first, least and most, in milliseconds.
+inline constexpr int kReconnectBackoffMs[3] = {100, 100, 1000};
 
 // How many times gRPC retried the call `ctx` made before the attempt that
 // got an answer: gemmd echoes gRPC's grpc-previous-rpc-attempts header in
@@ -164,6 +175,7 @@ class GemmClient {
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
+  mutable std::atomic<bool> reached_server_{false};  // the channel was READY once (Prepare)
   std::unique_ptr<gemm::v1::GemmService::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   std::unique_ptr<grpc::GenericStub> generic_;

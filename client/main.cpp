@@ -25,7 +25,10 @@ int main(int argc, char** argv) {
   gemmc::ClientOptions opts;
   app.add_option("--target", opts.target, "server address; dns:///host:port balances over every replica")
       ->envname("GEMM_TARGET")->capture_default_str();
-  app.add_option("--timeout", opts.timeout_seconds, "deadline of each call in seconds; 0 = none")
+  app.add_option("--timeout", opts.timeout_seconds,
+                 "deadline of each call in seconds; within it a call waits out a server restart; 0 = none (and "
+                 "no waiting)")
+      ->capture_default_str()
       ->envname("GEMM_TIMEOUT")->capture_default_str();
   app.add_flag("--busy-poll", opts.busy_poll,
                "wait for each Multiply's reply by polling, not sleeping: lower latency, a busy core per call in flight")

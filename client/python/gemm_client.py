@@ -32,7 +32,7 @@ RETRY_SERVICE_CONFIG = json.dumps({
         "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "2s",
                         "backoffMultiplier": 2.5, "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED", "CANCELLED"]},
     }],
-    "retryThrottling": {"maxTokens": 20, "tokenRatio": 0.2},
+    "retryThrottling": {"maxTokens": 1000, "tokenRatio": 1.0},
 })
 
 
@@ -47,7 +47,10 @@ class GemmClient:
         (UNAVAILABLE, RESOURCE_EXHAUSTED) with backoff, as gemm-client does."""
         opts = [("grpc.max_send_message_length", max_message_bytes),
                 ("grpc.max_receive_message_length", max_message_bytes),
-                ("grpc.lb_policy_name", "round_robin")]
+                ("grpc.lb_policy_name", "round_robin"),
+                # Reconnect within 0.1-1 s of a lost connection, as gemm-client does.
+                ("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
+                ("grpc.max_reconnect_backoff_ms", 1000)]
         if retries:
             opts += [("grpc.enable_retries", 1), ("grpc.service_config", RETRY_SERVICE_CONFIG)]
         if tls or root_certificates or certificate_chain:

@@ -65,10 +65,18 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
                  "keep stored matrices on disk here too, so handles survive a restart, a crash or kill -9 (an upload "
                  "is acknowledged once its file is fsynced); empty keeps them in memory only")
       ->envname("GEMMD_MATRIX_DIR");
+  app.add_option("--identity-quota-bytes", c.identity_quota_bytes,
+                 "stored matrices one identity may hold, counting the whole size of its uploads in progress (0: "
+                 "the whole --matrix-quota-bytes), so that one tenant cannot take every other's quota")
+      ->envname("GEMMD_IDENTITY_QUOTA_BYTES")->transform(size)->capture_default_str();
+  app.add_option("--max-uploads-per-identity", c.max_uploads_per_identity,
+                 "uploads in progress at a time per identity (each holds one of --max-matrices until it ends)")
+      ->envname("GEMMD_MAX_UPLOADS_PER_IDENTITY")->check(CLI::Range(1u, 100000u))->capture_default_str();
   app.add_option("--max-repeats", c.max_repeats, "largest repeat count of one request")
       ->envname("GEMMD_MAX_REPEATS")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--shutdown-grace-seconds", c.shutdown_grace_seconds,
-                 "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
+                 "on SIGTERM, SIGINT, SIGHUP or SIGQUIT, how long in-flight requests may take to finish (a second "
+                 "signal ends it at once)")
       ->envname("GEMMD_SHUTDOWN_GRACE_SECONDS")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
   app.add_option("--drain-delay-seconds", c.drain_delay_seconds,
                  "on SIGTERM/SIGINT, report NOT_SERVING and keep serving this long (within the grace) before "
@@ -77,6 +85,15 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
   app.add_option("--stream-idle-seconds", c.stream_idle_seconds,
                  "cancel an upload or download that moves no data for this long (its quota comes back)")
       ->envname("GEMMD_STREAM_IDLE_SECONDS")->check(CLI::Range(0.1, 86400.0))->capture_default_str();
+  app.add_option("--listener-probe-seconds", c.listener_probe_seconds,
+                 "probe the gRPC listener over loopback this often; after three probes in a row get no answer (gRPC "
+                 "stops accepting for good after a descriptor flood), drain and exit with status 4 for the "
+                 "supervisor to restart; 0 turns it off")
+      ->envname("GEMMD_LISTENER_PROBE_SECONDS")->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+  app.add_option("--idle-trim-seconds", c.idle_trim_seconds,
+                 "after this long without requests, give freed heap memory back to the system (after a burst); "
+                 "0 never does")
+      ->envname("GEMMD_IDLE_TRIM_SECONDS")->check(CLI::Range(0.0, 86400.0))->capture_default_str();
   app.add_option("--selftest-helper", c.selftest_helper,
                  "start-up self-test of the ladder's steps in this helper process, so that a kernel that faults "
                  "or hangs withdraws only its step: auto (gemmd-selftest beside gemmd), a path, or none (in process)")

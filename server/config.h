@@ -32,12 +32,20 @@ struct ServerConfig {
   uint64_t max_request_bytes = 4ull << 30;        // A + B + D of one Multiply
   uint64_t matrix_quota_bytes = 8ull << 30;       // all stored matrices together
   uint64_t max_matrices = 10000;                  // stored matrices at a time
+  uint64_t identity_quota_bytes = 0;              // one identity's matrices; 0 = the whole quota
+  uint32_t max_uploads_per_identity = 16;         // uploads in progress at a time, per identity
   std::string matrix_dir;                         // stored matrices also on disk here; "" = memory only
   uint64_t reuse_host_bytes = 512ull << 20;       // deleted matrices' memory kept for reuse
   uint32_t max_repeats = 100;
   double shutdown_grace_seconds = 30;             // in-flight work gets this long
   double drain_delay_seconds = 0;                 // NOT_SERVING, still serving, before the listener closes
   double stream_idle_seconds = 60;                // a stalled upload/download is cancelled after this
+  // The listener is probed this often, and declared dead after three
+  // silent probes (process/listener_probe.h); 0 = off.
+  double listener_probe_seconds = 2;
+  // Freed heap memory goes back to the system after this long without
+  // requests (process/memory_trimmer.h); 0 = never.
+  double idle_trim_seconds = 5;
   std::string engine = "auto";                    // auto | cpu | cuda
   // The ladder's start-up self-test: in a helper process ("auto": the
   // gemmd-selftest beside gemmd), or "none" for in this process.

@@ -81,6 +81,7 @@ GemmServer::GemmServer(ServerConfig config, std::unique_ptr<Engine> engine)
       config_.max_matrices,
       HostBufferPool::Create(
           config_.reuse_host_bytes, [this](uint64_t kept) { metrics_.SetReusableHostBytes(kept); }, populator));
+  store_->SetIdentityLimits(config_.identity_quota_bytes, config_.max_uploads_per_identity);
   DispatcherOptions dopts;
   dopts.queue_capacity = config_.queue_capacity;
   dopts.workers_per_device = config_.workers_per_device;
@@ -156,6 +157,10 @@ absl::Status GemmServer::Start() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Clients may ping as often as every 10 s without being told off.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  // A connection that has not finished its handshake (TLS, or the HTTP/2
+  // preface) by then is closed: idle TCP connections cannot pile up for
+  // gRPC's default two minutes and hold the process's descriptors.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);
   // gRPC binds with SO_REUSEPORT unless told not to: a second gemmd on the
   // same port would start and take half the connections (and want the same
   // GPUs) instead of failing.
@@ -239,6 +244,25 @@ absl::Status GemmServer::Start() {
     warm_ = true;
   }
   UpdateHealth();
+  if (config_.listener_probe_seconds > 0) {
+    ListenerProbe::Options probe;
+    probe.host = ProbeHostFor(config_.listen);
+    probe.port = port_;
+    probe.period = probe.timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(config_.listener_probe_seconds * 1000));
+    listener_probe_ = std::make_unique<ListenerProbe>(probe, [this](const std::string& why) {
+      spdlog::critical("{}", why);
+      if (on_listener_dead_) on_listener_dead_(why);
+    });
+  }
+  if (config_.idle_trim_seconds > 0) {
+    memory_trimmer_ = std::make_unique<MemoryTrimmer>(
+        [this] { return metrics_.requests_recorded(); }, [this] { return metrics_.multiply_in_flight(); },
+        std::chrono::milliseconds(static_cast<int64_t>(config_.idle_trim_seconds * 1000)),
+        [](int64_t returned) {
+          spdlog::debug("idle: malloc_trim gave {} MiB back to the system", returned >> 20);
+        });
+  }
   spdlog::info("gemmd {} serving gemm.v1 on port {} ({} engine, {} device(s)); metrics on {}", kGemmdVersion,
                port_, engine_->name(), devices.size(),
                config_.metrics_listen.empty() ? "nowhere (disabled)"
@@ -247,6 +271,18 @@ absl::Status GemmServer::Start() {
 }
 
 void GemmServer::OnAllDevicesLost(std::function<void()> callback) { on_all_devices_lost_ = std::move(callback); }
+
+void GemmServer::OnListenerDead(std::function<void(const std::string&)> callback) {
+  on_listener_dead_ = std::move(callback);
+}
+
+void GemmServer::EndGrace() {
+  {
+    std::lock_guard lock(grace_mu_);
+    grace_ended_ = true;
+  }
+  grace_cv_.notify_all();
+}
 
 void GemmServer::UpdateHealth() {
   std::function<void()> lost;
@@ -274,6 +310,8 @@ void GemmServer::Shutdown(std::chrono::duration<double> grace, std::chrono::dura
     if (shut_down_) return;
     shut_down_ = true;
   }
+  // The probe would take a closed listener for a dead one.
+  listener_probe_.reset();
   // From here server_ no longer changes: Start is over (or never ran), and
   // UpdateHealth returns early.
   if (server_) {
@@ -286,16 +324,41 @@ void GemmServer::Shutdown(std::chrono::duration<double> grace, std::chrono::dura
     // gRPC client with healthCheckConfig, Kubernetes endpoints) stops
     // sending here during the delay, so fewer calls meet that race.
     const auto delay = std::min(drain_delay, grace);
-    std::this_thread::sleep_for(delay);
+    {
+      std::unique_lock lock(grace_mu_);
+      grace_cv_.wait_for(lock, delay, [this] { return grace_ended_; });
+    }
+    // A stream that moves no data for a second ends now, and so does one
+    // that stops moving later in the grace: an idle client does not hold a
+    // restart for the whole grace.
+    service_->BeginShutdown(std::chrono::seconds(1));
     // Stops accepting; waits for in-flight calls until the deadline, then
     // cancels them (the workers see IsCancelled and finish them early).
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::duration_cast<std::chrono::system_clock::duration>(grace - delay));
+    bool done = false;
+    std::thread stopper([&] {
+      server_->Shutdown(std::chrono::system_clock::now() +
+                        std::chrono::duration_cast<std::chrono::system_clock::duration>(grace - delay));
+      std::lock_guard lock(grace_mu_);
+      done = true;
+      grace_cv_.notify_all();
+    });
+    {
+      std::unique_lock lock(grace_mu_);
+      grace_cv_.wait(lock, [&] { return done || grace_ended_; });
+      if (!done) {
+        spdlog::warn("second signal: the grace ends now, and the calls still running are cancelled");
+        lock.unlock();
+        service_->EndAllStreams();
+        grpc_server_cancel_all_calls(server_->c_server());
+      }
+    }
+    stopper.join();
   }
   dispatcher_->Shutdown();
   if (server_) server_->Wait();
   // Every call is answered and gone from gRPC: the queues drain and stop.
   if (multiply_queues_) multiply_queues_->Shutdown();
+  memory_trimmer_.reset();
 }
 
 }  // namespace gemmd

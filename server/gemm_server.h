@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,8 @@
 #include "engine/engine.h"
 #include "engine/matrix_store.h"
 #include "metrics/metrics.h"
+#include "process/listener_probe.h"
+#include "process/memory_trimmer.h"
 #include "telemetry/gpu_telemetry.h"
 
 namespace gemmd {
@@ -44,13 +47,22 @@ class GemmServer {
   // left in service, e.g. after a sticky CUDA error, which only a restart of
   // the process repairs. Set before Start.
   void OnAllDevicesLost(std::function<void()> callback);
+  // Called once, from the listener probe's thread, when the gRPC listener
+  // stopped accepting connections (process/listener_probe.h); only a new
+  // process can serve again. Set before Start.
+  void OnListenerDead(std::function<void(const std::string& why)> callback);
 
   // Reports NOT_SERVING and goes on serving for `drain_delay` (clients that
   // watch health move away meanwhile), then stops accepting, lets in-flight
   // calls finish within the rest of `grace`, cancels what is left, drains
   // the queue and stops the workers. Idempotent.
+  // Streams that move no data end at once with UNAVAILABLE instead of
+  // holding the grace (an idle client would otherwise hold every restart).
   void Shutdown(std::chrono::duration<double> grace,
                 std::chrono::duration<double> drain_delay = std::chrono::duration<double>(0));
+  // Ends a Shutdown's grace now (a second signal): what still runs is
+  // cancelled. From any thread; does nothing before Shutdown.
+  void EndGrace();
 
  private:
   ServerConfig config_;
@@ -72,6 +84,12 @@ class GemmServer {
   bool all_lost_ = false;
   bool shut_down_ = false;
   std::function<void()> on_all_devices_lost_;
+  std::function<void(const std::string&)> on_listener_dead_;
+  std::unique_ptr<ListenerProbe> listener_probe_;
+  std::unique_ptr<MemoryTrimmer> memory_trimmer_;
+  std::mutex grace_mu_;
+  std::condition_variable grace_cv_;
+  bool grace_ended_ = false;
 };
 
 }  // namespace gemmd

@@ -1,5 +1,12 @@
-// gemmd: the GEMM server. Blocks SIGINT/SIGTERM in every thread and waits
+// gemmd: the GEMM server. Blocks the stop signals in every thread and waits
 // for them here, so shutdown runs on an ordinary thread, not in a handler.
+//
+// Signals: SIGTERM, SIGINT, SIGHUP (a closed terminal) and SIGQUIT drain
+// (NOT_SERVING, in-flight work finishes within the grace), and a second one
+// of them ends the grace at once. SIGPIPE, SIGUSR1 and SIGUSR2 are
+// ignored: a log pipe that closes must not take the server down.
+// Exit status: 0 after a drain, 1 when it cannot start, 3 when every
+// device was lost, 4 when the gRPC listener stopped accepting.
 #include <malloc.h>
 
 #include <absl/debugging/failure_signal_handler.h>
@@ -12,7 +19,10 @@
 #include <csignal>
 #include <fstream>
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include <cstdlib>
 
@@ -48,11 +58,24 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
 
+  for (int ignored : {SIGPIPE, SIGUSR1, SIGUSR2}) std::signal(ignored, SIG_IGN);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
+  for (int stop : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&stop_signals, stop);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // inherited by every thread below
+
+  // Every connection holds a descriptor: the soft limit (often 1,024) would
+  // let a few hundred idle connections stop the listener for good
+  // (process/listener_probe.h), while the hard limit is usually far higher.
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    if (files.rlim_cur < files.rlim_max) {
+      const rlim_t soft = files.rlim_cur;
+      files.rlim_cur = files.rlim_max;
+      if (setrlimit(RLIMIT_NOFILE, &files) == 0) {
+        spdlog::info("open-file limit raised from {} to {}", soft, files.rlim_max);
+      }
+    }
+  }
 
   // Before any CUDA call: the module-loading mode is read once, when the
   // first context is created. An operator's own setting wins.
@@ -81,6 +104,14 @@ int main(int argc, char** argv) {
     devices_lost = true;
     kill(getpid(), SIGTERM);
   });
+  // The same for a listener that stopped accepting: the calls already
+  // connected still drain.
+  constexpr int kExitListenerDead = 4;
+  std::atomic<bool> listener_dead{false};
+  server.OnListenerDead([&listener_dead](const std::string&) {
+    listener_dead = true;
+    kill(getpid(), SIGTERM);
+  });
   if (auto st = server.Start(); !st.ok()) {
     spdlog::critical("{}", std::string(st.message()));
     return 1;
@@ -94,12 +125,24 @@ int main(int argc, char** argv) {
   if (devices_lost) {
     spdlog::critical("every device is out of service: draining, then exiting with status {} for a restart",
                      kExitDevicesLost);
+  } else if (listener_dead) {
+    spdlog::critical("draining what is connected, then exiting with status {} for a restart", kExitListenerDead);
   } else {
-    spdlog::info("{} received: draining (grace {} s, of which {} s NOT_SERVING but still taking calls)",
-                 sig == SIGTERM ? "SIGTERM" : "SIGINT", config.shutdown_grace_seconds, config.drain_delay_seconds);
+    spdlog::info("{} received: draining (grace {} s, of which {} s NOT_SERVING but still taking calls; a second "
+                 "signal ends the grace)",
+                 std::string("SIG") + sigabbrev_np(sig), config.shutdown_grace_seconds, config.drain_delay_seconds);
   }
-  server.Shutdown(std::chrono::duration<double>(config.shutdown_grace_seconds),
-                  std::chrono::duration<double>(config.drain_delay_seconds));
+  std::thread draining([&] {
+    server.Shutdown(std::chrono::duration<double>(config.shutdown_grace_seconds),
+                    std::chrono::duration<double>(config.drain_delay_seconds));
+    kill(getpid(), SIGTERM);  // wakes the wait below once the drain is over
+  });
+  // A second signal during the drain ends the grace; the one the drain
+  // sends itself when it is over ends the wait.
+  int again = 0;
+  sigwait(&stop_signals, &again);
+  server.EndGrace();
+  draining.join();
   spdlog::info("stopped cleanly");
-  return devices_lost ? kExitDevicesLost : 0;
+  return devices_lost ? kExitDevicesLost : listener_dead ? kExitListenerDead : 0;
 }

@@ -105,10 +105,12 @@ set -e
 [[ $rc -eq 1 ]] && grep -q "INVALID_ARGUMENT: shape.m must be >= 1, got 0" "$work/err" || fail "zero dim: rc=$rc $(cat "$work/err")"
 set +e
 "$client" run --m 64 --n 64 --k 64 --step 7 2>"$work/err"; rc=$?
-"$client" delete --handle m-nope 2>"$work/err2"; rc2=$?
+"$client" delete --handle m-00000000000000000000000000000000 2>"$work/err2"; rc2=$?
+"$client" delete --handle m-nope 2>"$work/err3"; rc3=$?
 set -e
 [[ $rc -eq 1 ]] && grep -q "FAILED_PRECONDITION: step 7 runs on NVIDIA" "$work/err" || fail "step 7: $(cat "$work/err")"
 [[ $rc2 -eq 1 ]] && grep -q "NOT_FOUND" "$work/err2" || fail "unknown handle: $(cat "$work/err2")"
+[[ $rc3 -eq 1 ]] && grep -q "INVALID_ARGUMENT: \"m-nope\" is not a matrix handle" "$work/err3" || fail "bad handle: $(cat "$work/err3")"
 ok "errors"
 
 "$client" bench --shapes 64x64x64,128x96x32 --steps 0 --concurrency 4 --count 80 --verify \

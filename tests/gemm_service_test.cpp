@@ -23,6 +23,9 @@ using ::testing::HasSubstr;
 using gemm::v1::MultiplyRequest;
 using gemm::v1::MultiplyResponse;
 
+// Well formed, and never made by the server (its handles are random).
+constexpr char kUnknownHandle[] = "m-00000000000000000000000000000000";
+
 MultiplyRequest InlineRequest(int64_t m, int64_t n, int64_t k, uint32_t seed) {
   MultiplyRequest req;
   req.mutable_shape()->set_m(m);
@@ -223,7 +226,8 @@ TEST_F(GemmServiceTest, RowBlocksThatDoNotMakeTheOperandAreRefused) {
     std::string text;
   };
   const std::vector<Case> cases = {
-      {{r10, "m-no-such"}, grpc::StatusCode::NOT_FOUND, "a.row_blocks.handles[1]: "},
+      {{r10, kUnknownHandle}, grpc::StatusCode::NOT_FOUND, "a.row_blocks.handles[1]: "},
+      {{r10, "m-no-such"}, grpc::StatusCode::INVALID_ARGUMENT, "a.row_blocks.handles[1]: \"m-no-such\" is not a matrix handle"},
       {{r10, wide}, grpc::StatusCode::INVALID_ARGUMENT, "a.row_blocks.handles[1] " + wide + " is 10x17, but m x k = 30x16"},
       {{r10, r10}, grpc::StatusCode::INVALID_ARGUMENT, "a.row_blocks have 20 rows in all, but m x k = 30x16"},
       {{r20, r20}, grpc::StatusCode::INVALID_ARGUMENT, "and the blocks before it have 20 rows"},
@@ -293,7 +297,7 @@ TEST_F(GemmServiceTest, ARangePastTheMatrixEndIsOutOfRange) {
     ExpectError(client().DownloadRange(info.handle(), r.offset, r.length, buf), grpc::StatusCode::OUT_OF_RANGE,
                 "past the end of " + info.handle() + ", which has 200 bytes");
   }
-  ExpectError(client().DownloadRange("m-no-such", 0, 10, buf), grpc::StatusCode::NOT_FOUND, "");
+  ExpectError(client().DownloadRange(kUnknownHandle, 0, 10, buf), grpc::StatusCode::NOT_FOUND, "");
   // The server is unharmed, and the matrix still whole.
   std::string whole;
   ASSERT_TRUE(client().Download(info.handle(), &whole).ok());
@@ -501,8 +505,9 @@ TEST_F(GemmServiceTest, RefusesAMessageAboveTheMaxMessageSize) {
 
 TEST_F(GemmServiceTest, UnknownAndDeletedHandlesAreNotFound) {
   MultiplyRequest req = RandomRequest(8, 8, 8, 1);
-  req.mutable_a()->set_handle("m-doesnotexist");
-  ExpectError(Send(req), grpc::StatusCode::NOT_FOUND, "a.handle: no matrix with handle 'm-doesnotexist'");
+  req.mutable_a()->set_handle(kUnknownHandle);
+  ExpectError(Send(req), grpc::StatusCode::NOT_FOUND,
+              std::string("a.handle: no matrix with handle ") + kUnknownHandle + " (never uploaded, or deleted)");
 
   gemm::v1::MatrixInfo info;
   ASSERT_TRUE(client().Upload(8, 8, RandomHalfBytes(8, 8, 1), "", &info).ok());
@@ -844,7 +849,8 @@ TEST_F(GatedServiceTest, AnUploadCancelledMidwayGivesItsQuotaBack) {
   msg.mutable_header()->set_cols(1024);
   msg.set_data(std::string(1 << 20, '\1'));  // half of it
   ASSERT_TRUE(writer->Write(msg));
-  EXPECT_EQ(WaitForUsedBytes(MatrixStore::Charge(2u << 20, 0)), MatrixStore::Charge(2u << 20, 0));
+  // Charged as it arrives: the half received and the bookkeeping.
+  EXPECT_EQ(WaitForUsedBytes(MatrixStore::Charge(1u << 20, 0)), MatrixStore::Charge(1u << 20, 0));
   ctx.TryCancel();
   EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_EQ(WaitForUsedBytes(0), 0u);
@@ -895,7 +901,7 @@ class StalledStreamTest : public ServerFixture {
   }
 };
 
-TEST_F(StalledStreamTest, AnUploadThatSendsNothingIsCancelledAndItsQuotaComesBack) {
+TEST_F(StalledStreamTest, AnUploadThatSendsNothingEndsWithDeadlineExceededAndHeldNoQuota) {
   grpc::ClientContext ctx;
   gemm::v1::MatrixInfo info;
   auto stub = gemm::v1::GemmService::NewStub(client().channel());
@@ -904,17 +910,26 @@ TEST_F(StalledStreamTest, AnUploadThatSendsNothingIsCancelledAndItsQuotaComesBac
   header.mutable_header()->set_rows(4096);
   header.mutable_header()->set_cols(6144);  // 48 MiB of the 64 MiB quota
   ASSERT_TRUE(writer->Write(header));
-  // While it stalls, the quota is held ...
-  gemm::v1::MatrixInfo other;
+  // While it stalls, the caller sees its upload in progress, and the
+  // quota holds only its bookkeeping: another upload of the same size fits.
   gemm::v1::ListMatricesResponse list;
-  for (int i = 0; i < 100 && list.used_bytes() == 0; ++i) {
+  for (int i = 0; i < 100 && list.matrices_size() == 0; ++i) {
+    list.Clear();
     ASSERT_TRUE(client().ListMatrices(&list).ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  EXPECT_GT(list.used_bytes(), 48u << 20);
-  // ... and after the idle limit it is back, and the stalled stream ended.
+  ASSERT_EQ(list.matrices_size(), 1);
+  EXPECT_EQ(list.matrices(0).state(), gemm::v1::MATRIX_UPLOADING);
+  EXPECT_EQ(list.matrices(0).rows(), 4096);
+  EXPECT_EQ(list.matrices(0).received_bytes(), 0u);
+  EXPECT_EQ(list.used_bytes(), MatrixStore::kOverheadBytes);
+  // After the idle limit the stream ends, and the client is told why.
+  const grpc::Status st = writer->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(st.error_message(), HasSubstr("the upload moved no data for"));
+  EXPECT_THAT(st.error_message(), HasSubstr("--stream-idle-seconds"));
   EXPECT_EQ(WaitForUsedBytes(0), 0u);
-  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  gemm::v1::MatrixInfo other;
   EXPECT_TRUE(client().Upload(4096, 6144, std::string(48u << 20, '\0'), "", &other).ok());
 }
 

@@ -142,10 +142,25 @@ class ServerFixture : public ::testing::Test {
     gemmc::ClientOptions opts;
     opts.target = "127.0.0.1:" + std::to_string(server_->port());
     opts.max_message_bytes = config.max_message_bytes;
+    opts.token = config.auth_token;
     client_ = std::make_unique<gemmc::GemmClient>(opts);
   }
   void TearDown() override {
     if (server_) server_->Shutdown(std::chrono::seconds(5));
+  }
+  // Ends the server (as a restart's first half does), so that StartServer
+  // can start another, on the same matrix directory if it likes.
+  void StopServer() {
+    client_.reset();
+    server_.reset();
+  }
+  // A client of the running server that calls with `token`.
+  std::unique_ptr<gemmc::GemmClient> ClientWithToken(const std::string& token) const {
+    gemmc::ClientOptions opts;
+    opts.target = "127.0.0.1:" + std::to_string(server_->port());
+    opts.max_message_bytes = config_.max_message_bytes;
+    opts.token = token;
+    return std::make_unique<gemmc::GemmClient>(opts);
   }
 
   gemmc::GemmClient& client() { return *client_; }

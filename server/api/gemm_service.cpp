@@ -9,6 +9,7 @@
 
 #include "api/matrix_streams.h"
 #include "api/multiply_wire.h"
+#include "client_text.h"
 #include "engine/permanent_refusal.h"
 #include "gemm/steps.h"
 #include "version.h"
@@ -43,7 +44,11 @@ int EchoPreviousAttempts(grpc::ServerContextBase* ctx) {
 }  // namespace
 
 grpc::Status ToGrpc(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  // The message goes out as grpc-message metadata, which a client refuses
+  // past its metadata limit (8 KiB by default): bounded, whatever it holds.
+  constexpr size_t kMaxMessageBytes = 2048;
+  std::string message(status.message().substr(0, kMaxMessageBytes));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(message));
 }
 
 GemmService::GemmService(Engine& engine, Dispatcher& dispatcher, MatrixStore& store, Metrics& metrics,
@@ -179,8 +184,9 @@ void GemmService::Multiply(QueuedCall* queued) {
             return std::string(side.name) + (one ? ".handle" : ".row_blocks.handles[" + std::to_string(i) + "]");
           };
           auto stored = store_.Get(handle, call->caller);
-          if (!stored.ok()) {
-            FinishMultiply(call, absl::NotFoundError(field() + ": " + std::string(stored.status().message())));
+          if (!stored.ok()) {  // the store's own code: NOT_FOUND, DATA_LOSS, INVALID_ARGUMENT
+            FinishMultiply(call, absl::Status(stored.status().code(),
+                                              field() + ": " + std::string(stored.status().message())));
             return;
           }
           const auto& desc = (*stored)->description();
@@ -420,9 +426,9 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
                      : "skipped",
                  call->context().peer());
   } else {
-    spdlog::info("Multiply step={} shape={}x{}x{} status={} latency_ms={:.3f} device={} peer={} error=\"{}\"",
-                 step, s.m(), s.n(), s.k(), CodeName(status.code()), total * 1e3, call->device,
-                 call->context().peer(), std::string(status.message()));
+    spdlog::info("Multiply step={} shape={}x{}x{} status={} latency_ms={:.3f} device={} peer={} error={}", step,
+                 s.m(), s.n(), s.k(), CodeName(status.code()), total * 1e3, call->device, call->context().peer(),
+                 QuoteClientText(status.message(), kLoggedMessageBytes));
   }
   call->d_pending.reset();  // an unfinished D returns its quota now
   if (status.ok()) SerializeMultiplyResponse(*call->resp, std::move(call->d_inline), &call->response);
@@ -451,7 +457,8 @@ grpc::ServerUnaryReactor* GemmService::RejectUnauthenticated(const char* method,
 
 void GemmService::RecordRejected(const char* method, const absl::Status& status) {
   metrics_.RecordRequest(method, std::nullopt, CodeName(status.code()), 0);
-  spdlog::info("{} status={} error=\"{}\"", method, CodeName(status.code()), std::string(status.message()));
+  spdlog::info("{} status={} error={}", method, CodeName(status.code()),
+               QuoteClientText(status.message(), kLoggedMessageBytes));
 }
 
 // ------------------------------------------------------------- ListKernels
@@ -521,8 +528,8 @@ void GemmService::RecordSimple(const char* method, const absl::Status& status, C
   if (status.ok()) {
     spdlog::info("{} status=OK latency_ms={:.3f} {}", method, seconds * 1e3, detail);
   } else {
-    spdlog::info("{} status={} latency_ms={:.3f} {} error=\"{}\"", method, CodeName(status.code()),
-                 seconds * 1e3, detail, std::string(status.message()));
+    spdlog::info("{} status={} latency_ms={:.3f} {} error={}", method, CodeName(status.code()), seconds * 1e3, detail,
+                 QuoteClientText(status.message(), kLoggedMessageBytes));
   }
 }
 
@@ -576,7 +583,7 @@ grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext*
                                 " of the call, so an earlier attempt may have deleted it before its reply was lost");
   }
   auto* reactor = ctx->DefaultReactor();
-  FinishSimple("DeleteMatrix", reactor, freed.status(), start, "handle=" + req->handle());
+  FinishSimple("DeleteMatrix", reactor, freed.status(), start, "handle=" + QuoteClientText(req->handle()));
   return reactor;
 }
 

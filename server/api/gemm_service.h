@@ -75,6 +75,12 @@ class GemmService final
   // Multiply is refused as UNAVAILABLE until the devices are warm.
   void SetReady() { ready_ = true; }
 
+  // Shutdown: streams that move no data for `idle` end now with
+  // UNAVAILABLE (StreamWatchdog::BeginShutdown); EndAllStreams ends the
+  // rest too (a second signal).
+  void BeginShutdown(std::chrono::steady_clock::duration idle) { watchdog_.BeginShutdown(idle); }
+  void EndAllStreams() { watchdog_.EndAll(); }
+
   // Tests only, set before serving: runs on the worker just before a
   // successful Multiply's reply is sent, so a test can cancel in between.
   void SetBeforeReplyHookForTest(std::function<void(grpc::ServerContextBase*)> hook) {

@@ -4,11 +4,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 
 #include "api/gemm_service.h"  // ToGrpc
 #include "api/matrix_wire.h"
 #include "api/upload_session.h"
+#include "client_text.h"
 
 namespace gemmd {
 
@@ -21,13 +23,6 @@ double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 
 std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
 
-// What the log and metrics record for a stream the watchdog cancelled.
-absl::Status IdleError(const StreamWatchdog& watchdog, const std::string& what) {
-  const double seconds = std::chrono::duration<double>(watchdog.idle_limit()).count();
-  return absl::DeadlineExceededError("the " + what + " for " + std::to_string(seconds) +
-                                     " s (--stream-idle-seconds); the stream was cancelled");
-}
-
 }  // namespace
 
 void FillInfo(const MatrixDescription& d, MatrixInfo* out) {
@@ -38,6 +33,19 @@ void FillInfo(const MatrixDescription& d, MatrixInfo* out) {
   out->set_label(d.label);
   out->set_owner(d.owner);
   out->set_transient(d.transient);
+  switch (d.state) {
+    case MatrixDescription::State::kStored:
+      out->set_state(gemm::v1::MATRIX_STORED);
+      break;
+    case MatrixDescription::State::kUploading:
+      out->set_state(gemm::v1::MATRIX_UPLOADING);
+      out->set_received_bytes(d.received_bytes);
+      break;
+    case MatrixDescription::State::kLost:
+      out->set_state(gemm::v1::MATRIX_LOST);
+      out->set_problem(d.problem);
+      break;
+  }
 }
 
 namespace {
@@ -53,17 +61,20 @@ class UploadReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
         owner_(owner),
         resp_(resp),
         session_(store, std::move(owner)) {
-    watch_ = watchdog_.Watch([this] {
-      idle_ = true;
-      ctx_->TryCancel();
+    // Finished with the watchdog's status while the read is pending, so
+    // that the client learns why (a TryCancel would reach it as CANCELLED).
+    watch_ = watchdog_.Watch("upload", [this](const absl::Status& why) {
+      std::lock_guard lock(mu_);
+      if (!finished_) Done(why);
     });
     StartRead(&msg_);
   }
 
   void OnReadDone(bool ok) override {
     watchdog_.Touch(watch_);
+    std::lock_guard lock(mu_);
+    if (finished_) return;  // the watchdog ended the stream meanwhile
     if (!ok) {  // the client closed its side: the upload is complete, or short
-      if (idle_) return Done(IdleError(watchdog_, "upload sent nothing"));
       auto desc = session_.Finish();
       if (!desc.ok()) return Done(desc.status());
       handle_ = desc->handle;
@@ -83,20 +94,22 @@ class UploadReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
 
   void OnCancel() override { cancelled_ = true; }
   void OnDone() override {
-    watchdog_.Forget(watch_);
+    watchdog_.Forget(watch_);  // once it returns, the watchdog's callback is not running
     // Cancelled after the commit: nobody holds the handle, so free it.
     if (cancelled_ && !handle_.empty()) (void)store_.Delete(handle_, owner_);
     delete this;
   }
 
  private:
+  // Under mu_.
   void Done(const absl::Status& status) {
+    finished_ = true;
     session_.Abandon();  // a broken upload gives its quota back at once
     const double seconds = SecondsSince(start_);
     metrics_.RecordRequest("UploadMatrix", std::nullopt, CodeName(status.code()), seconds);
     spdlog::info("UploadMatrix status={} latency_ms={:.3f} {} handle={}{}", CodeName(status.code()),
                  seconds * 1e3, session_.detail(), handle_,
-                 status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
+                 status.ok() ? "" : " error=" + QuoteClientText(status.message(), kLoggedMessageBytes));
     Finish(ToGrpc(status));
   }
 
@@ -108,7 +121,9 @@ class UploadReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   Caller owner_;
   grpc::ByteBuffer* resp_;
   std::string handle_;  // once committed
-  std::atomic<bool> cancelled_{false}, idle_{false};
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;  // the reader's callbacks against the watchdog's
+  bool finished_ = false;
   grpc::ByteBuffer msg_;
   UploadWireMessage wire_;
   UploadSession session_;
@@ -121,8 +136,12 @@ class DownloadReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
                   const Caller& caller, const grpc::ByteBuffer& request, uint64_t default_chunk,
                   uint64_t max_message)
       : metrics_(metrics), watchdog_(watchdog) {
-    watch_ = watchdog_.Watch([this, ctx] {
-      idle_ = true;
+    // A client that reads nothing would not read a status either: cancel.
+    watch_ = watchdog_.Watch("download", [this, ctx](const absl::Status& why) {
+      {
+        std::lock_guard lock(mu_);
+        idle_ = why;
+      }
       ctx->TryCancel();
     });
     gemm::v1::DownloadMatrixRequest req;
@@ -158,8 +177,11 @@ class DownloadReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
 
   void OnWriteDone(bool ok) override {
     watchdog_.Touch(watch_);
-    if (!ok && idle_) return Done(IdleError(watchdog_, "download's client read nothing"));
-    if (!ok) return Done(absl::CancelledError("the client went away during the download"));
+    if (!ok) {
+      std::lock_guard lock(mu_);
+      if (!idle_.ok()) return Done(idle_);
+      return Done(absl::CancelledError("the client went away during the download"));
+    }
     if (offset_ >= end_) return Done(absl::OkStatus());
     WriteNext();
   }
@@ -183,7 +205,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
     const double seconds = SecondsSince(start_);
     metrics_.RecordRequest("DownloadMatrix", std::nullopt, CodeName(status.code()), seconds);
     spdlog::info("DownloadMatrix status={} latency_ms={:.3f} bytes={}{}", CodeName(status.code()),
-                 seconds * 1e3, sent_, status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
+                 seconds * 1e3, sent_,
+                 status.ok() ? "" : " error=" + QuoteClientText(status.message(), kLoggedMessageBytes));
     matrix_.reset();
     Finish(ToGrpc(status));
   }
@@ -191,7 +214,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> 
   Metrics& metrics_;
   StreamWatchdog& watchdog_;
   StreamWatchdog::Id watch_ = 0;
-  std::atomic<bool> idle_{false};
+  std::mutex mu_;
+  absl::Status idle_;  // why the watchdog cancelled the stream
   std::shared_ptr<const StoredMatrix> matrix_;
   uint64_t chunk_ = 0;
   uint64_t offset_ = 0, end_ = 0;  // the range still to send

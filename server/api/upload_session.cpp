@@ -10,7 +10,7 @@ absl::Status UploadSession::OnMessage(const gemm::v1::UploadMatrixRequest& msg, 
       return absl::InvalidArgumentError("header.rows and header.cols must be >= 1, got " + std::to_string(h.rows()) +
                                         "x" + std::to_string(h.cols()));
     }
-    auto pending = store_.Reserve(h.rows(), h.cols(), h.label(), owner_.identity, h.transient());
+    auto pending = store_.ReserveUpload(h.rows(), h.cols(), h.label(), owner_.identity, h.transient());
     if (!pending.ok()) return pending.status();
     pending_ = std::move(*pending);
     detail_ = "shape=" + std::to_string(h.rows()) + "x" + std::to_string(h.cols()) +

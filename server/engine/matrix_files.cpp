@@ -143,8 +143,31 @@ void MatrixFiles::Remove(const std::string& handle) const {
   if (::unlink(PathOf(handle).c_str()) == 0) SyncDir(dir_);
 }
 
-std::map<std::string, std::string, std::less<>> MatrixFiles::LoadAll(const Loader& load) const {
-  std::map<std::string, std::string, std::less<>> bad;
+void MatrixFiles::RemoveLost(const std::string& handle) const {
+  if (::unlink((PathOf(handle) + ".corrupt").c_str()) == 0) SyncDir(dir_);
+}
+
+namespace {
+
+// The owner a damaged file names, if its header is whole enough to say.
+std::string OwnerOf(const std::string& bytes) {
+  Header h{};
+  if (bytes.size() < sizeof h) return "";
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion) return "";
+  if (h.owner_bytes > bytes.size() - sizeof h) return "";
+  return bytes.substr(sizeof h, h.owner_bytes);
+}
+
+std::string Slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+std::map<std::string, LostMatrix, std::less<>> MatrixFiles::LoadAll(const Loader& load) const {
+  std::map<std::string, LostMatrix, std::less<>> bad;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
     const std::string name = entry.path().filename().string();
@@ -153,16 +176,18 @@ std::map<std::string, std::string, std::less<>> MatrixFiles::LoadAll(const Loade
       continue;
     }
     if (name.size() > 13 && name.substr(name.size() - 13) == ".gemm.corrupt") {  // set aside at an earlier start
-      bad.emplace(name.substr(0, name.size() - 13), "its file failed its check at an earlier start");
+      const std::string handle = name.substr(0, name.size() - 13);
+      if (!MatrixStore::CheckHandle(handle).ok()) continue;
+      bad.emplace(handle, LostMatrix{"its file failed its check at an earlier start", OwnerOf(Slurp(entry.path()))});
       continue;
     }
     if (name.size() <= 5 || name.substr(name.size() - 5) != ".gemm") continue;
     const std::string handle = name.substr(0, name.size() - 5);
-    std::string bytes;
-    {
-      std::ifstream in(entry.path(), std::ios::binary);
-      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    if (!MatrixStore::CheckHandle(handle).ok()) {
+      spdlog::warn("--matrix-dir {}: {} is not named as gemmd names its files; left alone", dir_, name);
+      continue;
     }
+    const std::string bytes = Slurp(entry.path());
     std::string why;
     Header h{};
     if (bytes.size() < sizeof h + sizeof(uint32_t)) {
@@ -185,7 +210,7 @@ std::map<std::string, std::string, std::less<>> MatrixFiles::LoadAll(const Loade
       std::filesystem::rename(entry.path(), entry.path().string() + ".corrupt", ec);
       spdlog::error("stored matrix {} is damaged ({}); set aside as {}.corrupt, its handle answers DATA_LOSS", handle,
                     why, name);
-      bad.emplace(handle, why);
+      bad.emplace(handle, LostMatrix{why, OwnerOf(bytes)});
       continue;
     }
     MatrixDescription desc;

@@ -39,11 +39,15 @@ class MatrixFiles {
   absl::Status Write(const MatrixDescription& desc, const uint16_t* data) const;
   // Removes the matrix's file; OK if there is none.
   void Remove(const std::string& handle) const;
+  // Removes a lost matrix's set-aside `.gemm.corrupt` file.
+  void RemoveLost(const std::string& handle) const;
 
   // Every stored matrix, checked: `load(desc, data)` for each good one; the
-  // bad ones are set aside and returned, handle -> what was wrong.
+  // bad ones are set aside and returned, handle -> what was wrong (and the
+  // owner, where the header is whole enough to tell). Files whose names are
+  // not handles are left alone.
   using Loader = std::function<void(const MatrixDescription&, std::string_view data)>;
-  std::map<std::string, std::string, std::less<>> LoadAll(const Loader& load) const;
+  std::map<std::string, LostMatrix, std::less<>> LoadAll(const Loader& load) const;
 
   const std::string& dir() const { return dir_; }
 

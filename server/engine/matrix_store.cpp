@@ -8,20 +8,100 @@
 
 #include <spdlog/spdlog.h>
 
+#include "client_text.h"
 #include "engine/matrix_files.h"
 #include "engine/permanent_refusal.h"
 #include "gemm/random_fill.h"
 
 namespace gemmd {
 
-QuotaReservation::QuotaReservation(std::shared_ptr<StoreUsage> usage, uint64_t bytes,
-                                   std::function<void()> on_change)
-    : usage_(std::move(usage)), bytes_(bytes), on_change_(std::move(on_change)) {}
+absl::Status StoreUsage::Add(const std::string& identity, const Charge& c) {
+  std::lock_guard lock(mu_);
+  const uint64_t quota = limits_.quota_bytes, used = bytes_.load();
+  if (c.bytes > quota - std::min(used, quota)) {
+    return absl::ResourceExhaustedError("matrix quota exhausted: " + std::to_string(c.bytes) +
+                                        " bytes asked (data, label and " +
+                                        std::to_string(MatrixStore::kOverheadBytes) + " bytes of bookkeeping), " +
+                                        std::to_string(quota - std::min(used, quota)) + " of " +
+                                        std::to_string(quota) + " free; delete matrices you no longer need");
+  }
+  if (c.matrix && matrices_.load() >= limits_.max_matrices) {
+    return absl::ResourceExhaustedError("the server holds " + std::to_string(limits_.max_matrices) +
+                                        " matrices, its limit; delete matrices you no longer need");
+  }
+  PerIdentity& mine = identities_[identity];
+  const uint64_t own_quota = limits_.identity_quota_bytes == 0 ? quota : limits_.identity_quota_bytes;
+  if (c.identity_bytes > own_quota - std::min(mine.bytes, own_quota)) {
+    const std::string who = identity.empty() ? "this server's one identity" : "identity '" + identity + "'";
+    if (mine.bytes == 0 && mine.uploads == 0) identities_.erase(identity);
+    return absl::ResourceExhaustedError(
+        who + " would hold " + std::to_string(mine.bytes + c.identity_bytes) + " bytes with this matrix (" +
+        std::to_string(c.identity_bytes) + " asked; its stored matrices and the whole size of its uploads in " +
+        "progress count), over its quota of " + std::to_string(own_quota) +
+        " (--identity-quota-bytes); delete matrices or finish uploads first");
+  }
+  if (c.upload && mine.uploads >= limits_.max_uploads_per_identity) {
+    return absl::ResourceExhaustedError("identity '" + identity + "' has " + std::to_string(mine.uploads) +
+                                        " uploads in progress, its limit (--max-uploads-per-identity); finish or "
+                                        "cancel one first");
+  }
+  bytes_.fetch_add(c.bytes);
+  if (c.matrix) matrices_.fetch_add(1);
+  mine.bytes += c.identity_bytes;
+  if (c.upload) ++mine.uploads;
+  return absl::OkStatus();
+}
+
+void StoreUsage::AddUnchecked(const std::string& identity, const Charge& c) {
+  std::lock_guard lock(mu_);
+  bytes_.fetch_add(c.bytes);
+  if (c.matrix) matrices_.fetch_add(1);
+  identities_[identity].bytes += c.identity_bytes;
+}
+
+void StoreUsage::Remove(const std::string& identity, const Charge& c) {
+  std::lock_guard lock(mu_);
+  bytes_.fetch_sub(c.bytes);
+  if (c.matrix) matrices_.fetch_sub(1);
+  auto it = identities_.find(identity);
+  if (it == identities_.end()) return;
+  it->second.bytes -= std::min(it->second.bytes, c.identity_bytes);
+  if (c.upload && it->second.uploads > 0) --it->second.uploads;
+  if (it->second.bytes == 0 && it->second.uploads == 0) identities_.erase(it);
+}
+
+void StoreUsage::set_limits(const StoreLimits& limits) {
+  std::lock_guard lock(mu_);
+  limits_ = limits;
+}
+
+QuotaReservation::QuotaReservation(std::shared_ptr<StoreUsage> usage, std::string identity,
+                                   StoreUsage::Charge charge, std::function<void()> on_change)
+    : usage_(std::move(usage)), identity_(std::move(identity)), held_(charge), on_change_(std::move(on_change)) {}
 
 QuotaReservation::~QuotaReservation() {
-  usage_->bytes.fetch_sub(bytes_);
-  usage_->matrices.fetch_sub(1);
+  usage_->Remove(identity_, held_);
   on_change_();
+}
+
+absl::Status QuotaReservation::Grow(uint64_t bytes) {
+  StoreUsage::Charge more;
+  more.bytes = bytes;
+  if (auto st = usage_->Add(identity_, more); !st.ok()) return st;
+  held_.bytes += bytes;
+  return absl::OkStatus();
+}
+
+void QuotaReservation::EndUpload() {
+  if (!held_.upload) return;
+  StoreUsage::Charge upload;
+  upload.upload = true;
+  usage_->Remove(identity_, upload);
+  held_.upload = false;
+}
+
+PendingMatrix::~PendingMatrix() {
+  if (listed_in_ != nullptr) listed_in_->Unlist(upload_id_);
 }
 
 void PendingMatrix::PopulateAhead() { matrix_->data_.PopulateAhead(); }
@@ -32,12 +112,19 @@ void PendingMatrix::MarkFilled() {
 }
 
 absl::Status PendingMatrix::Append(const HostBytes& bytes) {
-  if (bytes.size() > this->bytes() - received_) {
+  const uint64_t received = received_.load();
+  if (bytes.size() > this->bytes() - received) {
     return absl::InvalidArgumentError("upload sends more than rows*cols*2 = " +
                                       std::to_string(this->bytes()) + " bytes");
   }
-  bytes.CopyTo(reinterpret_cast<char*>(data()) + received_, 0, bytes.size());
-  received_ += bytes.size();
+  if (charged_as_received_) {
+    if (auto st = matrix_->reservation_->Grow(bytes.size()); !st.ok()) {
+      return absl::ResourceExhaustedError("after " + std::to_string(received) + " of " +
+                                          std::to_string(this->bytes()) + " bytes, " + std::string(st.message()));
+    }
+  }
+  bytes.CopyTo(reinterpret_cast<char*>(data()) + received, 0, bytes.size());
+  received_ = received + bytes.size();
   if (received_ == this->bytes()) matrix_->data_.MarkWritten();
   return absl::OkStatus();
 }
@@ -47,6 +134,7 @@ MatrixStore::MatrixStore(uint64_t quota_bytes, std::function<void(uint64_t, size
     : quota_(quota_bytes),
       max_matrices_(max_matrices),
       on_usage_(std::move(on_usage)),
+      usage_(std::make_shared<StoreUsage>(StoreLimits{quota_bytes, max_matrices, 0, 16})),
       buffers_(buffers ? std::move(buffers) : HostBufferPool::Create(0)),
       rng_state_(std::random_device{}()) {
   rng_state_ ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -63,8 +151,27 @@ MatrixStore::~MatrixStore() {
   doomed.clear();
 }
 
+void MatrixStore::SetIdentityLimits(uint64_t identity_quota_bytes, size_t max_uploads_per_identity) {
+  StoreLimits limits = usage_->limits();
+  limits.identity_quota_bytes = identity_quota_bytes;
+  limits.max_uploads_per_identity = max_uploads_per_identity;
+  usage_->set_limits(limits);
+}
+
 absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows, int64_t cols, std::string label,
                                                                      std::string owner, bool transient) {
+  return ReserveCharged(rows, cols, std::move(label), std::move(owner), transient, /*upload=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::ReserveUpload(int64_t rows, int64_t cols,
+                                                                           std::string label, std::string owner,
+                                                                           bool transient) {
+  return ReserveCharged(rows, cols, std::move(label), std::move(owner), transient, /*upload=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::ReserveCharged(int64_t rows, int64_t cols,
+                                                                            std::string label, std::string owner,
+                                                                            bool transient, bool upload) {
   if (rows < 1 || cols < 1) {
     return absl::InvalidArgumentError("a matrix needs rows >= 1 and cols >= 1, got " +
                                       std::to_string(rows) + "x" + std::to_string(cols));
@@ -83,30 +190,28 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows
     return absl::InvalidArgumentError("the label is " + std::to_string(label.size()) + " bytes; at most " +
                                       std::to_string(kMaxLabelBytes) + " are kept");
   }
-  const uint64_t charge = Charge(bytes, label.size());
-  {
-    // Releases only lower the usage, so checking both under one lock is
-    // enough for the two limits to hold together.
-    std::lock_guard lock(mu_);
-    const uint64_t used = usage_->bytes.load();
-    if (charge > quota_ - std::min(used, quota_)) {
-      return absl::ResourceExhaustedError(
-          "matrix quota exhausted: " + std::to_string(charge) + " bytes asked (data, label and " +
-          std::to_string(kOverheadBytes) + " bytes of bookkeeping), " + std::to_string(quota_ - std::min(used, quota_)) +
-          " of " + std::to_string(quota_) + " free; delete matrices you no longer need");
-    }
-    if (usage_->matrices.load() >= max_matrices_) {
-      return absl::ResourceExhaustedError("the server holds " + std::to_string(max_matrices_) +
-                                          " matrices, its limit; delete matrices you no longer need");
-    }
-    usage_->bytes.fetch_add(charge);
-    usage_->matrices.fetch_add(1);
+  const uint64_t full = Charge(bytes, label.size());
+  StoreUsage::Charge charge;
+  charge.matrix = true;
+  charge.identity_bytes = full;
+  charge.upload = upload;
+  // An upload is charged its bookkeeping now and its data as it arrives;
+  // whether the whole of it fits is asked now all the same, so that a
+  // client learns at once what cannot succeed.
+  charge.bytes = upload ? full - bytes : full;
+  if (upload && full > quota_ - std::min(used_bytes(), quota_)) {
+    return absl::ResourceExhaustedError(
+        "matrix quota exhausted: " + std::to_string(full) + " bytes asked (data, label and " +
+        std::to_string(kOverheadBytes) + " bytes of bookkeeping), " +
+        std::to_string(quota_ - std::min(used_bytes(), quota_)) + " of " + std::to_string(quota_) +
+        " free; delete matrices you no longer need");
   }
+  if (auto st = usage_->Add(owner, charge); !st.ok()) return st;
 
   auto pending = std::make_unique<PendingMatrix>();
   pending->matrix_ = std::make_shared<StoredMatrix>();
   StoredMatrix& m = *pending->matrix_;
-  m.reservation_ = std::make_unique<QuotaReservation>(usage_, charge, [this] { Publish(); });
+  m.reservation_ = std::make_unique<QuotaReservation>(usage_, owner, charge, [this] { Publish(); });
   m.desc_.rows = rows;
   m.desc_.cols = cols;
   m.desc_.bytes = bytes;
@@ -118,8 +223,20 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows
     return absl::ResourceExhaustedError("the server could not allocate " + std::to_string(bytes) +
                                         " bytes of host memory");
   }
+  if (upload) {
+    pending->charged_as_received_ = true;
+    std::lock_guard lock(mu_);
+    pending->upload_id_ = next_upload_id_++;
+    pending->listed_in_ = this;
+    uploads_.emplace(pending->upload_id_, pending.get());
+  }
   Publish();
   return pending;
+}
+
+void MatrixStore::Unlist(uint64_t upload_id) {
+  std::lock_guard lock(mu_);
+  uploads_.erase(upload_id);
 }
 
 absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMatrix> pending) {
@@ -128,7 +245,12 @@ absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMat
                                       " of " + std::to_string(pending->bytes()) +
                                       " bytes (rows*cols*2); the matrix was discarded");
   }
+  if (pending->listed_in_ != nullptr) {
+    Unlist(pending->upload_id_);
+    pending->listed_in_ = nullptr;
+  }
   std::shared_ptr<StoredMatrix> m = std::move(pending->matrix_);
+  m->reservation_->EndUpload();
   {
     std::lock_guard lock(mu_);
     m->desc_.handle = NewHandle();
@@ -153,10 +275,12 @@ size_t MatrixStore::AttachFiles(std::unique_ptr<MatrixFiles> files) {
   size_t loaded = 0;
   auto damaged = files->LoadAll([&](const MatrixDescription& desc, std::string_view data) {
     auto m = std::make_shared<StoredMatrix>();
-    const uint64_t charge = Charge(desc.bytes, desc.label.size());
-    usage_->bytes.fetch_add(charge);
-    usage_->matrices.fetch_add(1);
-    m->reservation_ = std::make_unique<QuotaReservation>(usage_, charge, [this] { Publish(); });
+    // Charged whatever the limits: a matrix already stored is never refused.
+    StoreUsage::Charge charge;
+    charge.bytes = charge.identity_bytes = Charge(desc.bytes, desc.label.size());
+    charge.matrix = true;
+    usage_->AddUnchecked(desc.owner, charge);
+    m->reservation_ = std::make_unique<QuotaReservation>(usage_, desc.owner, charge, [this] { Publish(); });
     m->desc_ = desc;
     m->data_ = buffers_->Take(desc.bytes);
     if (!m->data_) throw std::bad_alloc();
@@ -171,43 +295,73 @@ size_t MatrixStore::AttachFiles(std::unique_ptr<MatrixFiles> files) {
     files_ = std::move(files);
     damaged_ = std::move(damaged);
   }
-  if (usage_->bytes.load() > quota_) {
+  if (usage_->bytes() > quota_) {
     spdlog::warn("the stored matrices take {} bytes, over the quota of {}: new uploads are refused until some are "
                  "deleted",
-                 usage_->bytes.load(), quota_);
+                 usage_->bytes(), quota_);
   }
   Publish();
   return loaded;
 }
 
+absl::Status MatrixStore::CheckHandle(std::string_view handle) {
+  // NewHandle's form: "m-" and 32 lowercase hexadecimal digits.
+  constexpr size_t kLength = 34;
+  bool ok = handle.size() == kLength && handle.substr(0, 2) == "m-";
+  for (size_t i = 2; ok && i < handle.size(); ++i) {
+    const char c = handle[i];
+    ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(QuoteClientText(handle) +
+                                    " is not a matrix handle: handles are \"m-\" followed by 32 lowercase "
+                                    "hexadecimal digits, as UploadMatrix returned them");
+}
+
+namespace {
+
+absl::Status LostError(std::string_view handle, const LostMatrix& lost) {
+  return absl::DataLossError("matrix " + std::string(handle) + " was lost: its file failed its check at start-up (" +
+                             lost.why + ") and was set aside; upload it again, and delete this handle to free "
+                             "its file");
+}
+
+absl::Status Absent(std::string_view handle, const char* after) {
+  return absl::NotFoundError("no matrix with handle " + std::string(handle) + " (never uploaded, or deleted" + after +
+                             ")");
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<const StoredMatrix>> MatrixStore::Get(std::string_view handle,
                                                                       const Caller& caller) const {
+  if (auto st = CheckHandle(handle); !st.ok()) return st;
   std::lock_guard lock(mu_);
+  // Ownership before anything else: another's matrix, lost or not, is absent.
   if (auto bad = damaged_.find(handle); bad != damaged_.end()) {
-    return absl::DataLossError("matrix '" + std::string(handle) + "' was lost: its file failed its check at start-up (" +
-                               bad->second + ") and was set aside; upload it again");
+    if (!caller.sees_all && bad->second.owner != caller.identity) return Absent(handle, "");
+    return LostError(handle, bad->second);
   }
   auto it = matrices_.find(handle);
-  if (it == matrices_.end() || !caller.Sees(it->second->description())) {  // another's: as if absent
-    return absl::NotFoundError("no matrix with handle '" + std::string(handle) +
-                               "' (never uploaded, or deleted)");
-  }
+  if (it == matrices_.end() || !caller.Sees(it->second->description())) return Absent(handle, "");
   return std::shared_ptr<const StoredMatrix>(it->second);
 }
 
 absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle, const Caller& caller) {
+  if (auto st = CheckHandle(handle); !st.ok()) return st;
   std::shared_ptr<StoredMatrix> victim;  // freed outside the lock
   {
     std::lock_guard lock(mu_);
-    if (auto bad = damaged_.find(handle); bad != damaged_.end()) {  // forgotten; its .corrupt file stays
+    if (auto bad = damaged_.find(handle); bad != damaged_.end()) {
+      if (!caller.sees_all && bad->second.owner != caller.identity) return Absent(handle, " already");
       damaged_.erase(bad);
+      // Final: the set-aside file goes, so the handle stays gone after a
+      // restart and the file's bytes are not kept outside the quota.
+      if (files_) files_->RemoveLost(std::string(handle));
       return 0;
     }
     auto it = matrices_.find(handle);
-    if (it == matrices_.end() || !caller.Sees(it->second->description())) {
-      return absl::NotFoundError("no matrix with handle '" + std::string(handle) +
-                                 "' (never uploaded, or deleted already)");
-    }
+    if (it == matrices_.end() || !caller.Sees(it->second->description())) return Absent(handle, " already");
     victim = std::move(it->second);
     matrices_.erase(it);
   }
@@ -221,8 +375,31 @@ absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle, const Call
 std::vector<MatrixDescription> MatrixStore::List(const Caller& caller, std::string_view after, size_t limit) const {
   std::lock_guard lock(mu_);
   std::vector<MatrixDescription> out;
-  for (auto it = matrices_.upper_bound(after); it != matrices_.end() && out.size() < limit; ++it) {
-    if (caller.Sees(it->second->description())) out.push_back(it->second->description());
+  if (after.empty()) {
+    for (const auto& [id, pending] : uploads_) {
+      if (out.size() >= limit) return out;
+      MatrixDescription d = pending->matrix_->description();
+      if (!caller.Sees(d)) continue;
+      d.state = MatrixDescription::State::kUploading;
+      d.received_bytes = pending->received();
+      out.push_back(std::move(d));
+    }
+  }
+  auto stored = matrices_.upper_bound(after);
+  auto lost = damaged_.upper_bound(after);
+  while (out.size() < limit && (stored != matrices_.end() || lost != damaged_.end())) {
+    if (lost == damaged_.end() || (stored != matrices_.end() && stored->first < lost->first)) {
+      if (caller.Sees(stored->second->description())) out.push_back(stored->second->description());
+      ++stored;
+    } else {
+      MatrixDescription d;
+      d.handle = lost->first;
+      d.owner = lost->second.owner;
+      d.state = MatrixDescription::State::kLost;
+      d.problem = lost->second.why;
+      if (caller.Sees(d)) out.push_back(std::move(d));
+      ++lost;
+    }
   }
   return out;
 }
@@ -231,7 +408,7 @@ void MatrixStore::Publish() const {
   // Read and published under the lock: two threads cannot publish out of
   // order and leave a stale value on the gauge.
   std::lock_guard lock(mu_);
-  on_usage_(usage_->bytes.load(), matrices_.size());
+  on_usage_(usage_->bytes(), matrices_.size());
 }
 
 std::string MatrixStore::NewHandle() {

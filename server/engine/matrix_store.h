@@ -23,7 +23,9 @@
 namespace gemmd {
 
 struct MatrixDescription {
-  std::string handle;
+  // What ListMatrices tells of a matrix besides the stored ones.
+  enum class State { kStored, kUploading, kLost };
+  std::string handle;  // "" while uploading
   int64_t rows = 0, cols = 0;
   uint64_t bytes = 0;
   std::string label;
@@ -32,6 +34,9 @@ struct MatrixDescription {
   // matrices deleted after one Multiply, which a durable write (fsynced
   // before it is acknowledged) would slow for nothing.
   bool transient = false;
+  State state = State::kStored;
+  uint64_t received_bytes = 0;  // of an upload in progress
+  std::string problem;          // why a lost matrix was lost
 };
 
 // Who asks the store. A matrix is visible to its owner only, or to every
@@ -45,24 +50,73 @@ struct Caller {
 class MatrixStore;
 class MatrixFiles;
 
-// What the store's matrices hold, pending ones included.
-struct StoreUsage {
-  std::atomic<uint64_t> bytes{0};
-  std::atomic<size_t> matrices{0};
+// A stored matrix whose file failed its check at start-up.
+struct LostMatrix {
+  std::string why;
+  std::string owner;  // "" when the file's header could not tell
 };
 
-// Quota held by one matrix (its charge, and one of the matrix count);
-// released on destruction.
+// What the store's matrices hold, pending ones included, in all and per
+// identity. Every charge is checked and made under one lock, so that the
+// limits hold together; releases only lower the usage.
+struct StoreLimits {
+  uint64_t quota_bytes = 0;
+  size_t max_matrices = 0;
+  // One identity's stored matrices, plus the full size of its uploads in
+  // progress, may hold this much (0: the whole quota).
+  uint64_t identity_quota_bytes = 0;
+  // Uploads in progress per identity, each holding one of max_matrices.
+  size_t max_uploads_per_identity = 16;
+};
+
+class StoreUsage {
+ public:
+  explicit StoreUsage(StoreLimits limits) : limits_(limits) {}
+  struct Charge {
+    uint64_t bytes = 0;           // against the quota, now
+    uint64_t identity_bytes = 0;  // against the identity's quota
+    bool matrix = false;          // one of max_matrices
+    bool upload = false;          // one of the identity's uploads in progress
+  };
+  // Adds `c` for `identity`, or says which limit it would pass.
+  absl::Status Add(const std::string& identity, const Charge& c);
+  // The same whatever the limits (matrices loaded from disk at start).
+  void AddUnchecked(const std::string& identity, const Charge& c);
+  void Remove(const std::string& identity, const Charge& c);
+  uint64_t bytes() const { return bytes_.load(); }
+  size_t matrices() const { return matrices_.load(); }
+  const StoreLimits& limits() const { return limits_; }
+  void set_limits(const StoreLimits& limits);
+
+ private:
+  struct PerIdentity {
+    uint64_t bytes = 0;
+    size_t uploads = 0;
+  };
+  mutable std::mutex mu_;
+  StoreLimits limits_;
+  std::atomic<uint64_t> bytes_{0};
+  std::atomic<size_t> matrices_{0};
+  std::map<std::string, PerIdentity, std::less<>> identities_;
+};
+
+// Quota held by one matrix; released on destruction. An upload's grows as
+// its bytes arrive, so that a header alone holds next to nothing.
 class QuotaReservation {
  public:
-  QuotaReservation(std::shared_ptr<StoreUsage> usage, uint64_t bytes, std::function<void()> on_change);
+  QuotaReservation(std::shared_ptr<StoreUsage> usage, std::string identity, StoreUsage::Charge charge,
+                   std::function<void()> on_change);
   ~QuotaReservation();
   QuotaReservation(const QuotaReservation&) = delete;
   QuotaReservation& operator=(const QuotaReservation&) = delete;
+  absl::Status Grow(uint64_t bytes);
+  // The upload is complete: it no longer counts as one in progress.
+  void EndUpload();
 
  private:
   std::shared_ptr<StoreUsage> usage_;
-  uint64_t bytes_;
+  std::string identity_;
+  StoreUsage::Charge held_;
   std::function<void()> on_change_;
 };
 
@@ -85,10 +139,12 @@ class StoredMatrix {
 // holds quota, invisible to Get until committed.
 class PendingMatrix {
  public:
-  // Appends the next bytes; INVALID_ARGUMENT past the matrix's size.
+  ~PendingMatrix();
+  // Appends the next bytes; INVALID_ARGUMENT past the matrix's size,
+  // RESOURCE_EXHAUSTED when an upload's bytes no longer fit the quota.
   absl::Status Append(const HostBytes& bytes);
   absl::Status Append(std::string_view bytes) { return Append(HostBytes(bytes.data(), bytes.size())); }
-  uint64_t received() const { return received_; }
+  uint64_t received() const { return received_.load(); }
   uint64_t bytes() const { return matrix_->description().bytes; }
   uint16_t* data() { return matrix_->mutable_data(); }
   // Marks every byte as written (for results the engine filled in place).
@@ -99,7 +155,10 @@ class PendingMatrix {
  private:
   friend class MatrixStore;
   std::shared_ptr<StoredMatrix> matrix_;
-  uint64_t received_ = 0;
+  std::atomic<uint64_t> received_{0};  // read by ListMatrices
+  bool charged_as_received_ = false;   // an upload: quota grows with received_
+  MatrixStore* listed_in_ = nullptr;   // an upload in progress, until committed
+  uint64_t upload_id_ = 0;
 };
 
 class MatrixStore {
@@ -133,17 +192,32 @@ class MatrixStore {
   // to the attached files (MatrixDescription::transient).
   absl::StatusOr<std::unique_ptr<PendingMatrix>> Reserve(int64_t rows, int64_t cols, std::string label,
                                                          std::string owner, bool transient = false);
+  // The same for an upload, which may wait on its client: checks that the
+  // whole matrix fits now, but charges the quota only as bytes arrive
+  // (PendingMatrix::Append). Against the owner's own limits it counts in
+  // full from the start, and as one of its uploads in progress, so that
+  // headers sent without data cost their sender, not everyone else.
+  // ListMatrices shows it to its owner until it is committed.
+  absl::StatusOr<std::unique_ptr<PendingMatrix>> ReserveUpload(int64_t rows, int64_t cols, std::string label,
+                                                               std::string owner, bool transient = false);
 
   // Publishes a fully written matrix under a new handle. INVALID_ARGUMENT
   // when bytes are missing.
   absl::StatusOr<MatrixDescription> Commit(std::unique_ptr<PendingMatrix> pending);
 
-  // NOT_FOUND for unknown or deleted handles, and for another owner's.
+  // INVALID_ARGUMENT for a string that is not a handle's syntax (the
+  // message quotes a bounded, escaped prefix of it).
+  static absl::Status CheckHandle(std::string_view handle);
+
+  // NOT_FOUND for unknown or deleted handles, and for another owner's;
+  // DATA_LOSS for a lost one (its file failed its check) of the caller's.
   absl::StatusOr<std::shared_ptr<const StoredMatrix>> Get(std::string_view handle, const Caller& caller) const;
+  // Deleting a lost matrix is final: its set-aside file goes too.
   absl::StatusOr<uint64_t> Delete(std::string_view handle, const Caller& caller);
 
   // The matrices `caller` sees, in handle order: those after `after` (""
-  // for the first), at most `limit`.
+  // for the first), at most `limit`. Lost ones are among them; the first
+  // page (`after` empty) also begins with the caller's uploads in progress.
   std::vector<MatrixDescription> List(const Caller& caller, std::string_view after = {},
                                       size_t limit = SIZE_MAX) const;
   // Keeps every matrix on disk too (matrix_files.h), and serves the ones
@@ -151,24 +225,33 @@ class MatrixStore {
   // were loaded; damaged files answer DATA_LOSS from then on.
   size_t AttachFiles(std::unique_ptr<MatrixFiles> files);
 
-  uint64_t used_bytes() const { return usage_->bytes.load(); }
+  // Per-identity limits (StoreLimits); before the store is used.
+  void SetIdentityLimits(uint64_t identity_quota_bytes, size_t max_uploads_per_identity);
+
+  uint64_t used_bytes() const { return usage_->bytes(); }
   uint64_t quota_bytes() const { return quota_; }
   size_t max_matrices() const { return max_matrices_; }
 
  private:
+  friend class PendingMatrix;
+  absl::StatusOr<std::unique_ptr<PendingMatrix>> ReserveCharged(int64_t rows, int64_t cols, std::string label,
+                                                                std::string owner, bool transient, bool upload);
   void Publish() const;
   std::string NewHandle();
+  void Unlist(uint64_t upload_id);
 
   const uint64_t quota_;
   const size_t max_matrices_;
   std::function<void(uint64_t, size_t)> on_usage_;
-  std::shared_ptr<StoreUsage> usage_ = std::make_shared<StoreUsage>();
+  std::shared_ptr<StoreUsage> usage_;
   std::shared_ptr<HostBufferPool> buffers_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<StoredMatrix>, std::less<>> matrices_;
   uint64_t rng_state_;
   std::unique_ptr<MatrixFiles> files_;  // null: memory only
-  std::map<std::string, std::string, std::less<>> damaged_;  // handle -> why its file was set aside
+  std::map<std::string, LostMatrix, std::less<>> damaged_;
+  std::map<uint64_t, const PendingMatrix*> uploads_;  // in progress, for List
+  uint64_t next_upload_id_ = 1;
 };
 
 }  // namespace gemmd

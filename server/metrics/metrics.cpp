@@ -150,6 +150,7 @@ int Metrics::port() const {
 
 void Metrics::RecordRequest(const std::string& method, std::optional<int64_t> step, const std::string& code,
                             double seconds) {
+  requests_recorded_.fetch_add(1, std::memory_order_relaxed);
   const std::string label = step ? StepLabel(*step) : "";
   RequestSeries& series = request_series_.Get(method + '/' + label + '/' + code, [&] {
     return RequestSeries{

@@ -3,6 +3,8 @@
 // _seconds, _bytes, _total.
 #pragma once
 
+#include <atomic>
+
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
@@ -52,6 +54,10 @@ class Metrics {
   void SetQueueCapacity(uint32_t requests);
   void SetDeviceMemory(const std::string& device, uint64_t total, uint64_t pool, uint64_t used);
   void AddInFlight(double delta);
+  // Requests recorded so far, and Multiply calls in flight: what the idle
+  // memory trimmer watches (process/memory_trimmer.h).
+  uint64_t requests_recorded() const { return requests_recorded_.load(std::memory_order_relaxed); }
+  bool multiply_in_flight() const { return in_flight_.Value() > 0; }
   void SetResidentMatrices(uint64_t bytes, size_t count);
   void SetQuota(uint64_t bytes);
   void SetReusableHostBytes(uint64_t bytes);
@@ -112,6 +118,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& device_memory_pool_;
   prometheus::Family<prometheus::Gauge>& device_memory_used_;
   prometheus::Gauge& in_flight_;
+  std::atomic<uint64_t> requests_recorded_{0};
   prometheus::Gauge& resident_bytes_;
   prometheus::Gauge& resident_matrices_;
   prometheus::Gauge& quota_bytes_;

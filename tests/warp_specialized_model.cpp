@@ -121,11 +121,11 @@ class Model {
       cta.stages.assign(static_cast<size_t>(p.stages), std::vector<Block>(static_cast<size_t>(p.consumers + 1)));
       cta.accumulators.resize(static_cast<size_t>(p.Slots()));
     }
-    fifos_.resize(static_cast<size_t>(p.consumers));
+    fifos_.resize(1);  // one issuing thread: its MMAs and commits complete in the order it issued them
     for (int r = 0; r < p.cta_group; ++r) {
       actors_.push_back({Role::kProducer, r, 0, 0});
+      if (r == 0) actors_.push_back({Role::kMma, r, 0, 0});  // the one issuer, for every consumer
       for (int c = 0; c < p.consumers; ++c) {
-        if (r == 0) actors_.push_back({Role::kMma, r, c, 0});
         for (int w = 0; w < kWarps; ++w) actors_.push_back({Role::kWriteback, r, c, w});
       }
     }
@@ -244,7 +244,8 @@ class Model {
         }
         ++acc.k_issued;
       }
-      fifos_[static_cast<size_t>(consumer)].push_back({false, Barrier::kTma2Mma, stage, consumer, slot, tile, kt});
+      fifos_[static_cast<size_t>(actors_[static_cast<size_t>(self)].consumer)].push_back(
+          {false, Barrier::kTma2Mma, stage, consumer, slot, tile, kt});
     });
   }
 
@@ -296,7 +297,7 @@ class Model {
       ModelOps ops(this, self);
       const int tiles = tiles_.count();
       if (a.role == Role::kProducer) ProduceStages(p_, tiles, k_tiles_, ops);
-      if (a.role == Role::kMma) IssueMmas(p_, a.consumer, tiles, k_tiles_, ops);
+      if (a.role == Role::kMma) IssueMmas(p_, tiles, k_tiles_, ops);
       if (a.role == Role::kWriteback) WriteBack(p_, a.consumer, tiles, ops);
       std::lock_guard lock(mu_);
       actors_[static_cast<size_t>(self)].state = Actor::State::kDone;

@@ -15,15 +15,26 @@ namespace gemm::sm100 {
 
 // A box at (col, row) of `map` into this CTA's `smem`, its bytes counted on
 // the leader CTA's copy of `bar` (where the leader's producer posted the
-// pair's total). CCCL's cta_group::2 form takes the barrier as a generic
-// pointer and converts it back to a shared address, so the leader's
-// address goes in through the generic window.
+// pair's total).
+//
+// Inline PTX, because CCCL has no overload for this form: its cta_group::2
+// TMA load (cuda::ptx::cp_async_bulk_tensor with space_shared) emits the
+// `.shared::cta` destination, which the PTX ISA allows but no working B200
+// kernel is known to use. CUTLASS (SM100_TMA_2SM_LOAD_2D), DeepGEMM and
+// gau-nernst's matmul_v6 all load with the `.shared::cluster` destination:
+// this CTA's own shared address (a shared::cta address is a valid
+// shared::cluster address of the executing CTA), and the barrier's address
+// with the peer bit cleared, which names the leader's copy
+// (PairLeaderAddress). tests/sm100_ptx_check.py pins the form.
 __device__ inline void TmaLoadToLeader(void* smem, const CUtensorMap* map, int32_t col, int32_t row, uint64_t* bar) {
-  const int32_t coords[2] = {col, row};
-  const uint32_t leader = PairLeaderAddress(static_cast<uint32_t>(__cvta_generic_to_shared(bar)));
-  auto* leader_bar = static_cast<uint64_t*>(__cvta_shared_to_generic(leader));
-  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_shared, cuda::ptx::space_global, cuda::ptx::cta_group_2, smem, map,
-                                  coords, leader_bar);
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t leader_bar = PairLeaderAddress(static_cast<uint32_t>(__cvta_generic_to_shared(bar)));
+  asm volatile(
+      "cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];"
+      :
+      : "r"(dst), "l"(map), "r"(col), "r"(row), "r"(leader_bar)
+      : "memory");
 }
 
 // Arrives once on `bar` in both CTAs of the pair when every MMA this thread

@@ -1,17 +1,21 @@
 // Step 3 = step 2 + a 2-D grid: one CTA per 128×128 output tile, so any
 // M and N (edge tiles zero-fill their loads and clip their stores). Each
 // CTA allocates its own 128 TMEM columns, so up to four CTAs share an SM's
-// 512 without waiting on each other's allocation.
+// 512 without waiting on each other's allocation; the shared memory each
+// asks for keeps a fifth off the SM.
 #include "common/tile_grid.h"
 #include "step_common.h"
 #include "steps_sm100.h"
 #include "sync_tile_mma.h"
+#include "tmem_occupancy.h"
 #include "tmem_epilogue.h"
 
 namespace gemm::sm100 {
 namespace {
 
-constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
+// Rounded up so that an SM holds no more CTAs than TMEM has room for
+// (tmem_occupancy.h): four, not the six the tiles alone would allow.
+constexpr int kSmemBytes = TmemBoundSmemBytes(2 * kTileBytes + kSmemAlignSlack, kTileTmemColumns);
 
 __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   extern __shared__ char smem_raw[];

@@ -12,12 +12,14 @@
 #include "step_common.h"
 #include "steps_sm100.h"
 #include "tmem_epilogue.h"
+#include "tmem_occupancy.h"
 
 namespace gemm::sm100 {
 namespace {
 
 // A and B tiles; D reuses their space once the last MMAs have read them.
-constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
+// Rounded up as step 3's: at most four CTAs per SM, as many as TMEM holds.
+constexpr int kSmemBytes = TmemBoundSmemBytes(2 * kTileBytes + kSmemAlignSlack, kTileTmemColumns);
 
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
@@ -50,6 +52,7 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
       IssueTileMma(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
       CommitTo(&mma_done);
       Wait(&mma_done, k_tile % 2);  // the tiles are read: the next loads may land
+      TmemFenceAfterSync();         // what follows relies on that wait
     }
     TmemFenceBeforeSync();
   }

@@ -58,6 +58,7 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
       }
     }
     Wait(&empty[(k_tiles - 1) % kStages], ((k_tiles - 1) / kStages) % 2);  // the accumulator is complete
+    TmemFenceAfterSync();
     TmemFenceBeforeSync();
   }
   StoreAccumulatorTile(tmem, d_tile, &d_map, m0, n0, n, leader);

@@ -72,7 +72,10 @@ __global__ void __launch_bounds__(128)
           if (it >= 1) Wait(&empty[(it + 1) % kStages], ((it - 1) / kStages) % 2);
           load_next(it + 1);
         }
-        if (kt == k_tiles - 1) Wait(&empty[s], (it / kStages) % 2);  // the tile's accumulator is complete
+        if (kt == k_tiles - 1) {
+          Wait(&empty[s], (it / kStages) % 2);  // the tile's accumulator is complete
+          TmemFenceAfterSync();
+        }
       }
       TmaStoreWaitRead<0>();  // the previous tile's D has left the staging
       TmemFenceBeforeSync();

@@ -46,6 +46,9 @@ __device__ inline void TmemFenceAfterSync() { cuda::ptx::tcgen05_fence_after_thr
 // mbarriers thread 0 initialised before the call. All threads of the CTA.
 template <uint32_t kColumns>
 __device__ inline uint32_t SetUpAccumulator(uint32_t* tmem_slot) {
+  // tcgen05.alloc is .sync.aligned: warp 0 must be converged, and thread 0
+  // has just run the barrier set-up alone.
+  __syncwarp();
   if (threadIdx.x / 32 == 0) AllocateTmem<kColumns>(tmem_slot);
   if (threadIdx.x == 0) common::FenceBarrierInit();
   TmemFenceBeforeSync();
@@ -54,12 +57,17 @@ __device__ inline uint32_t SetUpAccumulator(uint32_t* tmem_slot) {
   return *tmem_slot;
 }
 
-// Once every thread's TMEM reads are done, warp 0 frees the columns.
+// Once every thread's TMEM reads are done, warp 0 frees the columns: the
+// PTX ISA's pattern is before-fence, barrier, after-fence, then the
+// dealloc that relies on the barrier.
 template <uint32_t kColumns>
 __device__ inline void ReleaseAccumulator(uint32_t tmem) {
   TmemFenceBeforeSync();
   __syncthreads();
-  if (threadIdx.x / 32 == 0) FreeTmem<kColumns>(tmem);
+  if (threadIdx.x / 32 == 0) {
+    TmemFenceAfterSync();
+    FreeTmem<kColumns>(tmem);
+  }
 }
 
 }  // namespace gemm::sm100

@@ -5,8 +5,9 @@
 // the pair is its own hardware, `if constexpr (kCtaGroup == 2)` says so.
 //
 // Warpgroups 0 .. consumers-1 write back, one per consumer; in the last
-// warpgroup, warp c issues consumer c's MMAs (in the leader CTA only) and
-// warp 3 issues the TMA loads. Warp 0 allocates and frees TMEM.
+// warpgroup, one thread of warp 0 issues every consumer's MMAs (in the
+// leader CTA only) and warp 3 issues the TMA loads. Warp 0 of the CTA
+// allocates and frees TMEM.
 #pragma once
 
 #include "common/cluster.h"
@@ -205,6 +206,7 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
     }
     FenceBarrierInit();
   }
+  __syncwarp();  // warp 0 converges after thread 0's set-up: tcgen05.alloc is .sync.aligned
   if (warp == 0) AllocateTmem<P.TmemColumns(), kCtaGroup>(&tmem_slot);
   TmemFenceBeforeSync();
   // The pair: both CTAs' barriers and TMEM exist before either uses the other's.
@@ -226,8 +228,8 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
     if (threadIdx.x % 128 == 0) TmaStoreWaitRead<0>();  // the staging outlives its last store
   } else if (warp % 4 == 3) {
     if (lane == 0) ProduceStages(P, tiles.count(), k_tiles, ops);
-  } else if (warp % 4 < P.consumers && rank == 0) {
-    if (lane == 0) IssueMmas(P, warp % 4, tiles.count(), k_tiles, ops);
+  } else if (warp % 4 == 0 && rank == 0) {
+    if (lane == 0) IssueMmas(P, tiles.count(), k_tiles, ops);
   }
   __syncwarp();
 

@@ -1,6 +1,6 @@
 // Steps 7-10 on Blackwell: who waits for whom. A CTA (or a pair of CTAs,
 // cta_group::2) holds three kinds of actors: one TMA producer thread, one
-// MMA-issuing thread per consumer, and one writeback warpgroup per
+// MMA-issuing thread for every consumer, and one writeback warpgroup per
 // consumer, chained by the seed's four mbarrier arrays:
 //
 //   tma2mma[stage]  the stage's bytes have landed (the producer's
@@ -31,7 +31,7 @@ enum class Barrier { kTma2Mma, kMma2Tma, kMma2Ld, kLd2Mma };
 
 struct WarpSpecializedProtocol {
   int stages;               // PIPE_DEPTH: shared-memory stages of A and B
-  int consumers;            // MMA issuers, each with its writeback warpgroup and A block per stage
+  int consumers;            // accumulators in flight, each with its writeback warpgroup and A block per stage
   int cta_group;            // 1, or 2: the pair MMA (tcgen05.mma.cta_group::2)
   int accumulator_buffers;  // TMEM accumulators per consumer
 
@@ -61,7 +61,7 @@ struct WarpSpecializedProtocol {
   GEMM_TILE_HD constexpr uint32_t Arrivals(Barrier b) const {
     switch (b) {
       case Barrier::kTma2Mma: return 1;                           // the leader producer's expect_tx
-      case Barrier::kMma2Tma: return static_cast<uint32_t>(consumers);  // a commit per MMA issuer
+      case Barrier::kMma2Tma: return 1;                           // the issuer's commit
       case Barrier::kMma2Ld: return 1;                            // the slot's issuer's commit
       case Barrier::kLd2Mma: return static_cast<uint32_t>(128 * cta_group);  // each writeback thread of the group
     }
@@ -167,23 +167,26 @@ GEMM_TILE_HD void ProduceStages(const WarpSpecializedProtocol& p, int tiles, int
   }
 }
 
-// One MMA issuer (in the leader CTA only): per tile, wait until its TMEM
-// accumulator is free, multiply every k-tile into it, releasing each stage
-// by commit, then commit the accumulator to the writeback.
+// The MMA issuer (one thread, in the leader CTA only): per tile, wait until
+// each consumer's TMEM accumulator is free, multiply every k-tile into
+// each of them (the stage's B against consumer c's A block), releasing the
+// stage by one commit, then commit each accumulator to its writeback.
+// One thread issues for every consumer, as CUTLASS and DeepGEMM do: the
+// PTX ISA allows several issuing threads, but no public B200 kernel is
+// known to use them (kernels/README.md, "Blackwell").
 template <class Ops>
-GEMM_TILE_HD void IssueMmas(const WarpSpecializedProtocol& p, int consumer, int tiles, int k_tiles, Ops& ops) {
+GEMM_TILE_HD void IssueMmas(const WarpSpecializedProtocol& p, int tiles, int k_tiles, Ops& ops) {
   PipelineState stage = DrainerStart(p.stages);
   PipelineState accumulator = FillerStart(p.accumulator_buffers);
   for (int t = 0; t < tiles; ++t) {
-    const int slot = p.Slot(consumer, accumulator.index);
-    ops.Wait(Barrier::kLd2Mma, slot, accumulator.phase);
+    for (int c = 0; c < p.consumers; ++c) ops.Wait(Barrier::kLd2Mma, p.Slot(c, accumulator.index), accumulator.phase);
     for (int kt = 0; kt < k_tiles; ++kt) {
       ops.Wait(Barrier::kTma2Mma, stage.index, stage.phase);
-      ops.Mma(stage.index, consumer, slot, t, kt);
+      for (int c = 0; c < p.consumers; ++c) ops.Mma(stage.index, c, p.Slot(c, accumulator.index), t, kt);
       ops.Commit(Barrier::kMma2Tma, stage.index);
       stage.Advance();
     }
-    ops.Commit(Barrier::kMma2Ld, slot);
+    for (int c = 0; c < p.consumers; ++c) ops.Commit(Barrier::kMma2Ld, p.Slot(c, accumulator.index));
     accumulator.Advance();
   }
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -47,6 +48,28 @@ TEST(Verify, APlantedWrongElementIsCaught) {
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.mismatches, 1u);
   EXPECT_NEAR(r.max_abs_error, 0.05, 1e-3);
+}
+
+// The K-aware term (gemm/tolerance.h) widens atol by what it says, and is
+// reported; it grows as √K times the largest row norms.
+TEST(Verify, TheAccumulationTermWidensTheBoundAndIsReported) {
+  const std::vector<double> ref{100.0};
+  auto d = Halves({100.5});  // 0.5 off: outside 0.01 + 0.1
+  EXPECT_FALSE(CompareWithReference(d.data(), ref.data(), 1).passed);
+  auto r = CompareWithReference(d.data(), ref.data(), 1, 0.45);
+  EXPECT_TRUE(r.passed);
+  EXPECT_DOUBLE_EQ(r.accumulation_atol, 0.45);
+  EXPECT_FALSE(CompareWithReference(d.data(), ref.data(), 1, 0.35).passed);
+  // K = 4096 and 65536 with rows of K values in [-1, 1] (norm √(K/3)).
+  const auto term = [](int64_t k) {
+    const double norm = std::sqrt(k / 3.0);
+    return gemm::AccumulationAtol(k, norm, norm);
+  };
+  EXPECT_NEAR(term(4096), 0.0104, 1e-3);
+  EXPECT_NEAR(term(65536), 0.667, 1e-2);
+  EXPECT_NEAR(term(64), 0.0000, 1e-4);  // nothing at small K
+  const std::vector<float> rows{3, 4, 0, 1, 1, 1};  // norms 5 and √3
+  EXPECT_DOUBLE_EQ(MaxRowNorm(rows.data(), 2, 3), 5.0);
 }
 
 TEST(Verify, AnUnwrittenPoisonedElementIsCaught) {

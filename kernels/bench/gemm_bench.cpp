@@ -23,6 +23,7 @@
 
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
+#include "accuracy.h"
 #include "gemm/steps.h"
 #include "shape_sweep.h"
 
@@ -50,6 +51,7 @@ struct Options {
   int sweep = 0;
   uint64_t seed = 1;
   bool pitched = false;
+  int accuracy = 0;  // seeds per shape of --accuracy (accuracy.h); 0: time instead
   std::string csv, md;
 };
 
@@ -72,7 +74,9 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: gemm-bench [--shapes MxNxK,... | --sweep N [--seed S]] [--layout dense|pitched] "
-               "[--steps 1,2,...] [--warmup N] [--iters N] [--device N] [--csv FILE] [--md FILE]\n",
+               "[--steps 1,2,...] [--warmup N] [--iters N] [--device N] [--csv FILE] [--md FILE]\n"
+               "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
+               "error against the exact product, beside cuBLAS's\n",
                msg);
   std::exit(2);
 }
@@ -111,6 +115,9 @@ Options Parse(int argc, char** argv) {
       const std::string layout = value();
       if (layout != "dense" && layout != "pitched") Usage("--layout is dense or pitched");
       o.pitched = layout == "pitched";
+    } else if (a == "--accuracy") {
+      o.accuracy = std::atoi(value().c_str());
+      if (o.accuracy < 1) Usage("--accuracy takes a count of seeds per shape >= 1");
     } else if (a == "--csv") {
       o.csv = value();
     } else if (a == "--md") {
@@ -166,6 +173,11 @@ double Median(std::vector<float> v) {
 
 int main(int argc, char** argv) {
   const Options opt = Parse(argc, argv);
+  if (opt.accuracy > 0) {
+    std::vector<gemm::bench::AccuracyShape> shapes;
+    for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
+    return gemm::bench::RunAccuracy(shapes, opt.steps, opt.device, opt.accuracy, opt.seed, opt.csv);
+  }
   gemm::DeviceContext ctx;
   if (auto err = gemm::CreateContext(opt.device, &ctx); !err.empty()) {
     std::fprintf(stderr, "gemm-bench: %s\n", err.c_str());

@@ -44,10 +44,16 @@ __global__ void FillRandomListKernel(const __grid_constant__ FillList list) {
 
 // blockIdx.y picks the matrix: `stride` elements after the last, its own result.
 __global__ void CompareKernel(const __half* d, const __half* ref, uint64_t count, uint64_t cols, uint64_t ld,
-                              uint64_t stride, float rtol, float atol, CompareResult* results) {
+                              uint64_t stride, float rtol, float atol, AccumulationBound bound,
+                              CompareResult* results) {
   d += blockIdx.y * stride;
   ref += blockIdx.y * stride;
   CompareResult* result = results + blockIdx.y;
+  if (bound.norms != nullptr) {
+    const float term = bound.unit_sqrt_k * bound.norms[0] * bound.norms[1];
+    atol += term;
+    if (blockIdx.x == 0 && threadIdx.x == 0) result->accumulation_atol = term;
+  }
   unsigned long long mismatches = 0, non_finite = 0;
   float max_err = 0.0f;
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < count; i += uint64_t{gridDim.x} * blockDim.x) {
@@ -76,35 +82,56 @@ __global__ void CompareKernel(const __half* d, const __half* ref, uint64_t count
   }
 }
 
+// One warp per row: the sum of squares in fp32, the largest norm by an
+// atomic on the bits (non-negative floats order like their bit patterns).
+__global__ void MaxRowNormKernel(const __half* x, int64_t rows, int64_t cols, int64_t ld, float* norm) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  for (int64_t r = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+    float sum = 0.0f;
+    for (int64_t c = lane; c < cols; c += 32) {
+      const float v = __half2float(x[r * ld + c]);
+      sum = fmaf(v, v, sum);
+    }
+    for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
+    if (lane == 0) atomicMax(reinterpret_cast<unsigned*>(norm), __float_as_uint(sqrtf(sum)));
+  }
+}
+
 // 128×128 tiles of D per 256-thread block, 8×8 per thread, K in slices of
-// 16 staged through shared memory as fp32. Out-of-range rows and columns
-// load zeros and store nothing, so any m, n, k >= 1 works.
+// 16 staged through shared memory in the accumulator's type (fp32, or fp64
+// for the exact reference). Out-of-range rows and columns load zeros and
+// store nothing, so any m, n, k >= 1 works.
 constexpr int kRefTile = 128, kRefSlice = 16, kRefPerThread = 8;
+
+__device__ inline void StoreReference(__half* d, float v) { *d = __float2half_rn(v); }
+__device__ inline void StoreReference(double* d, double v) { *d = v; }
 
 // One block per SM is all it needs: with the default bounds, sm_100a's ptxas
 // held it to 128 registers and spilled 24 bytes (run.sh's SASS check).
+template <typename Acc, typename Out>
 __global__ void __launch_bounds__(256, 1) ReferenceGemmKernel(const __half* a, int64_t lda, const __half* b,
-                                                           int64_t ldb, __half* d, int64_t ldd, int64_t m, int64_t n,
+                                                           int64_t ldb, Out* d, int64_t ldd, int64_t m, int64_t n,
                                                            int64_t k) {
-  __shared__ float as[kRefSlice][kRefTile];
-  __shared__ float bs[kRefSlice][kRefTile];
+  __shared__ Acc as[kRefSlice][kRefTile];
+  __shared__ Acc bs[kRefSlice][kRefTile];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t row_tiles = (m + kRefTile - 1) / kRefTile, col_tiles = (n + kRefTile - 1) / kRefTile;
   for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
     for (int64_t ct = blockIdx.x; ct < col_tiles; ct += gridDim.x) {
       const int64_t row0 = rt * kRefTile, col0 = ct * kRefTile;
-      float acc[kRefPerThread][kRefPerThread] = {};
+      Acc acc[kRefPerThread][kRefPerThread] = {};
       for (int64_t k0 = 0; k0 < k; k0 += kRefSlice) {
         for (int i = threadIdx.x; i < kRefTile * kRefSlice; i += blockDim.x) {
           const int r = i / kRefSlice, c = i % kRefSlice;
           const int64_t kk = k0 + c, ar = row0 + r, br = col0 + r;
-          as[c][r] = (ar < m && kk < k) ? __half2float(a[ar * lda + kk]) : 0.0f;
-          bs[c][r] = (br < n && kk < k) ? __half2float(b[br * ldb + kk]) : 0.0f;
+          as[c][r] = (ar < m && kk < k) ? static_cast<Acc>(__half2float(a[ar * lda + kk])) : Acc{0};
+          bs[c][r] = (br < n && kk < k) ? static_cast<Acc>(__half2float(b[br * ldb + kk])) : Acc{0};
         }
         __syncthreads();
 #pragma unroll
         for (int c = 0; c < kRefSlice; ++c) {
-          float av[kRefPerThread], bv[kRefPerThread];  // unrolled below: registers, not local memory
+          Acc av[kRefPerThread], bv[kRefPerThread];  // unrolled below: registers, not local memory
 #pragma unroll
           for (int i = 0; i < kRefPerThread; ++i) av[i] = as[c][ty * kRefPerThread + i];
 #pragma unroll
@@ -112,7 +139,7 @@ __global__ void __launch_bounds__(256, 1) ReferenceGemmKernel(const __half* a, i
 #pragma unroll
           for (int i = 0; i < kRefPerThread; ++i)
 #pragma unroll
-            for (int j = 0; j < kRefPerThread; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+            for (int j = 0; j < kRefPerThread; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
         }
         __syncthreads();
       }
@@ -122,7 +149,7 @@ __global__ void __launch_bounds__(256, 1) ReferenceGemmKernel(const __half* a, i
 #pragma unroll
         for (int j = 0; j < kRefPerThread; ++j) {
           const int64_t c = col0 + tx * kRefPerThread + j;
-          if (r < m && c < n) d[r * ldd + c] = __float2half_rn(acc[i][j]);
+          if (r < m && c < n) StoreReference(&d[r * ldd + c], acc[i][j]);
         }
       }
     }
@@ -142,7 +169,26 @@ cudaError_t ReferenceGemm(int64_t m, int64_t n, int64_t k, const __half* a, int6
   const int64_t row_tiles = (m + kRefTile - 1) / kRefTile, col_tiles = (n + kRefTile - 1) / kRefTile;
   const dim3 grid(static_cast<unsigned>(col_tiles < 65535 ? col_tiles : 65535),
                   static_cast<unsigned>(row_tiles < 65535 ? row_tiles : 65535));  // the kernel strides beyond
-  ReferenceGemmKernel<<<grid, 256, 0, stream>>>(a, lda, b, ldb, d, ldd, m, n, k);
+  ReferenceGemmKernel<float, __half><<<grid, 256, 0, stream>>>(a, lda, b, ldb, d, ldd, m, n, k);
+  return cudaGetLastError();
+}
+
+cudaError_t ReferenceGemmFp64(int64_t m, int64_t n, int64_t k, const __half* a, int64_t lda, const __half* b,
+                              int64_t ldb, double* d, int64_t ldd, cudaStream_t stream) {
+  if (m < 1 || n < 1 || k < 1 || lda < k || ldb < k || ldd < n) return cudaErrorInvalidValue;
+  const int64_t row_tiles = (m + kRefTile - 1) / kRefTile, col_tiles = (n + kRefTile - 1) / kRefTile;
+  const dim3 grid(static_cast<unsigned>(col_tiles < 65535 ? col_tiles : 65535),
+                  static_cast<unsigned>(row_tiles < 65535 ? row_tiles : 65535));
+  ReferenceGemmKernel<double, double><<<grid, 256, 0, stream>>>(a, lda, b, ldb, d, ldd, m, n, k);
+  return cudaGetLastError();
+}
+
+cudaError_t MaxRowNorm(const __half* x, int64_t rows, int64_t cols, int64_t ld, float* norm, cudaStream_t stream) {
+  if (rows < 0 || cols < 0 || ld < cols) return cudaErrorInvalidValue;
+  if (cudaError_t e = cudaMemsetAsync(norm, 0, sizeof(float), stream); e != cudaSuccess) return e;
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  const uint64_t threads = static_cast<uint64_t>(rows) * 32;
+  MaxRowNormKernel<<<Blocks(threads), kThreads, 0, stream>>>(x, rows, cols, ld, norm);
   return cudaGetLastError();
 }
 
@@ -199,6 +245,17 @@ cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t co
   return CompareBatch(d, ref, rows, cols, ld, 0, 1, rtol, atol, result, stream);
 }
 
+cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld, float rtol,
+                    float atol, AccumulationBound bound, CompareResult* result, cudaStream_t stream) {
+  if (rows < 0 || cols < 0 || ld < cols) return cudaErrorInvalidValue;
+  if (cudaError_t e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
+  const uint64_t count = static_cast<uint64_t>(rows) * cols;
+  if (count == 0) return cudaSuccess;
+  CompareKernel<<<dim3(Blocks(count), 1), kThreads, 0, stream>>>(d, ref, count, cols, ld, 0, rtol, atol, bound,
+                                                                 result);
+  return cudaGetLastError();
+}
+
 cudaError_t CompareBatch(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld,
                          uint64_t stride, uint32_t matrices, float rtol, float atol, CompareResult* results,
                          cudaStream_t stream) {
@@ -213,7 +270,7 @@ cudaError_t CompareBatch(const __half* d, const __half* ref, int64_t rows, int64
   // Fewer blocks per matrix the more matrices: the grid-stride loop covers the rest.
   const unsigned per_matrix = std::max(1u, Blocks(count) / matrices);
   CompareKernel<<<dim3(per_matrix, matrices), kThreads, 0, stream>>>(d, ref, count, cols, ld, stride, rtol, atol,
-                                                                      results);
+                                                                      AccumulationBound{}, results);
   return cudaGetLastError();
 }
 

@@ -8,7 +8,7 @@
 #   BENCH_SHAPES, BENCH_STEPS, BENCH_ITERS override the benchmark's lists.
 #   SWEEP_SHAPES, SWEEP_SEED, SWEEP_STEPS, SWEEP_LAYOUTS shape the sweep.
 #   PARTS picks sections (default all, in this order): tests service tiny
-#   grpcfloor firsttouch soak bench sweep sass sanitize ncu. A device call has 600 s;
+#   grpcfloor firsttouch soak bench accuracy sweep sass sanitize ncu. A device call has 600 s;
 #   the whole script needs about two, so split it, e.g. PARTS="tests service
 #   soak sass".
 set -uo pipefail
@@ -22,7 +22,7 @@ export PYTHONPATH=$PWD/scripts/gpu${PYTHONPATH:+:$PYTHONPATH}  # gemm_reports.py
 summary=$OUT/summary.txt
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
-all_parts="tests service tiny grpcfloor firsttouch soak bench sweep sass sanitize ncu"
+all_parts="tests service tiny grpcfloor firsttouch soak bench accuracy sweep sass sanitize ncu"
 # part NAME: whether PARTS asks for this section; notes the time it starts at.
 part() {
   [[ " ${PARTS:-$all_parts} " == *" $1 "* ]] || return 1
@@ -848,6 +848,28 @@ for layout in ${SWEEP_LAYOUTS:-dense pitched}; do
   grep -E "^\| (all|mixed|skinny|tiny|long-K) \| (8|9|10) \|" "$OUT/sweep_$layout.log" | tee -a "$summary"
 done
 
+fi
+
+if part accuracy; then
+# 3b. Each step's error against the exact (fp64) product at long K, beside
+# cuBLAS's, and its check against cuBLAS with and without the bound's
+# K-aware term (gemm/tolerance.h; docs/verification.md).
+timeout 300 "$bin/gemm-bench" --accuracy 2 \
+  --shapes "${ACCURACY_SHAPES:-100x100x4096,100x100x16384,100x100x65536,100x100x131072,2000x2000x4096,2000x2000x65536}" \
+  --steps "${BENCH_STEPS:-1,2,3,4,5,6,7,8,9,10}" --csv "$OUT/accuracy.csv" >"$OUT/accuracy.md" 2>"$OUT/accuracy.log"
+note "gemm-bench --accuracy rc=$?"
+python3 - "$OUT/accuracy.csv" <<'PY' | tee -a "$summary"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+worst = max((float(r["ratio_to_cublas"]) for r in rows if r["step"] != "0"), default=0)
+failing = [f'{r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}' for r in rows if int(r["mismatches_with_term"]) > 0]
+unbounded = sum(int(r["mismatches_without_term"]) > 0 for r in rows)
+margin = min((float(r["accumulation_atol"]) / float(r["needed_term"]) for r in rows if float(r["needed_term"]) > 0),
+             default=float("inf"))
+print(f"accuracy: {len(rows)} rows; worst step error {worst:.2f}x cuBLAS's; "
+      f"{unbounded} would fail without the K-aware term, {len(failing)} fail with it {failing[:6]}; "
+      f"least margin (term / term needed) {margin:.1f}")
+PY
 fi
 
 if part sass; then

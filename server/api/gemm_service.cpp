@@ -345,6 +345,7 @@ void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, ab
   vr->set_elements(v.elements);
   vr->set_rtol(v.rtol);
   vr->set_atol(v.atol);
+  vr->set_accumulation_atol(v.accumulation_atol);
   vr->set_reference(v.reference);
 
   const double flops = 2.0 * job.m * job.n * job.k;

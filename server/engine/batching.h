@@ -16,13 +16,16 @@ struct BatchPolicy {
   size_t max_batch = 1;                         // 1: no batching
   std::chrono::microseconds window{0};          // how long a worker waits to fill a batch
   double max_multiply_adds = double(1 << 27);   // m·n·k of a "small" GEMM: 512^3
+  // Longer sums run alone: a batch's check leaves out the verification
+  // bound's K-aware term (gemm/tolerance.h), which grows with √K.
+  int64_t max_k = 4096;
 };
 
 // The dispatcher's batch key of `job`: equal for requests that may run
 // together, 0 for one that runs alone. Different shapes can share a key
 // (it is a hash); an engine checks the shapes before it batches.
 inline uint64_t BatchKey(const GemmJob& job, const BatchPolicy& policy) {
-  if (policy.max_batch < 2 || job.step != 0 || job.repeats != 1 || job.benchmark ||
+  if (policy.max_batch < 2 || job.step != 0 || job.repeats != 1 || job.benchmark || job.k > policy.max_k ||
       static_cast<double>(job.m) * job.n * job.k > policy.max_multiply_adds) {
     return 0;
   }

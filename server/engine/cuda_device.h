@@ -80,6 +80,7 @@ struct Lane {
   uint32_t next_slot = 0;
   gemm::CompareResult* cmp = nullptr;       // device
   gemm::CompareResult* cmp_host = nullptr;  // pinned
+  float* row_norms = nullptr;               // device: A's and B's largest row norms (gemm/tolerance.h)
   bool busy = false;
 };
 

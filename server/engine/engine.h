@@ -64,6 +64,8 @@ struct VerificationResult {
   uint64_t elements = 0;
   double rtol = 1e-3;
   double atol = 1e-2;
+  // The bound's K-aware term, added to atol (gemm/tolerance.h).
+  double accumulation_atol = 0;
   std::string reference;
 };
 

@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "gemm/gemm.h"
 #include "gemm/half.h"
 #include "gemm/steps.h"
+#include "gemm/tolerance.h"
 #include "gemm/vendor_plan.h"
 #include "gpu_test_util.h"
 #include "test_util.h"
@@ -148,6 +151,96 @@ TEST_F(KernelsGpuTest, CompareCatchesAPlantedWrongElementAndAnUnwrittenOne) {
   EXPECT_EQ(r.non_finite, 1u);
   cudaFree(ref);
   cudaFree(d);
+}
+
+// The K-aware part of the bound (gemm/tolerance.h): MaxRowNorm finds the
+// largest row norm, pitched; the comparison adds unit·√K·‖a‖·‖b‖ to atol,
+// reports it, and still catches an error beyond it.
+TEST_F(KernelsGpuTest, TheAccumulationTermWidensTheBoundByExactlyWhatItReports) {
+  const int64_t rows = 300, cols = 1000, ld = 1024;
+  __half* x = nullptr;
+  float* norms = nullptr;
+  ASSERT_CUDA(cudaMalloc(&x, rows * ld * 2));
+  ASSERT_CUDA(cudaMalloc(&norms, 2 * sizeof(float)));
+  ASSERT_CUDA(gemm::Poison(x, rows * ld, stream_));  // the gaps must not be read
+  ASSERT_CUDA(gemm::FillRandom(x, rows, cols, ld, 3, gemm::OperandId::kA, stream_));
+  ASSERT_CUDA(gemm::MaxRowNorm(x, rows, cols, ld, norms, stream_));
+  ASSERT_CUDA(gemm::MaxRowNorm(x, rows / 2, cols, ld, norms + 1, stream_));
+  float got[2];
+  ASSERT_CUDA(cudaMemcpyAsync(got, norms, sizeof got, cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  double want[2] = {0, 0};
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double v = gemm::RandomValue(3, gemm::OperandId::kA, static_cast<uint64_t>(r * cols + c));
+      sum += v * v;
+    }
+    want[0] = std::max(want[0], std::sqrt(sum));
+    if (r < rows / 2) want[1] = std::max(want[1], std::sqrt(sum));
+  }
+  EXPECT_NEAR(got[0], want[0], want[0] * 1e-5);
+  EXPECT_NEAR(got[1], want[1], want[1] * 1e-5);
+
+  // d = ref + 0.5 in one element: outside atol + rtol·|ref| alone, inside
+  // once a term of 0.6 is added.
+  const uint64_t n = 4096;
+  __half *ref = nullptr, *d = nullptr;
+  ASSERT_CUDA(cudaMalloc(&ref, n * 2));
+  ASSERT_CUDA(cudaMalloc(&d, n * 2));
+  ASSERT_CUDA(gemm::FillRandom(ref, n, 9, gemm::OperandId::kB, stream_));
+  ASSERT_CUDA(cudaMemcpyAsync(d, ref, n * 2, cudaMemcpyDeviceToDevice, stream_));
+  __half planted;
+  ASSERT_CUDA(cudaMemcpy(&planted, ref + 77, 2, cudaMemcpyDeviceToHost));
+  planted = __float2half(__half2float(planted) + 0.5f);
+  ASSERT_CUDA(cudaMemcpy(d + 77, &planted, 2, cudaMemcpyHostToDevice));
+  const float unit_sqrt_k = 0.6f / (got[0] * got[1]);
+  const float term = unit_sqrt_k * got[0] * got[1];
+  gemm::CompareResult host{};
+  for (const auto& [bound, mismatches] : {std::pair{gemm::AccumulationBound{}, 1ull},
+                                          std::pair{gemm::AccumulationBound{norms, unit_sqrt_k}, 0ull}}) {
+    ASSERT_CUDA(gemm::Compare(d, ref, 64, 64, 64, 1e-3f, 1e-2f, bound, cmp_, stream_));
+    ASSERT_CUDA(cudaMemcpyAsync(&host, cmp_, sizeof host, cudaMemcpyDeviceToHost, stream_));
+    ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    EXPECT_EQ(host.mismatches, mismatches);
+    EXPECT_FLOAT_EQ(host.accumulation_atol, bound.norms ? term : 0.0f);
+  }
+  planted = __float2half(__half2float(planted) + 2 * term);  // beyond the widened bound
+  ASSERT_CUDA(cudaMemcpy(d + 77, &planted, 2, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(gemm::Compare(d, ref, 64, 64, 64, 1e-3f, 1e-2f, {norms, unit_sqrt_k}, cmp_, stream_));
+  ASSERT_CUDA(cudaMemcpyAsync(&host, cmp_, sizeof host, cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(host.mismatches, 1u);
+  for (void* p : {static_cast<void*>(x), static_cast<void*>(norms), static_cast<void*>(ref), static_cast<void*>(d)}) {
+    cudaFree(p);
+  }
+}
+
+// The fp64 reference is the exact product of small integers (every partial
+// sum fits fp64's mantissa), and cuBLAS's fp16 D rounds it.
+TEST_F(KernelsGpuTest, TheFp64ReferenceIsExactWhereFp64IsExact) {
+  const int64_t m = 37, n = 53, k = 3000;
+  std::vector<uint16_t> ah(m * k), bh(n * k);
+  std::vector<double> want(m * n, 0.0);
+  for (int64_t i = 0; i < m * k; ++i) ah[i] = gemm::FloatToHalf(static_cast<float>((i * 7) % 5) - 2.0f);
+  for (int64_t i = 0; i < n * k; ++i) bh[i] = gemm::FloatToHalf(static_cast<float>((i * 3) % 7) - 3.0f);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t x = 0; x < k; ++x)
+        want[r * n + c] += double{gemm::HalfToFloat(ah[r * k + x])} * gemm::HalfToFloat(bh[c * k + x]);
+  __half *a = nullptr, *b = nullptr;
+  double* d = nullptr;
+  ASSERT_CUDA(cudaMalloc(&a, m * k * 2));
+  ASSERT_CUDA(cudaMalloc(&b, n * k * 2));
+  ASSERT_CUDA(cudaMalloc(&d, m * n * sizeof(double)));
+  ASSERT_CUDA(cudaMemcpy(a, ah.data(), m * k * 2, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(b, bh.data(), n * k * 2, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(gemm::ReferenceGemmFp64(m, n, k, a, k, b, k, d, n, stream_));
+  std::vector<double> got(m * n);
+  ASSERT_CUDA(cudaMemcpyAsync(got.data(), d, m * n * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(got, want);
+  for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(d)}) cudaFree(p);
 }
 
 // The pitched device helpers the engine uses: a fill gives each element the

@@ -39,9 +39,23 @@ cudaError_t FillRandom(const RandomMatrix* matrices, size_t count, cudaStream_t 
 cudaError_t Poison(__half* dst, uint64_t count, cudaStream_t stream);
 
 struct CompareResult {
-  unsigned long long mismatches;  // |d - ref| > atol + rtol·|ref|, or non-finite
+  unsigned long long mismatches;  // |d - ref| > atol + rtol·|ref| (+ the accumulation term), or non-finite
   unsigned long long non_finite;  // NaN or Inf in d
   float max_abs_error;            // over finite elements
+  float accumulation_atol;        // the K-aware term the comparison added to atol (gemm/tolerance.h)
+};
+
+// The largest row norm ‖x_r‖₂ of a rows×cols fp16 matrix whose rows lie
+// `ld` elements apart, into *norm (device memory, zeroed by this call).
+cudaError_t MaxRowNorm(const __half* x, int64_t rows, int64_t cols, int64_t ld, float* norm, cudaStream_t stream);
+
+// The K-aware part of the verification bound (gemm/tolerance.h), taken on
+// the device: kAccumulationUnit·√K (`unit_sqrt_k`) times norms[0]·norms[1],
+// the largest row norms of A and B that MaxRowNorm wrote earlier on the same
+// stream. No norms: no such term.
+struct AccumulationBound {
+  const float* norms = nullptr;
+  float unit_sqrt_k = 0;
 };
 
 // Compares d with ref into *result (device memory, zeroed by this call).
@@ -51,6 +65,9 @@ cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rt
 // d and ref); the gaps between rows are not read.
 cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld, float rtol,
                     float atol, CompareResult* result, cudaStream_t stream);
+// With the accumulation term added to atol.
+cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t cols, int64_t ld, float rtol,
+                    float atol, AccumulationBound bound, CompareResult* result, cudaStream_t stream);
 // `matrices` such pairs in one launch, each `stride` elements after the one
 // before (at least rows·ld), into results[0..matrices) (zeroed by this
 // call): a batch's checks cost one launch, not one each.
@@ -68,6 +85,13 @@ cudaError_t ReferenceGemm(int64_t m, int64_t n, int64_t k, const __half* a, cons
 // With leading dimensions (rows lda, ldb, ldd elements apart).
 cudaError_t ReferenceGemm(int64_t m, int64_t n, int64_t k, const __half* a, int64_t lda, const __half* b, int64_t ldb,
                           __half* d, int64_t ldd, cudaStream_t stream);
+
+// The exact product, as far as fp64 holds it: fp16 products are exact in
+// fp64 and the sum's rounding is at most K·2^-53·Σ|a·b|, far below what any
+// fp32-accumulated GEMM carries. D is fp64 (rows ldd apart). For measuring
+// the accuracy of the steps and of cuBLAS (gemm-bench --accuracy).
+cudaError_t ReferenceGemmFp64(int64_t m, int64_t n, int64_t k, const __half* a, int64_t lda, const __half* b,
+                              int64_t ldb, double* d, int64_t ldd, cudaStream_t stream);
 
 // Evicts what earlier work left in L2 by writing a buffer twice the L2's
 // size. Run before every timed GEMM (outside the timed region) so that each

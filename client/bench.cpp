@@ -38,6 +38,7 @@ struct Sample {
   gemm::v1::Timing server;  // the server's phases
   grpc::StatusCode code;
   int retries;  // gRPC's retries before the answer (gemmd-previous-attempts)
+  std::string message;  // a refusal's sentence
 };
 
 struct Combo {
@@ -148,7 +149,8 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
     if (st.ok() && resp.verification().performed() && !resp.verification().passed()) {
       code = grpc::StatusCode::DATA_LOSS;  // counted as an error: wrong result
     }
-    return Sample{ci, latency, resp.timing().kernel_seconds(), resp.tflops(), resp.timing(), code, retries};
+    return Sample{ci,   latency, resp.timing().kernel_seconds(), resp.tflops(), resp.timing(), code, retries,
+                  st.ok() ? std::string() : st.error_message()};
   };
   std::vector<std::thread> threads;
   if (args.inline_data) {
@@ -219,10 +221,19 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
     // request's time goes (docs/service-path.md).
     std::map<std::string, std::vector<double>> phases;
     std::map<std::string, uint64_t> errors;
+    std::map<std::string, std::string> first_message;  // per code: what the server (or gRPC) said
     uint64_t retries = 0;
+    // Calls that failed with a code the retry policy retries, and whose
+    // last attempt never reached gemmd (no trailer to count its attempts):
+    // gRPC made up to kRetryServiceConfig's attempts, which the client
+    // cannot see.
+    uint64_t retried_failures = 0;
     for (const auto& s : samples) {
       if (s.combo != ci) continue;
       retries += static_cast<uint64_t>(s.retries);
+      const bool retryable = s.code == grpc::StatusCode::UNAVAILABLE || s.code == grpc::StatusCode::CANCELLED ||
+                             s.code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+      if (retryable && s.retries == 0) ++retried_failures;
       if (s.code == grpc::StatusCode::OK) {
         lat.push_back(s.latency);
         kern.push_back(s.kernel);
@@ -235,7 +246,9 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
           phases[name].push_back(value);
         }
       } else {
-        ++errors[s.code == grpc::StatusCode::DATA_LOSS ? "VERIFICATION_FAILED" : CodeName(s.code)];
+        const std::string name = s.code == grpc::StatusCode::DATA_LOSS ? "VERIFICATION_FAILED" : CodeName(s.code);
+        ++errors[name];
+        first_message.emplace(name, s.message);
       }
     }
     std::sort(lat.begin(), lat.end());
@@ -254,6 +267,7 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
                           {"ok", lat.size()},
                           {"errors", errors},
                           {"retries", retries},
+                          {"failed_after_unseen_retries", retried_failures},
                           {"requests_per_second", lat.size() / wall},
                           {"latency_p50_ms", Percentile(lat, 50) * 1e3},
                           {"latency_p90_ms", Percentile(lat, 90) * 1e3},
@@ -273,8 +287,15 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
       std::printf("\n");
     }
     rows.push_back(row);
-    for (auto& [name, n] : errors) std::printf("    %lu x %s\n", n, name.c_str());
-    if (retries > 0) std::printf("    %lu retries by gRPC's retry policy (not errors)\n", retries);
+    for (auto& [name, n] : errors) {
+      const std::string& said = first_message[name];
+      std::printf("    %lu x %s%s%s\n", n, name.c_str(), said.empty() ? "" : ": ", said.c_str());
+    }
+    if (retries > 0) std::printf("    %lu retries by gRPC's retry policy, seen by the server\n", retries);
+    if (retried_failures > 0) {
+      std::printf("    %lu calls failed with a retryable code after retries the server never saw (up to 4 each)\n",
+                  retried_failures);
+    }
     total_retries += retries;
   }
   std::printf("total: %zu ok of %zu in %.2f s, %.1f req/s, %lu retried\n", total_ok, samples.size(), wall,

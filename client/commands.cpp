@@ -250,7 +250,7 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
       // Scratch, deleted once D is here: kept in the server's memory only,
       // not written to its matrix directory (on a server that keeps one,
       // durable blocks took 4096^3 over four connections from 25-42 ms to
-      // 86-116, session 21).
+      // 86-116 on an H100 host).
       const auto upload = [&](Block& b) {
         gemm::v1::MatrixHeader header;
         header.set_rows(b.rows);

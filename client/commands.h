@@ -62,9 +62,9 @@ Progress ProgressPrinter(const std::string& what);
 // bench's connections when none are asked for: one per four requests in
 // flight, at most eight. One gRPC connection is read and written by one
 // thread at a time on each side, and caps a load test at that connection's
-// rate, well under what the server answers (docs/service-path.md, session
-// 17: 32 in flight ran 25K req/s over one, 35K over two, 42K over eight, and
-// no more over sixteen). gRPC's performance guide advises a pool of
+// rate, well under what the server answers (docs/service-path.md; on an
+// H100 host 32 in flight ran 25K req/s over one, 35K over two, 42K over
+// eight, and no more over sixteen). gRPC's performance guide advises a pool of
 // channels for such load. One request in flight keeps one connection.
 uint32_t AutoConnections(uint32_t concurrency);
 

@@ -115,6 +115,7 @@ grpc::Status QueueShutDown() {
 
 grpc::Status GemmClient::Multiply(const gemm::v1::MultiplyRequest& req, gemm::v1::MultiplyResponse* resp,
                                   int* retries) {
+  if (const uint64_t bytes = req.ByteSizeLong(); bytes > options_.max_message_bytes) return MessageTooLarge(bytes);
   grpc::ClientContext ctx;
   Prepare(&ctx);
   grpc::Status st;
@@ -301,7 +302,16 @@ grpc::Status GemmClient::MultiplyTimed(const gemm::v1::MultiplyRequest& req, gem
   return status;
 }
 
+grpc::Status GemmClient::MessageTooLarge(uint64_t bytes) const {
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "the request is " + std::to_string(bytes) + " bytes, over the largest message of " +
+                          std::to_string(options_.max_message_bytes) +
+                          " bytes (--max-message-bytes, the server's too): upload A and B and multiply by handle "
+                          "(gemm-client run does so by itself unless told --transport inline)");
+}
+
 grpc::Status GemmClient::MultiplyBytes(const grpc::ByteBuffer& request, grpc::ByteBuffer* reply, int* retries) {
+  if (request.Length() > options_.max_message_bytes) return MessageTooLarge(request.Length());
   // On the calling thread's own completion queue, as a generated blocking
   // stub calls and as the bare-gRPC floor (grpc-echo-bench) is measured: the
   // callback API answered on threads of its own, which a process started at

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, INT32_MAX);
   // As gemmd does: no lock-order graph behind every gRPC lock (Debian's
-  // abseil keeps one otherwise; docs/service-path.md, session 22).
+  // abseil keeps one otherwise; docs/service-path.md).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"gemm-client: run GEMMs on a gemmd server", "gemm-client"};
   app.require_subcommand(1);

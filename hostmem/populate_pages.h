@@ -2,7 +2,7 @@
 // threads and without writing it. A fresh 32 MiB buffer costs 8,192 page
 // faults when it is first written: 9 ms on one core of the development
 // machine, and the slow first download of every fresh gemmd (3.3-7.9 GB/s
-// against 20-30 after it, session 17). Where memory is known before its
+// against 20-30 after it, on H100 hosts). Where memory is known before its
 // bytes arrive (the server's inline D, sized by the request's shape),
 // MADV_POPULATE_WRITE (Linux 5.14) faults it in while the request runs. It
 // never changes the bytes, so it may overlap writes into the same pages; a

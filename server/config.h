@@ -14,7 +14,7 @@ namespace gemmd {
 struct ServerConfig {
   std::string listen = "0.0.0.0:50051";          // gRPC address; port 0 picks one
   std::string metrics_listen = "127.0.0.1:9464";  // Prometheus /metrics; "" disables
-  uint64_t max_message_bytes = 64ull << 20;       // gRPC cap, both directions
+  uint64_t max_message_bytes = 128ull << 20;      // gRPC cap, both directions: an inline 4096³ A and B
   uint32_t workers_per_device = 1;
   uint32_t queue_capacity = 64;                   // requests waiting across devices
   // Batching: up to this many small step-0 requests of one shape share a

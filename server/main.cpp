@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, INT32_MAX);
   // Debian builds abseil with its debug checks, so every absl::Mutex lock in
   // gRPC also updates a process-wide lock-order graph under one spin lock
-  // (docs/service-path.md, session 22). Off before any lock is taken.
+  // (docs/service-path.md). Off before any lock is taken.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // gRPC's default poller, epoll1, lets one thread of the process poll at a
   // time and hands the role to a waiting thread: the callback API's idle

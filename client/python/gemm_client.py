@@ -37,7 +37,7 @@ RETRY_SERVICE_CONFIG = json.dumps({
 
 
 class GemmClient:
-    def __init__(self, target, max_message_bytes=64 << 20, timeout=None, *, tls=False,
+    def __init__(self, target, max_message_bytes=128 << 20, timeout=None, *, tls=False,
                  root_certificates=None, certificate_chain=None, private_key=None,
                  server_name=None, token=None, retries=True):
         """TLS when `tls` or any PEM (bytes) is given: root_certificates is the CA

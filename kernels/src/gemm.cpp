@@ -134,7 +134,7 @@ std::string CreateContext(int device, DeviceContext* ctx) {
   // on an H100 for 5 µs of work. Keep at least the split-K workspace's cap,
   // and never lower what the process keeps: the pool is the device's, and
   // gemmd keeps all it grows to (setting the cap here undid that for every
-  // context made after gemmd set it, session 20).
+  // context made after gemmd set it).
   cudaMemPool_t pool = nullptr;
   if (auto e = cudaDeviceGetDefaultMemPool(&pool, device); e != cudaSuccess) return CudaError("memory pool", e);
   uint64_t keep = 0;

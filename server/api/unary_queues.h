@@ -6,8 +6,8 @@
 // a handful of threads on the process's pollers (nexting_thread), and every
 // hand-over between them sits on a small request's path. On the GPU
 // machine's VMs the bare echo answered at one in flight in 86-88 µs on one
-// queue thread against 162 on the callback API (docs/service-path.md,
-// session 19). Under gRPC's default poll strategy, epoll1, the callback
+// queue thread against 162 on the callback API (docs/service-path.md).
+// Under gRPC's default poll strategy, epoll1, the callback
 // API's threads still take that role from the queue's thread even when no
 // callback method is called, so gemmd runs with GRPC_POLL_STRATEGY=poll,
 // which lets each queue's thread poll for itself (server/main.cpp).

@@ -31,7 +31,7 @@ namespace {
 // fresh server's first 8192^3 request (512 MiB of buffers, past what
 // start-up leaves in the pool) otherwise grew it on its own path: x1.12
 // and x1.17 of steady, against x1.00 and x1.03 with 1 GiB reserved
-// (session 20). Short of memory, the server starts without the reserve: it
+// (H100). Short of memory, the server starts without the reserve: it
 // is a latency measure, not a guarantee.
 void ReservePoolMemory(CudaEngine::Device& dev, uint64_t bytes) {
   if (bytes == 0) return;
@@ -358,8 +358,7 @@ absl::Status CudaEngine::Warmup(int device) {
 // loading, after a 2 s pause, and under benchmark timing alike. A step-10
 // request first did not help it; an 8192^3 step-0 request through the
 // worker did. With each worker running these shapes once before SERVING,
-// six fresh servers' first kernels ran x1.00-1.12 (docs/service-path.md,
-// session 21).
+// six fresh servers' first kernels ran x1.00-1.12 (docs/service-path.md).
 void CudaEngine::WarmWorker(int device) {
   for (const auto& shape : kWarmupShapes) {
     if (auto r = Run(device, WarmupJob(shape)); !r.ok()) {

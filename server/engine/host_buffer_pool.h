@@ -12,7 +12,7 @@
 //
 // A new buffer's first write still pays: a fresh server's first 4096³
 // request over four connections wrote D into the store at 4.08 ms against
-// 1.0-1.2 after it (H100, session 18). So a new buffer can be faulted in
+// 1.0-1.2 after it (H100). So a new buffer can be faulted in
 // ahead, on the server's populator threads (hostmem/populate_pages.h), while
 // its GEMM uploads and runs: PopulateAhead.
 #pragma once

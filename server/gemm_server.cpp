@@ -277,11 +277,23 @@ void GemmServer::OnListenerDead(std::function<void(const std::string&)> callback
 }
 
 void GemmServer::EndGrace() {
+  bool in_grace = false;
   {
     std::lock_guard lock(grace_mu_);
     grace_ended_ = true;
+    in_grace = grace_started_;
   }
   grace_cv_.notify_all();
+  // Once the listener is closing, what still runs is cancelled before this
+  // returns; earlier, Shutdown does it when it gets there.
+  if (in_grace) CancelEverything();
+}
+
+void GemmServer::CancelEverything() {
+  if (cancelled_everything_.exchange(true)) return;
+  spdlog::warn("second signal: the grace ends now, and the calls still running are cancelled");
+  service_->EndAllStreams();
+  grpc_server_cancel_all_calls(server_->c_server());
 }
 
 void GemmServer::UpdateHealth() {
@@ -344,12 +356,11 @@ void GemmServer::Shutdown(std::chrono::duration<double> grace, std::chrono::dura
     });
     {
       std::unique_lock lock(grace_mu_);
+      grace_started_ = true;
       grace_cv_.wait(lock, [&] { return done || grace_ended_; });
       if (!done) {
-        spdlog::warn("second signal: the grace ends now, and the calls still running are cancelled");
         lock.unlock();
-        service_->EndAllStreams();
-        grpc_server_cancel_all_calls(server_->c_server());
+        CancelEverything();
       }
     }
     stopper.join();

@@ -6,6 +6,7 @@
 #include <absl/status/status.h>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -87,9 +88,13 @@ class GemmServer {
   std::function<void(const std::string&)> on_listener_dead_;
   std::unique_ptr<ListenerProbe> listener_probe_;
   std::unique_ptr<MemoryTrimmer> memory_trimmer_;
+  // Cancels every call and stream now (a second signal); once.
+  void CancelEverything();
   std::mutex grace_mu_;
   std::condition_variable grace_cv_;
   bool grace_ended_ = false;
+  bool grace_started_ = false;  // the listener is closing: calls may be cancelled
+  std::atomic<bool> cancelled_everything_{false};
 };
 
 }  // namespace gemmd

@@ -19,7 +19,7 @@ TEST(Config, DefaultsAreServiceable) {
   auto p = Parse({});
   ASSERT_TRUE(p.config);
   EXPECT_EQ(p.config->listen, "0.0.0.0:50051");
-  EXPECT_EQ(p.config->max_message_bytes, 64u << 20);
+  EXPECT_EQ(p.config->max_message_bytes, 128u << 20);  // an inline 4096³ request and its D
   EXPECT_EQ(p.config->engine, "auto");
 }
 

@@ -3,7 +3,7 @@
 per shape, cuBLAS (step 0) as a dashed line per shape. Uses Debian's
 python3-matplotlib.
 
-    scripts/plot_bench.py bench/results/h100_2026-11-22_steps0-8.csv out.png
+    scripts/plot_bench.py bench/results/h100_2026-11-25_ladder.csv out.png
 """
 import csv
 import sys

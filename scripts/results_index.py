@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Writes bench/results/README.md, the index of the measurements kept there,
+from the files themselves: one line per run (GPU, date, what it is) and the
+headline figures read from each CSV. Standard library only.
+
+    scripts/results_index.py            rewrite the index
+    scripts/results_index.py --check    exit 1 if the index is out of date (CI)
+
+A result file is named <gpu>_<date>_<purpose>.<ext>: gpu is h100, h200 or
+h200x2 (two H200s), date is the day of the run.
+"""
+import csv
+import os
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "results")
+NAME = re.compile(r"^(h100|h200|h200x2)_(\d{4}-\d{2}-\d{2})_([a-z0-9_]+?)(?:_summary)?\.(csv|md|txt|png)$")
+GPUS = {"h100": "H100", "h200": "H200", "h200x2": "2×H200"}
+PURPOSES = {
+    "ladder": "gemm-bench, steps 0-10 on five shapes, each timed against cuBLAS in the same process",
+    "sweep_dense": "gemm-bench --sweep 150 random shapes, dense operands",
+    "sweep_pitched": "gemm-bench --sweep 150 random shapes, operands at a 16-byte pitch (as the server stores them)",
+    "long_k_accuracy": "gemm-bench --accuracy: each step's error against the exact product at long K",
+    "gpu_tests_accuracy": "run.sh's tests and accuracy parts",
+    "sass_sm100": "run.sh's sass part: the sm_100a kernels' tcgen05 and TMA instructions",
+    "soak_sass_sanitize": "run.sh's soak, sass and sanitize parts",
+    "service_run1": "run.sh's tests, service, tiny and firsttouch parts",
+    "service_run2": "the same on a second host",
+    "service_tiny": "run.sh's tiny part, the echo floor in a process of its own",
+    "service_two_gpus": "run.sh's service part on two GPUs",
+}
+
+
+def ladder_lines(path):
+    rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
+    by_shape = defaultdict(dict)
+    for r in rows:
+        by_shape[f'{r["m"]}×{r["n"]}×{r["k"]}'][int(r["step"])] = float(r["ratio_to_cublas"])
+    out = ["", "  | shape | step 8 | step 9 | step 10 | (time of cuBLAS / time of the step) |", "  | --- | ---: | ---: | ---: | --- |"]
+    for shape, ratios in by_shape.items():
+        cells = [f"{ratios[s]:.2f}" if s in ratios else "-" for s in (8, 9, 10)]
+        out.append(f"  | {shape} | {' | '.join(cells)} | |")
+    return out
+
+
+def sweep_lines(path):
+    rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok" and r["step"] == "10"]
+    ratios = sorted(float(r["ratio_to_cublas"]) for r in rows)
+    if not ratios:
+        return []
+    share = sum(x >= 1 for x in ratios) / len(ratios)
+    return [f"  step 10 against cuBLAS over {len(ratios)} shapes: median {statistics.median(ratios):.2f}, "
+            f"10th percentile {ratios[len(ratios) // 10]:.2f}, {100 * share:.0f}% at or above 1"]
+
+
+def accuracy_lines(path):
+    rows = list(csv.DictReader(open(path)))
+    failing = sum(int(r["mismatches_with_term"]) > 0 for r in rows)
+    worst = max((float(r["ratio_to_cublas"]) for r in rows if r["step"] != "0"), default=0)
+    return [f"  {len(rows)} step×shape rows; worst step error {worst:.2f}× cuBLAS's; {failing} failing the bound"]
+
+
+def index():
+    runs = defaultdict(list)
+    unnamed = []
+    for f in sorted(os.listdir(RESULTS)):
+        if f == "README.md":
+            continue
+        m = NAME.match(f)
+        if not m:
+            unnamed.append(f)
+            continue
+        runs[(m.group(1), m.group(2), m.group(3))].append(f)
+    if unnamed:
+        sys.exit(f"not named <gpu>_<date>_<purpose>.<ext>: {', '.join(unnamed)}")
+    out = ["# Benchmark results", "",
+           "The current run of each kind, per GPU. Each file is named `<gpu>_<date>_<purpose>`; git keeps",
+           "the runs they replaced. `scripts/results_index.py` writes this page from the files (CI checks",
+           "that it is up to date). Every figure of gemm-bench is a ratio or a time measured against cuBLAS",
+           "in the same process and call; compare only runs of the same GPU.", ""]
+    for (gpu, date, purpose), files in sorted(runs.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
+        what = PURPOSES.get(purpose, purpose.replace("_", " "))
+        out.append(f"- **{GPUS[gpu]}, {date}, {purpose.replace('_', ' ')}**: {what}. "
+                   + ", ".join(f"`{f}`" for f in files))
+        for f in files:
+            path = os.path.join(RESULTS, f)
+            if f.endswith(".csv") and purpose == "ladder":
+                out += ladder_lines(path)
+            elif f.endswith(".csv") and purpose.startswith("sweep"):
+                out += sweep_lines(path)
+            elif f.endswith(".csv") and purpose.endswith("accuracy"):
+                out += accuracy_lines(path)
+    return "\n".join(out) + "\n"
+
+
+def main():
+    text = index()
+    path = os.path.join(RESULTS, "README.md")
+    if "--check" in sys.argv[1:]:
+        current = open(path).read() if os.path.exists(path) else ""
+        if current != text:
+            sys.exit("bench/results/README.md is out of date: run scripts/results_index.py")
+        print("1 passed, 0 failed")
+        return
+    with open(path, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -142,7 +142,7 @@ echo_floors() {
 }
 echo_floors "$bin/grpc-echo-bench" >"$OUT/echo.txt"
 # The same three under gemmd's own transport model (echo_as_gemmd, above).
-# On some hosts this floor is the lower one (session 20), so the targets
+# On some hosts this floor is the lower one, so the targets
 # are judged against the lowest of the floors.
 echo_floors echo_as_gemmd >"$OUT/echo_as_gemmd.txt"
 # And with the server in a process of its own, as gemmd and gemm-client
@@ -153,14 +153,14 @@ echo_floors "$bin/grpc-echo-bench" --target "$echo_target" >"$OUT/echo_two_proce
 # by default (one per four in flight): the floor for its rate.
 "$bin/grpc-echo-bench" --target "$echo_target" --mode latency --concurrency 32 --connections 8 \
   --seconds 3 --up-bytes 64 --down-bytes 256 >"$OUT/echo_two_processes_c32x8.txt"
-# And with the client bench has since session 22: a thread per connection
+# And with bench's own client: a thread per connection
 # keeping its four in flight (--pipelined), instead of a thread per call.
 "$bin/grpc-echo-bench" --target "$echo_target" --mode latency --concurrency 32 --connections 8 \
   --seconds 3 --up-bytes 64 --down-bytes 256 --pipelined >>"$OUT/echo_two_processes_c32x8.txt"
 kill "$echo_pid"; wait "$echo_pid"
 # A one-shot client (gemm-client run) moves its bytes on a new connection
 # into memory it has never touched: the echo doing the same took 81-103 ms
-# where a warm one took 43-58 (session 20). Its floor is this one; a warm
+# where a warm one took 43-58. Its floor is this one; a warm
 # client's (bench --inline, below) is the warm transfer above.
 "$bin/grpc-echo-bench" --mode transfer --up-bytes 67108864 --down-bytes 33554432 --count 5 --fresh-connection \
   >"$OUT/echo_fresh.txt"
@@ -201,7 +201,7 @@ done >"$OUT/inline4096.json"
 # A bundle that holds bin/gemm-client-before (an earlier client, added by
 # hand) sends the same requests with it too, alternately with this one,
 # which goes first every other time: two copies of one client fetched D in
-# ranges up to 3.6 ms apart in medians by their place in the pair (session 18).
+# ranges up to 3.6 ms apart in medians by their place in the pair.
 if [[ -x $bin/gemm-client-before ]]; then
   for i in 1 2 3; do
     for client in $(clients_in_turn "$i"); do
@@ -363,7 +363,7 @@ PY
 # disk (--matrix-dir, as the container image runs it): run's blocks and D
 # are transient, kept in memory only. A bundle with bin/gemm-client-before
 # sends them durably too, alternately: each block fsynced before it is
-# acknowledged (86-116 ms against 25-42 in memory, session 21).
+# acknowledged (86-116 ms against 25-42 in memory).
 main_target=$GEMM_TARGET
 matrix_dir=$(mktemp -d -p /var/tmp gemmd-matrices.XXXXXX)  # on the disk (ext4 on /dev/vda here), not a tmpfs
 start_gemmd durable --max-message-bytes 256M --matrix-dir "$matrix_dir"
@@ -498,9 +498,9 @@ IFS=';' read -r -a tiny_configs <<<"${TINY_CONFIGS:-defaults:;workers2:--workers
 [[ -x $bin/gemmd-before && -z ${TINY_CONFIGS:-} ]] && tiny_configs+=("before:@gemmd-before" "before_workers2:@gemmd-before --workers 2")
 [[ -s $work/a4096 ]] || { head -c 33554432 /dev/zero >"$work/a4096" && cp "$work/a4096" "$work/b4096"; }
 # Each setting's floors: the bare echo as gemmd serves (start_echo_server),
-# in a process of its own, as the service part measures it. Before session
-# 23's last runs it ran in one process with gRPC's defaults, which answered
-# 32 in flight at 63-76K calls/s where two processes answered 158-209K.
+# in a process of its own, as the service part measures it. In one process
+# with gRPC's defaults the echo answered 32 in flight at 63-76K calls/s where
+# two processes answered 158-209K.
 start_echo_server
 tiny_echo() {
   "$bin/grpc-echo-bench" --target "$echo_target" --mode latency --seconds 2 --up-bytes 64 --down-bytes 256 "$@"
@@ -518,7 +518,7 @@ for round in $(seq "$tiny_rounds"); do
     GEMMD_BIN=$gemmd_bin start_gemmd "tiny_${name}_$round" --max-message-bytes 256M $args
     tiny_echo --concurrency 1 >"$OUT/tiny_${name}_$round.echo"
     # At 32 in flight the echo's client is bench's own (--pipelined): a
-    # thread per call was the echo's limit, not gRPC's (session 22).
+    # thread per call was the echo's limit, not gRPC's.
     tiny_echo --concurrency 32 --pipelined >>"$OUT/tiny_${name}_$round.echo"
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 1 --duration 4 >"$OUT/tiny_${name}_$round.c1" 2>&1
     "$bin/gemm-client" bench --shapes 64x64x64 --steps 0 --concurrency 32 --connections 1 --duration 4 \
@@ -755,7 +755,7 @@ for plan in true false; do
   for i in 1 2 3 4; do "$bin/gemm-client" run --m 1024 --n 1024 --k 1024 --no-verify --json >/dev/null; done
   # Each shape in three variants (m, m+1, m+2), each new to the server: one
   # first request of a ~0.3 ms total moved by 0.1 ms either way between runs
-  # (session 17), so a class's median of three firsts says more than one.
+  # so a class's median of three firsts says more than one.
   for shape in "3000 2000 1000" "1500 700 300" "100 5000 300" "7000 300 2000" "640 480 4096" "3001 2001 1001" \
                "12000 50 700" "2500 2500 2500" "77 100 50" "1001 333 4097"; do
     set -- $shape

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "thread_name.h"
 
 namespace gemmd {
 
@@ -66,37 +65,20 @@ ListenerProbe::Outcome ListenerProbe::ProbeOnce(const std::string& host, int por
 }
 
 ListenerProbe::ListenerProbe(Options options, std::function<void(const std::string&)> on_dead)
-    : options_(std::move(options)), on_dead_(std::move(on_dead)), thread_([this] {
-        NameThisThread("listener-probe");
-        Run();
-      }) {}
+    : options_(std::move(options)),
+      on_dead_(std::move(on_dead)),
+      thread_("listener-probe", options_.period, [this] { return Tick(); }) {}
 
-ListenerProbe::~ListenerProbe() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
-
-void ListenerProbe::Run() {
-  int silent = 0;
-  std::unique_lock lock(mu_);
-  while (!wake_.wait_for(lock, options_.period, [this] { return stopping_; })) {
-    lock.unlock();
-    const Outcome outcome = ProbeOnce(options_.host, options_.port, options_.timeout);
-    lock.lock();
-    if (outcome == Outcome::kAnswered) silent = 0;
-    if (outcome != Outcome::kSilent || ++silent < options_.failures) continue;
-    lock.unlock();
-    on_dead_("the gRPC listener on port " + std::to_string(options_.port) + " stopped accepting connections: " +
-             std::to_string(silent) + " probes in a row got no answer within " +
-             std::to_string(options_.timeout.count()) +
-             " ms (gRPC 1.51 stops accepting for good after accept4 fails, e.g. with \"Too many open files\" "
-             "during a connection flood)");
-    return;
-  }
+bool ListenerProbe::Tick() {
+  const Outcome outcome = ProbeOnce(options_.host, options_.port, options_.timeout);
+  if (outcome == Outcome::kAnswered) silent_ = 0;
+  if (outcome != Outcome::kSilent || ++silent_ < options_.failures) return true;
+  on_dead_("the gRPC listener on port " + std::to_string(options_.port) + " stopped accepting connections: " +
+           std::to_string(silent_) + " probes in a row got no answer within " +
+           std::to_string(options_.timeout.count()) +
+           " ms (gRPC 1.51 stops accepting for good after accept4 fails, e.g. with \"Too many open files\" "
+           "during a connection flood)");
+  return false;
 }
 
 }  // namespace gemmd

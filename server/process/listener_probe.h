@@ -15,11 +15,10 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <string>
-#include <thread>
+
+#include "process/periodic_thread.h"
 
 namespace gemmd {
 
@@ -36,21 +35,16 @@ class ListenerProbe {
 
   // `on_dead` runs once, on the probe's thread, with a sentence for the log.
   ListenerProbe(Options options, std::function<void(const std::string&)> on_dead);
-  ~ListenerProbe();
-  ListenerProbe(const ListenerProbe&) = delete;
-  ListenerProbe& operator=(const ListenerProbe&) = delete;
 
   // One probe, as the thread makes it.
   static Outcome ProbeOnce(const std::string& host, int port, std::chrono::milliseconds timeout);
 
  private:
-  void Run();
+  bool Tick();  // false once the listener is declared dead
   const Options options_;
   const std::function<void(const std::string&)> on_dead_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread thread_;
+  int silent_ = 0;  // probes in a row with no answer
+  PeriodicThread thread_;
 };
 
 // The host a local probe reaches a listen address by ("0.0.0.0:50051" and

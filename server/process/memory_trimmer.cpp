@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "thread_name.h"
-
 namespace gemmd {
 
 uint64_t MemoryTrimmer::ResidentBytes() {
@@ -19,6 +17,8 @@ uint64_t MemoryTrimmer::ResidentBytes() {
   return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// Checked at a quarter of the idle time: a trim comes 1-1.25 idle times
+// after the last request.
 MemoryTrimmer::MemoryTrimmer(std::function<uint64_t()> activity, std::function<bool()> busy,
                              std::chrono::milliseconds idle, std::function<void(int64_t)> trimmed)
     : activity_(std::move(activity)),
@@ -26,42 +26,24 @@ MemoryTrimmer::MemoryTrimmer(std::function<uint64_t()> activity, std::function<b
       idle_(idle),
       trimmed_(std::move(trimmed)),
       trimmed_at_(activity_()),
-      thread_([this] {
-        NameThisThread("memory-trimmer");
-        Run();
-      }) {}
+      seen_(trimmed_at_),
+      thread_("memory-trimmer", std::max(idle / 4, std::chrono::milliseconds(1)), [this] { return Tick(); }) {}
 
-MemoryTrimmer::~MemoryTrimmer() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
+bool MemoryTrimmer::Tick() {
+  const uint64_t now_seen = activity_();
+  const auto now = std::chrono::steady_clock::now();
+  if (now_seen != seen_ || busy_()) {
+    seen_ = now_seen;
+    quiet_since_ = now;
+    return true;
   }
-  wake_.notify_all();
-  thread_.join();
-}
-
-void MemoryTrimmer::Run() {
-  // Checked at a quarter of the idle time: a trim comes 1-1.25 idle times
-  // after the last request.
-  const auto tick = std::max(idle_ / 4, std::chrono::milliseconds(1));
-  uint64_t trimmed_at = trimmed_at_, seen = trimmed_at;
-  auto quiet_since = std::chrono::steady_clock::now();
-  std::unique_lock lock(mu_);
-  while (!wake_.wait_for(lock, tick, [this] { return stopping_; })) {
-    const uint64_t now_seen = activity_();
-    const auto now = std::chrono::steady_clock::now();
-    if (now_seen != seen || busy_()) {
-      seen = now_seen;
-      quiet_since = now;
-      continue;
-    }
-    if (seen == trimmed_at || now - quiet_since < idle_) continue;
-    trimmed_at = seen;
-    const uint64_t before = ResidentBytes();
-    malloc_trim(0);
-    trims_.fetch_add(1);
-    if (trimmed_) trimmed_(static_cast<int64_t>(before) - static_cast<int64_t>(ResidentBytes()));
-  }
+  if (seen_ == trimmed_at_ || now - quiet_since_ < idle_) return true;
+  trimmed_at_ = seen_;
+  const uint64_t before = ResidentBytes();
+  malloc_trim(0);
+  trims_.fetch_add(1);
+  if (trimmed_) trimmed_(static_cast<int64_t>(before) - static_cast<int64_t>(ResidentBytes()));
+  return true;
 }
 
 }  // namespace gemmd

@@ -11,11 +11,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
-#include <thread>
+
+#include "process/periodic_thread.h"
 
 namespace gemmd {
 
@@ -26,9 +25,6 @@ class MemoryTrimmer {
   // gave back (for the log and tests).
   MemoryTrimmer(std::function<uint64_t()> activity, std::function<bool()> busy, std::chrono::milliseconds idle,
                 std::function<void(int64_t returned_bytes)> trimmed = nullptr);
-  ~MemoryTrimmer();
-  MemoryTrimmer(const MemoryTrimmer&) = delete;
-  MemoryTrimmer& operator=(const MemoryTrimmer&) = delete;
 
   uint64_t trims() const { return trims_.load(); }
 
@@ -36,17 +32,16 @@ class MemoryTrimmer {
   static uint64_t ResidentBytes();
 
  private:
-  void Run();
+  bool Tick();
   const std::function<uint64_t()> activity_;
   const std::function<bool()> busy_;
   const std::chrono::milliseconds idle_;
   const std::function<void(int64_t)> trimmed_;
   std::atomic<uint64_t> trims_{0};
-  const uint64_t trimmed_at_;  // the activity at construction: nothing to give back yet
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread thread_;
+  uint64_t trimmed_at_;  // the activity at the last trim (at construction: nothing to give back yet)
+  uint64_t seen_;        // the activity at the last tick
+  std::chrono::steady_clock::time_point quiet_since_ = std::chrono::steady_clock::now();
+  PeriodicThread thread_;  // last: its ticks use everything above
 };
 
 }  // namespace gemmd

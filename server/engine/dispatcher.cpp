@@ -165,8 +165,7 @@ void Dispatcher::WorkerLoop(int device) {
       // device time, and requests often follow one another this closely.
       // One worker spins, the others sleep: two spinning workers both ran
       // for the lock when a task came, and the hand-off took 9 us instead
-      // of 1 (a bare dispatcher on the H100 host: bench/results/
-      // h100_2026-11-24_session15_tiny_diagnosis.txt).
+      // of 1 (a bare dispatcher on an H100 host; docs/service-path.md).
       ++dev.spinners;
       lock.unlock();
       const auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;

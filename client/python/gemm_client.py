@@ -37,14 +37,16 @@ RETRY_SERVICE_CONFIG = json.dumps({
 
 
 class GemmClient:
-    def __init__(self, target, max_message_bytes=128 << 20, timeout=None, *, tls=False,
+    def __init__(self, target, max_message_bytes=128 << 20, timeout=300.0, *, tls=False,
                  root_certificates=None, certificate_chain=None, private_key=None,
                  server_name=None, token=None, retries=True):
         """TLS when `tls` or any PEM (bytes) is given: root_certificates is the CA
         that signed the server (None: the system's), certificate_chain and
         private_key the client's for mutual TLS. `token` is sent on every call
         as 'authorization: Bearer <token>'. `retries`: gRPC retries refusals
-        (UNAVAILABLE, RESOURCE_EXHAUSTED) with backoff, as gemm-client does."""
+        (UNAVAILABLE, RESOURCE_EXHAUSTED) with backoff, as gemm-client does.
+        `timeout`: each call's deadline in seconds (None: none); within it,
+        once connected, a call waits out a server restart."""
         opts = [("grpc.max_send_message_length", max_message_bytes),
                 ("grpc.max_receive_message_length", max_message_bytes),
                 ("grpc.lb_policy_name", "round_robin"),
@@ -64,6 +66,18 @@ class GemmClient:
         self._stub = gemm_pb2_grpc.GemmServiceStub(self._channel)
         self._max = max_message_bytes
         self._timeout = timeout
+        self._retries = retries
+        # Once a call has reached the server, later calls with a deadline
+        # wait out a restart instead of failing (gRPC's wait-for-ready), as
+        # gemm-client's do; before that a call fails fast (a wrong address
+        # is not a restart).
+        self._reached = False
+
+    def _call(self, method, request, **kwargs):
+        wait = self._retries and self._reached and self._timeout is not None
+        result = method(request, timeout=self._timeout, metadata=self._metadata, wait_for_ready=wait, **kwargs)
+        self._reached = True
+        return result
 
     def __enter__(self):
         return self
@@ -72,7 +86,7 @@ class GemmClient:
         self._channel.close()
 
     def list_kernels(self):
-        return self._stub.ListKernels(gemm_pb2.ListKernelsRequest(), timeout=self._timeout, metadata=self._metadata)
+        return self._call(self._stub.ListKernels, gemm_pb2.ListKernelsRequest())
 
     def upload(self, matrix, label="", chunk_bytes=1 << 20, transient=False):
         """Uploads a 2-D array as fp16 in chunks; returns its handle.
@@ -87,7 +101,7 @@ class GemmClient:
             for off in range(0, max(len(data), 1), chunk_bytes):
                 yield gemm_pb2.UploadMatrixRequest(header=header if off == 0 else None,
                                                    data=data[off:off + chunk_bytes])
-        return self._stub.UploadMatrix(chunks(), timeout=self._timeout, metadata=self._metadata).handle
+        return self._call(self._stub.UploadMatrix, chunks()).handle
 
     def download(self, handle):
         """A stored matrix as a float16 array."""
@@ -112,7 +126,7 @@ class GemmClient:
         return b"".join(parts), info
 
     def delete(self, handle):
-        self._stub.DeleteMatrix(gemm_pb2.DeleteMatrixRequest(handle=handle), timeout=self._timeout, metadata=self._metadata)
+        self._call(self._stub.DeleteMatrix, gemm_pb2.DeleteMatrixRequest(handle=handle))
 
     def multiply(self, a, b, step=0, verify=True, repeats=1, benchmark=False):
         """Returns (D as float16 (m, n), the MultiplyResponse) for D = a @ b.T.
@@ -137,7 +151,7 @@ class GemmClient:
                     uploaded.append(op.handle)
             inline = m * n * 2 + _OVERHEAD <= self._max
             req.output = gemm_pb2.OUTPUT_INLINE if inline else gemm_pb2.OUTPUT_HANDLE
-            reply = self._stub.Multiply(req, timeout=self._timeout, metadata=self._metadata)
+            reply = self._call(self._stub.Multiply, req)
         finally:
             for h in uploaded:
                 self.delete(h)

@@ -20,11 +20,12 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"
 NAME = re.compile(r"^(h100|h200|h200x2)_(\d{4}-\d{2}-\d{2})_([a-z0-9_]+?)(?:_summary)?\.(csv|md|txt|png)$")
 GPUS = {"h100": "H100", "h200": "H200", "h200x2": "2×H200"}
 PURPOSES = {
-    "ladder": "gemm-bench, steps 0-10 on five shapes, each timed against cuBLAS in the same process",
+    "ladder": "gemm-bench, steps 0-10 on squares and K=1024 shapes, each timed against cuBLAS in the same process",
     "sweep_dense": "gemm-bench --sweep 150 random shapes, dense operands",
     "sweep_pitched": "gemm-bench --sweep 150 random shapes, operands at a 16-byte pitch (as the server stores them)",
     "long_k_accuracy": "gemm-bench --accuracy: each step's error against the exact product at long K",
     "gpu_tests_accuracy": "run.sh's tests and accuracy parts",
+    "gpu_tests_ladder": "run.sh's tests and bench parts",
     "sass_sm100": "run.sh's sass part: the sm_100a kernels' tcgen05 and TMA instructions",
     "soak_sass_sanitize": "run.sh's soak, sass and sanitize parts",
     "service_run1": "run.sh's tests, service, tiny and firsttouch parts",
@@ -37,12 +38,18 @@ PURPOSES = {
 def ladder_lines(path):
     rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
     by_shape = defaultdict(dict)
+    tuned = {}  # step 10 against the autotuned cuBLASLt column, where the run has it
     for r in rows:
-        by_shape[f'{r["m"]}×{r["n"]}×{r["k"]}'][int(r["step"])] = float(r["ratio_to_cublas"])
-    out = ["", "  | shape | step 8 | step 9 | step 10 | (time of cuBLAS / time of the step) |", "  | --- | ---: | ---: | ---: | --- |"]
+        shape = f'{r["m"]}×{r["n"]}×{r["k"]}'
+        by_shape[shape][int(r["step"])] = float(r["ratio_to_cublas"])
+        if r["step"] == "10" and float(r.get("ratio_to_autotuned") or 0) > 0:
+            tuned[shape] = float(r["ratio_to_autotuned"])
+    out = ["", "  | shape | step 8 | step 9 | step 10 | step 10 against autotuned cuBLASLt |",
+           "  | --- | ---: | ---: | ---: | ---: |"]
     for shape, ratios in by_shape.items():
         cells = [f"{ratios[s]:.2f}" if s in ratios else "-" for s in (8, 9, 10)]
-        out.append(f"  | {shape} | {' | '.join(cells)} | |")
+        out.append(f"  | {shape} | {' | '.join(cells)} | {f'{tuned[shape]:.2f}' if shape in tuned else '-'} |")
+    out.append("  (time of cuBLAS, or of the autotuned cuBLASLt, over the step's time)")
     return out
 
 

@@ -25,6 +25,7 @@
 #include "gemm/gemm.h"
 #include "accuracy.h"
 #include "gemm/steps.h"
+#include "gemm/vendor_plan.h"
 #include "shape_sweep.h"
 
 namespace {
@@ -43,6 +44,16 @@ struct Shape {
   std::string shape_class;  // sweeps only
 };
 
+// The autotuned cuBLASLt column (gemm/vendor_plan.h's AutotuneVendor), timed
+// beside the steps as a step of its own.
+constexpr int kAutotunedStep = -1;
+constexpr const char* kAutotunedName = "cublaslt-autotuned";
+
+std::string NameOf(int step) {
+  if (step == kAutotunedStep) return kAutotunedName;
+  return gemm::FindStep(step) ? std::string(gemm::FindStep(step)->name) : "?";
+}
+
 struct Options {
   std::vector<Shape> shapes{{4096, 4096, 4096}, {8192, 8192, 8192}};
   std::vector<int> steps{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
@@ -52,6 +63,7 @@ struct Options {
   uint64_t seed = 1;
   bool pitched = false;
   int accuracy = 0;  // seeds per shape of --accuracy (accuracy.h); 0: time instead
+  bool autotune = true;  // the autotuned cuBLASLt column (off in sweeps)
   std::string csv, md;
 };
 
@@ -61,6 +73,7 @@ struct Row {
   bool ran = false;
   std::string status;  // "ok", "FAIL (n mismatches)", or why skipped
   double ms = 0, ms_min = 0, tflops = 0, ratio = 0;
+  double ratio_to_autotuned = 0;  // autotuned cuBLASLt's time / this one's
 };
 
 std::vector<std::string> Split(const std::string& s, char sep) {
@@ -74,7 +87,7 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: gemm-bench [--shapes MxNxK,... | --sweep N [--seed S]] [--layout dense|pitched] "
-               "[--steps 1,2,...] [--warmup N] [--iters N] [--device N] [--csv FILE] [--md FILE]\n"
+               "[--steps 1,2,...] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] [--md FILE]\n"
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
                "error against the exact product, beside cuBLAS's\n",
                msg);
@@ -115,6 +128,8 @@ Options Parse(int argc, char** argv) {
       const std::string layout = value();
       if (layout != "dense" && layout != "pitched") Usage("--layout is dense or pitched");
       o.pitched = layout == "pitched";
+    } else if (a == "--no-autotune") {
+      o.autotune = false;
     } else if (a == "--accuracy") {
       o.accuracy = std::atoi(value().c_str());
       if (o.accuracy < 1) Usage("--accuracy takes a count of seeds per shape >= 1");
@@ -127,6 +142,7 @@ Options Parse(int argc, char** argv) {
     }
   }
   if (o.sweep > 0) {
+    o.autotune = false;
     o.shapes.clear();
     for (const auto& s : gemm::bench::SweepShapes(o.sweep, o.seed)) o.shapes.push_back({s.m, s.n, s.k, s.shape_class});
   }
@@ -226,14 +242,32 @@ int main(int argc, char** argv) {
     }
 
     std::vector<int> steps{0};
+    gemm::VendorAutotunePtr tuned;
+    if (opt.autotune) {
+      gemm::Problem tune{s.m, s.n, s.k, a, b, ref, lda, ldb, ldd};
+      if (auto err = gemm::AutotuneVendor(tune, ctx, stream, [&](cudaStream_t st) { return l2_flush.Run(st); }, &tuned);
+          !err.empty()) {
+        std::fprintf(stderr, "%ldx%ldx%ld: no autotuned cuBLASLt: %s\n", s.m, s.n, s.k, err.c_str());
+      } else {
+        const auto& st = gemm::AutotuneStats(*tuned);
+        std::fprintf(stderr, "%ldx%ldx%ld: cuBLASLt's candidate %d of %d (%d ran) is the fastest\n", s.m, s.n, s.k,
+                     st.best_index, st.candidates, st.timed);
+        steps.push_back(kAutotunedStep);
+      }
+    }
     for (int st : opt.steps)
       if (st != 0) steps.push_back(st);
+    // Run `step` (the autotuned column too) on q.
+    const auto launch = [&](int step, const gemm::Problem& q) {
+      return step == kAutotunedStep ? gemm::LaunchAutotuned(*tuned, q, ctx, stream) : gemm::Launch(step, q, ctx, stream);
+    };
     std::vector<Row> shape_rows;
     for (int st : steps) {
       Row r{st, s};
-      const gemm::StepSupport sup = gemm::Supports(st, ctx);
+      const gemm::StepSupport sup = st == kAutotunedStep ? gemm::StepSupport{true, ""} : gemm::Supports(st, ctx);
       const gemm::StepInfo* info = gemm::FindStep(st);
-      std::string shape_err = info ? gemm::ShapeError(*info, s.m, s.n, s.k) : "unknown step";
+      std::string shape_err =
+          st == kAutotunedStep ? "" : info ? gemm::ShapeError(*info, s.m, s.n, s.k) : "unknown step";
       if (!sup.supported) {
         r.status = "skipped: step " + std::to_string(st) + " " + sup.reason;
       } else if (!shape_err.empty()) {
@@ -241,7 +275,7 @@ int main(int argc, char** argv) {
       } else {
         CHECK_CUDA(gemm::Poison(d, d_elems, stream));
         gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
-        if (auto err = gemm::Launch(st, q, ctx, stream); !err.empty()) {
+        if (auto err = launch(st, q); !err.empty()) {
           r.status = "FAIL: " + err;
         } else {
           CHECK_CUDA(gemm::Compare(d, ref, s.m, s.n, ldd, 1e-3f, 1e-2f, cmp, stream));
@@ -267,7 +301,7 @@ int main(int argc, char** argv) {
         gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
         CHECK_CUDA(l2_flush.Run(stream));
         CHECK_CUDA(cudaEventRecord(start, stream));
-        gemm::Launch(shape_rows[i].step, q, ctx, stream);
+        launch(shape_rows[i].step, q);
         CHECK_CUDA(cudaEventRecord(stop, stream));
         CHECK_CUDA(cudaEventSynchronize(stop));
         float ms = 0;
@@ -287,6 +321,11 @@ int main(int argc, char** argv) {
       if (r.step == 0) cublas_ms = r.ms;
       r.ratio = cublas_ms > 0 ? cublas_ms / r.ms : 0;
     }
+    for (Row& r : shape_rows) {
+      for (const Row& t : shape_rows) {
+        if (t.step == kAutotunedStep && t.ran && r.ran) r.ratio_to_autotuned = t.ms / r.ms;
+      }
+    }
     rows.insert(rows.end(), shape_rows.begin(), shape_rows.end());
     for (__half* buf : {a, b, d, ref}) cudaFree(buf);
     if (opt.sweep > 0) {
@@ -303,17 +342,19 @@ int main(int argc, char** argv) {
     md << "Sweep: " << opt.sweep << " shapes from seed " << opt.seed << "; ratio = cuBLAS time / step time\n\n"
        << SweepSummary(rows, opt.steps) << "\n";
   }
-  md << "| shape | class | step | name | ms | TFLOPS | vs cuBLAS | check |\n"
-        "| --- | --- | ---: | --- | ---: | ---: | ---: | --- |\n";
+  md << "| shape | class | step | name | ms | TFLOPS | vs cuBLAS | vs autotuned cuBLASLt | check |\n"
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- |\n";
   for (const Row& r : rows) {
     char buf[320];
     const std::string shape = std::to_string(r.shape.m) + "x" + std::to_string(r.shape.n) + "x" + std::to_string(r.shape.k);
-    const std::string name = gemm::FindStep(r.step) ? std::string(gemm::FindStep(r.step)->name) : "?";
+    const std::string name = NameOf(r.step);
+    const std::string vs_tuned = r.ratio_to_autotuned > 0 ? std::to_string(r.ratio_to_autotuned).substr(0, 5) : "-";
     if (r.ran) {
-      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | %.4f | %.1f | %.3f | %s |\n", shape.c_str(),
-                    r.shape.shape_class.c_str(), r.step, name.c_str(), r.ms, r.tflops, r.ratio, r.status.c_str());
+      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | %.4f | %.1f | %.3f | %s | %s |\n", shape.c_str(),
+                    r.shape.shape_class.c_str(), r.step, name.c_str(), r.ms, r.tflops, r.ratio, vs_tuned.c_str(),
+                    r.status.c_str());
     } else {
-      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | - | - | - | %s |\n", shape.c_str(),
+      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | - | - | - | - | %s |\n", shape.c_str(),
                     r.shape.shape_class.c_str(), r.step, name.c_str(), r.status.c_str());
     }
     md << buf;
@@ -324,12 +365,12 @@ int main(int argc, char** argv) {
   if (!opt.md.empty()) std::ofstream(opt.md) << text;
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
-    f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status,class,layout\n";
+    f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status,class,layout,"
+         "ratio_to_autotuned\n";
     for (const Row& r : rows) {
-      f << '"' << prop.name << "\"," << date << ',' << r.step << ','
-        << (gemm::FindStep(r.step) ? gemm::FindStep(r.step)->name : "?") << ',' << r.shape.m << ',' << r.shape.n
-        << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio << ",\""
-        << r.status << "\"," << r.shape.shape_class << ',' << layout << "\n";
+      f << '"' << prop.name << "\"," << date << ',' << r.step << ',' << NameOf(r.step) << ',' << r.shape.m << ','
+        << r.shape.n << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio
+        << ",\"" << r.status << "\"," << r.shape.shape_class << ',' << layout << ',' << r.ratio_to_autotuned << "\n";
     }
   }
   bool failed = false;

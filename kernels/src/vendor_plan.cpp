@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <thread>
 #include <vector>
@@ -145,9 +146,8 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-cublasStatus_t Run(const VendorPlan& plan, const cublasLtMatmulAlgo_t& algo, const Problem& p, int64_t k,
+cublasStatus_t Run(const LtSession& lt, const cublasLtMatmulAlgo_t& algo, const Problem& p, int64_t k,
                    const DeviceContext& ctx, cudaStream_t stream) {
-  const LtSession& lt = plan.session;
   const Layouts layouts(lt.lt, p.m, p.n, k, p.lda, p.ldb, p.ldd);
   if (!layouts.ok()) return CUBLAS_STATUS_ALLOC_FAILED;
   const float alpha = 1.0f, beta = 0.0f;
@@ -243,7 +243,7 @@ std::string LoadPicks(const VendorPlan& plan, const DeviceContext& ctx, cudaStre
     p.a = a;
     p.b = b;
     p.d = d;
-    if (Run(plan, plan.picks[i], p, p.k, ctx, stream) == CUBLAS_STATUS_SUCCESS) ++stats->loaded;
+    if (Run(plan.session, plan.picks[i], p, p.k, ctx, stream) == CUBLAS_STATUS_SUCCESS) ++stats->loaded;
   }
   for (__half* buffer : {a, b, d}) {
     if (buffer) cudaFreeAsync(buffer, stream);
@@ -279,7 +279,83 @@ std::string BuildVendorPlan(const DeviceContext& ctx, cudaStream_t stream, Vendo
 bool detail::LaunchPlanned(const VendorPlan& plan, const Problem& p, int k_used, const DeviceContext& ctx,
                            cudaStream_t stream) {
   const cublasLtMatmulAlgo_t* algo = plan.PickFor(p.m, p.n, p.k);
-  return algo != nullptr && Run(plan, *algo, p, k_used, ctx, stream) == CUBLAS_STATUS_SUCCESS;
+  return algo != nullptr && Run(plan.session, *algo, p, k_used, ctx, stream) == CUBLAS_STATUS_SUCCESS;
+}
+
+class VendorAutotune {
+ public:
+  explicit VendorAutotune(const detail::CublasLtApi& lt) : session(lt) {}
+  LtSession session;
+  cublasLtMatmulAlgo_t algo{};
+  VendorAutotuneStats stats;
+};
+
+void VendorAutotuneDeleter::operator()(VendorAutotune* tuned) const { delete tuned; }
+
+std::string AutotuneVendor(const Problem& p, const DeviceContext& ctx, cudaStream_t stream,
+                           const std::function<cudaError_t(cudaStream_t)>& before_each, VendorAutotunePtr* out,
+                           int max_candidates, int iters) {
+  std::string load_error;
+  const detail::CublasLtApi* lt = detail::CublasLt(&load_error);
+  if (lt == nullptr) return load_error;
+  VendorAutotunePtr tuned(new VendorAutotune(*lt));
+  if (auto err = tuned->session.Open(ctx.cublas_workspace_bytes); !err.empty()) return err;
+  const LtSession& s = tuned->session;
+  const Layouts layouts(s.lt, p.m, p.n, p.k, p.lda, p.ldb, p.ldd);
+  if (!layouts.ok()) return "cublasLtMatrixLayoutCreate failed";
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(max_candidates));
+  int found = 0;
+  if (s.lt.MatmulAlgoGetHeuristic(s.handle, s.desc, layouts.b, layouts.a, layouts.d, layouts.d, s.pref,
+                                  max_candidates, results.data(), &found) != CUBLAS_STATUS_SUCCESS ||
+      found == 0) {
+    return "cuBLASLt's heuristic offers no algorithm for this problem";
+  }
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  double best = 0;
+  std::string error;
+  for (int c = 0; c < found && error.empty(); ++c) {
+    std::vector<float> ms;
+    for (int i = 0; i < iters + 1; ++i) {  // the first run loads the kernel: not timed
+      if (before_each) {
+        if (cudaError_t e = before_each(stream); e != cudaSuccess) error = cudaGetErrorString(e);
+      }
+      cudaEventRecord(start, stream);
+      const cublasStatus_t status = Run(s, results[static_cast<size_t>(c)].algo, p, p.k, ctx, stream);
+      cudaEventRecord(stop, stream);
+      if (cudaError_t e = cudaEventSynchronize(stop); e != cudaSuccess) error = cudaGetErrorString(e);
+      if (status != CUBLAS_STATUS_SUCCESS || !error.empty()) break;
+      float t = 0;
+      cudaEventElapsedTime(&t, start, stop);
+      if (i > 0) ms.push_back(t);
+    }
+    if (ms.size() != static_cast<size_t>(iters)) continue;  // this candidate refused the problem
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    ++tuned->stats.timed;
+    if (best == 0 || median < best) {
+      best = median;
+      tuned->algo = results[static_cast<size_t>(c)].algo;
+      tuned->stats.best_index = c;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (!error.empty()) return "autotuning cuBLASLt: " + error;
+  if (best == 0) return "none of cuBLASLt's candidates ran this problem";
+  tuned->stats.candidates = found;
+  tuned->stats.best_ms = best;
+  *out = std::move(tuned);
+  return "";
+}
+
+const VendorAutotuneStats& AutotuneStats(const VendorAutotune& tuned) { return tuned.stats; }
+
+std::string LaunchAutotuned(const VendorAutotune& tuned, const Problem& p, const DeviceContext& ctx,
+                            cudaStream_t stream) {
+  const cublasStatus_t status = Run(tuned.session, tuned.algo, p, p.k, ctx, stream);
+  return status == CUBLAS_STATUS_SUCCESS ? "" : "cublasLtMatmul failed (status " + std::to_string(status) + ")";
 }
 
 }  // namespace gemm

@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,31 @@ using VendorPlanPtr = std::unique_ptr<VendorPlan, VendorPlanDeleter>;
 // needs that same workspace size. "" or what failed.
 std::string BuildVendorPlan(const DeviceContext& ctx, cudaStream_t stream, VendorPlanPtr* plan,
                             VendorPlanStats* stats);
+
+// cuBLASLt at its best for one problem, the strongest vendor anchor: every
+// algorithm its heuristic offers (up to `max_candidates`), each run `iters`
+// times after `before_each` (gemm-bench flushes L2 there), the fastest
+// median kept. cublasGemmEx takes the heuristic's first answer, which is
+// not always the fastest (issue "The ladder beyond fp16 TN": 10-20% on
+// several shapes of an H100).
+class VendorAutotune;
+struct VendorAutotuneDeleter {
+  void operator()(VendorAutotune* tuned) const;
+};
+using VendorAutotunePtr = std::unique_ptr<VendorAutotune, VendorAutotuneDeleter>;
+struct VendorAutotuneStats {
+  int candidates = 0;   // the heuristic offered
+  int timed = 0;        // of those, ran the problem
+  int best_index = -1;  // the fastest's place in the heuristic's order (0: cublasGemmEx's pick)
+  double best_ms = 0;
+};
+std::string AutotuneVendor(const Problem& p, const DeviceContext& ctx, cudaStream_t stream,
+                           const std::function<cudaError_t(cudaStream_t)>& before_each, VendorAutotunePtr* tuned,
+                           int max_candidates = 16, int iters = 5);
+const VendorAutotuneStats& AutotuneStats(const VendorAutotune& tuned);
+// D of `p` (same shape and pitches as tuned) by the kept algorithm.
+std::string LaunchAutotuned(const VendorAutotune& tuned, const Problem& p, const DeviceContext& ctx,
+                            cudaStream_t stream);
 
 namespace detail {
 // Step 0 through `plan` with K `k_used` on `stream`: true when it launched,

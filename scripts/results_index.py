@@ -26,6 +26,7 @@ PURPOSES = {
     "long_k_accuracy": "gemm-bench --accuracy: each step's error against the exact product at long K",
     "gpu_tests_accuracy": "run.sh's tests and accuracy parts",
     "gpu_tests_ladder": "run.sh's tests and bench parts",
+    "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",
     "sass_sm100": "run.sh's sass part: the sm_100a kernels' tcgen05 and TMA instructions",
     "soak_sass_sanitize": "run.sh's soak, sass and sanitize parts",
     "service_run1": "run.sh's tests, service, tiny and firsttouch parts",

@@ -6,7 +6,9 @@
 //   gemmd-selftest --device 0 --steps 1,2,3
 // GEMMD_SELFTEST_PLANT=hang:3,fault:5 (tests only) replaces those steps'
 // kernels with one that never ends and one that writes to an illegal
-// address, so a test can prove that the gate withdraws them.
+// address, so a test can prove that the gate withdraws them; narrow:S and
+// shortk:S make step S compute a wrong D (gemm/test_hooks.h), so a test can
+// prove that the withdrawal reason carries the diagnosis.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -18,6 +20,7 @@
 
 #include "engine/cuda_engine.h"
 #include "engine/step_gate.h"
+#include "gemm/diagnose_step.h"
 #include "gemm/test_hooks.h"
 
 namespace {
@@ -44,6 +47,18 @@ std::map<int, std::string> ParsePlants(const char* text) {
     if (colon != std::string::npos) plants[std::stoi(item.substr(colon + 1))] = item.substr(0, colon);
   }
   return plants;
+}
+
+// The step on the structured probes, on a context of its own.
+std::string Diagnosis(int device, int step) {
+  gemm::DeviceContext ctx;
+  if (auto err = gemm::CreateContext(device, &ctx); !err.empty()) return "not run (" + err + ")";
+  cudaStream_t stream = nullptr;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  const std::string summary = gemm::DiagnosisSummary(gemm::DiagnoseStep(step, ctx, stream));
+  cudaStreamDestroy(stream);
+  gemm::DestroyContext(&ctx);
+  return summary;
 }
 
 }  // namespace
@@ -74,7 +89,13 @@ int main(int argc, char** argv) {
   for (int step : steps) {
     Say(protocol::Start(step));
     std::string failure;
-    if (auto plant = plants.find(step); plant != plants.end()) {
+    auto plant = plants.find(step);
+    if (plant != plants.end() && (plant->second == "narrow" || plant->second == "shortk")) {
+      gemm::testing::PlantStepFault(step, plant->second == "narrow" ? gemm::testing::StepFault::kNarrowN
+                                                                    : gemm::testing::StepFault::kShortK);
+      plant = plants.end();  // the step runs, wrongly
+    }
+    if (plant != plants.end()) {
       cudaSetDevice(device);
       const cudaError_t launched =
           plant->second == "hang" ? gemm::testing::LaunchHangingKernel(nullptr) : gemm::testing::LaunchFaultingKernel(nullptr);
@@ -85,6 +106,11 @@ int main(int argc, char** argv) {
       return 3;  // this process's CUDA context is gone
     }
     failure = (*engine)->SelfTestStep(device, step);
+    if (!failure.empty() && (*engine)->healthy(device)) {
+      // What a wrong D says about the kernel (gemm/diagnose.h): a B200's
+      // first run should name the fault, not only withdraw the step.
+      failure += "; diagnosis: " + Diagnosis(device, step);
+    }
     Say(failure.empty() ? protocol::Pass(step) : protocol::Fail(step, failure));
     if (!(*engine)->healthy(device)) return 3;
   }

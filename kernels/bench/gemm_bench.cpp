@@ -24,6 +24,7 @@
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
 #include "accuracy.h"
+#include "diagnose_run.h"
 #include "gemm/steps.h"
 #include "gemm/vendor_plan.h"
 #include "shape_sweep.h"
@@ -64,6 +65,7 @@ struct Options {
   bool pitched = false;
   int accuracy = 0;  // seeds per shape of --accuracy (accuracy.h); 0: time instead
   bool autotune = true;  // the autotuned cuBLASLt column (off in sweeps)
+  bool diagnose = false;  // the pattern diagnostics (diagnose_run.h) instead of timing
   std::string csv, md;
 };
 
@@ -89,7 +91,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
                "%s\nusage: gemm-bench [--shapes MxNxK,... | --sweep N [--seed S]] [--layout dense|pitched] "
                "[--steps 1,2,...] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] [--md FILE]\n"
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
-               "error against the exact product, beside cuBLAS's\n",
+               "error against the exact product, beside cuBLAS's\n"
+               "       gemm-bench --diagnose [--steps ...]: each step on structured probes, and what a wrong D says\n",
                msg);
   std::exit(2);
 }
@@ -128,6 +131,8 @@ Options Parse(int argc, char** argv) {
       const std::string layout = value();
       if (layout != "dense" && layout != "pitched") Usage("--layout is dense or pitched");
       o.pitched = layout == "pitched";
+    } else if (a == "--diagnose") {
+      o.diagnose = true;
     } else if (a == "--no-autotune") {
       o.autotune = false;
     } else if (a == "--accuracy") {
@@ -189,6 +194,7 @@ double Median(std::vector<float> v) {
 
 int main(int argc, char** argv) {
   const Options opt = Parse(argc, argv);
+  if (opt.diagnose) return gemm::bench::RunDiagnostics(opt.steps, opt.device);
   if (opt.accuracy > 0) {
     std::vector<gemm::bench::AccuracyShape> shapes;
     for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});

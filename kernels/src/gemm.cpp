@@ -79,6 +79,16 @@ std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_
 
 void testing::PlantVendorFault(bool on) { vendor_fault = on; }
 
+namespace {
+std::atomic<int> planted_step{-1};                                  // testing::PlantStepFault
+std::atomic<testing::StepFault> planted_fault{testing::StepFault::kNone};
+}  // namespace
+
+void testing::PlantStepFault(int step, StepFault fault) {
+  planted_fault = fault;
+  planted_step = fault == StepFault::kNone ? -1 : step;
+}
+
 std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a, int64_t stride_b, int64_t stride_d,
                               const DeviceContext& ctx, cudaStream_t stream) {
   if (first.m < 1 || first.n < 1 || first.k < 1 || count < 1) return "m, n, k and the count must be >= 1";
@@ -189,6 +199,12 @@ std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, c
   if (auto err = ShapeError(*info, p.m, p.n, p.k); !err.empty()) return err;
   const detail::LadderKernel* k = FindLadderKernel(step, ctx);
   if (k == nullptr) return "step " + std::to_string(step) + " " + Supports(step, ctx).reason;
+  if (planted_step.load(std::memory_order_relaxed) == step) {
+    // The kernel runs on a problem narrower in N, or shorter in K, than the
+    // caller's: what a wrong descriptor N, or a K loop that stops early, does.
+    if (planted_fault == testing::StepFault::kNarrowN && p.n > 1) p.n /= 2;
+    if (planted_fault == testing::StepFault::kShortK && p.k > 1) p.k /= 2;
+  }
   return k->launch(p, ctx, stream);
 }
 

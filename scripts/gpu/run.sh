@@ -8,7 +8,8 @@
 #   BENCH_SHAPES, BENCH_STEPS, BENCH_ITERS override the benchmark's lists.
 #   SWEEP_SHAPES, SWEEP_SEED, SWEEP_STEPS, SWEEP_LAYOUTS shape the sweep.
 #   PARTS picks sections (default all, in this order): tests service tiny
-#   grpcfloor firsttouch soak bench accuracy sweep sass sanitize ncu. A device call has 600 s;
+#   grpcfloor firsttouch soak bench accuracy sweep sass sanitize ncu, after
+#   diagnose, which a B200 (compute capability 10) always runs first. A device call has 600 s;
 #   the whole script needs about two, so split it, e.g. PARTS="tests service
 #   soak sass".
 set -uo pipefail
@@ -22,7 +23,7 @@ export PYTHONPATH=$PWD/scripts/gpu${PYTHONPATH:+:$PYTHONPATH}  # gemm_reports.py
 summary=$OUT/summary.txt
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
-all_parts="tests service tiny grpcfloor firsttouch soak bench accuracy sweep sass sanitize ncu"
+all_parts="diagnose tests service tiny grpcfloor firsttouch soak bench accuracy sweep sass sanitize ncu"
 # part NAME: whether PARTS asks for this section; notes the time it starts at.
 part() {
   [[ " ${PARTS:-$all_parts} " == *" $1 "* ]] || return 1
@@ -77,6 +78,23 @@ gpus=$(nvidia-smi -L | wc -l)
 # The host's kernel names its runtime (a gVisor sandbox reports 4.4.0), and
 # with it what a syscall costs every gRPC call on both sides.
 note "host: kernel $(uname -r), $(nproc) cores"
+
+# 0. The pattern diagnostics (gemm/diagnose.h): every step on structured
+# probes, and what a wrong D says. On a B200 they come first, whatever PARTS
+# says, and the whole table is printed: it is what to read before anything
+# else (kernels/README.md, "Blackwell"). Elsewhere only the rows that are not
+# exact are.
+compute_major=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | cut -d. -f1)
+if [[ $compute_major == 10 && " ${PARTS:-$all_parts} " != *" diagnose "* ]]; then PARTS="diagnose ${PARTS:-$all_parts}"; fi
+if part diagnose; then
+timeout 300 "$bin/gemm-bench" --diagnose --steps 1,2,3,4,5,6,7,8,9,10 >"$OUT/diagnose.md" 2>&1
+note "gemm-bench --diagnose rc=$? ($(grep -c '| exact |' "$OUT/diagnose.md") probes exact of $(grep -cE '^\| [0-9]+ \| [a-z]' "$OUT/diagnose.md"))"
+if [[ $compute_major == 10 ]]; then
+  tee -a "$summary" <"$OUT/diagnose.md"
+else
+  grep -E '^\| [0-9]+ \|' "$OUT/diagnose.md" | grep -v '| exact |' | head -40 | tee -a "$summary"
+fi
+fi
 
 if part tests; then
 # 1. GPU tests.

@@ -56,6 +56,33 @@ TEST(StepGateGpu, AHangingAndAFaultingKernelAreWithdrawnAndTheOtherStepsPass) {
   EXPECT_LT(seconds, 60);
 }
 
+// A step that computes a wrong D is withdrawn with what D says about it
+// (gemm/diagnose.h): a descriptor's N too small leaves columns unwritten, a
+// K loop that stops early never reads the last k-tiles.
+TEST(StepGateGpu, AStepThatComputesAWrongResultIsWithdrawnWithItsDiagnosis) {
+  SKIP_WITHOUT_GPU();
+  setenv("GEMMD_SELFTEST_PLANT", "narrow:4,shortk:8", 1);
+  const auto verdicts = RunStepGate({HelperPath(), 30}, 0, {3, 4, 8, 10});
+  unsetenv("GEMMD_SELFTEST_PLANT");
+  ASSERT_EQ(verdicts.size(), 4u);
+  for (const StepVerdict& v : verdicts) {
+    if (v.step == 4) {
+      EXPECT_FALSE(v.passed);
+      EXPECT_THAT(v.reason, HasSubstr("diagnosis:"));
+      EXPECT_THAT(v.reason, HasSubstr("not written"));
+      EXPECT_THAT(v.reason, HasSubstr("the tile's N"));
+    } else if (v.step == 8) {
+      EXPECT_FALSE(v.passed);
+      EXPECT_THAT(v.reason, HasSubstr("diagnosis:"));
+      EXPECT_THAT(v.reason, HasSubstr("never read"));
+    } else {
+      EXPECT_TRUE(v.passed) << v.step << ": " << v.reason;
+    }
+    RecordProperty("reason_" + std::to_string(v.step), v.reason);
+    std::printf("step %d: %s\n", v.step, v.reason.c_str());
+  }
+}
+
 class GatedGpuServerTest : public ServerFixture {};
 
 TEST_F(GatedGpuServerTest, GemmdComesUpServingWithoutTheWithdrawnSteps) {

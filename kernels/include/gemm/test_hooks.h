@@ -10,6 +10,13 @@ namespace gemm::testing {
 // wrong result that a comparison with cuBLAS itself could never catch.
 void PlantVendorFault(bool on);
 
+// While planted, ladder step `step` computes a wrong D as a kernel with a
+// typical fault would: kNarrowN leaves the right half of D's columns
+// unwritten (a descriptor's N too small), kShortK reads only the first
+// half of K (a K loop that stops early). kNone removes the plant.
+enum class StepFault { kNone, kNarrowN, kShortK };
+void PlantStepFault(int step, StepFault fault);
+
 // A kernel that never finishes, and one that writes to an illegal address
 // (a sticky error: the process's CUDA context is lost).
 cudaError_t LaunchHangingKernel(cudaStream_t stream);

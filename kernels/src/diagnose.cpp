@@ -1,0 +1,337 @@
+// gemm/diagnose.h says what the probes are and why they work.
+#include "gemm/diagnose.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "gemm/half.h"
+
+namespace gemm {
+
+namespace {
+
+using Decodes = DiagnosticProbe::Decodes;
+
+constexpr int64_t kTileRows = 128, kKTile = 64, kKSlice = 16, kQuarter = 32, kRowGroup = 8;
+
+// The k that row i of a probe's A selects: spread over every k-tile.
+int64_t KOfRow(int64_t row, int64_t m, int64_t k) {
+  const int64_t stride = std::max<int64_t>(1, k / std::max<int64_t>(1, std::min(m, k)));
+  return (row * stride + row / kKTile) % k;
+}
+
+uint16_t Half(float x) { return FloatToHalf(x); }
+
+DiagnosticProbe Make(const std::string& shape_name, int64_t m, int64_t n, int64_t k, Decodes decodes) {
+  DiagnosticProbe p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.decodes = decodes;
+  const char* what = decodes == Decodes::kRow ? "rows" : decodes == Decodes::kColumn ? "columns" : "k";
+  p.name = shape_name + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ", decoding " + what;
+  p.a.assign(static_cast<size_t>(m * k), Half(0));
+  p.b.assign(static_cast<size_t>(n * k), Half(0));
+  // Row i of A is one-hot at KOfRow(i): D's row i is B's column KOfRow(i).
+  for (int64_t i = 0; i < m; ++i) {
+    const float one = decodes == Decodes::kRow ? static_cast<float>(i % 2047 + 1) : 1.0f;
+    p.a[static_cast<size_t>(i * k + KOfRow(i, m, k))] = Half(one);
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t x = 0; x < k; ++x) {
+      const float v = decodes == Decodes::kRow ? 1.0f : decodes == Decodes::kColumn ? static_cast<float>(j % 2047 + 1)
+                                                                                   : static_cast<float>(x % 2047 + 1);
+      p.b[static_cast<size_t>(j * k + x)] = Half(v);
+    }
+  }
+  return p;
+}
+
+// "a-b" or "a" for a sorted set of indices, at most `most` ranges.
+std::string Ranges(const std::set<int64_t>& s, size_t most = 6) {
+  std::ostringstream out;
+  size_t shown = 0;
+  for (auto it = s.begin(); it != s.end();) {
+    const int64_t first = *it;
+    int64_t last = first;
+    while (++it != s.end() && *it == last + 1) last = *it;
+    if (shown++ == most) {
+      out << ", ...";
+      break;
+    }
+    out << (shown > 1 ? ", " : "") << first;
+    if (last != first) out << "-" << last;
+  }
+  return out.str();
+}
+
+struct Bad {
+  int64_t row, col;
+  float expected, seen;
+};
+
+std::string Evidence(const std::vector<Bad>& bad) {
+  std::ostringstream out;
+  for (size_t i = 0; i < bad.size() && i < 3; ++i) {
+    out << (i ? ", " : " (e.g. ") << "D[" << bad[i].row << "][" << bad[i].col << "] expected " << bad[i].expected
+        << ", seen " << bad[i].seen;
+  }
+  out << ")";
+  return out.str();
+}
+
+// The source index an expected or seen value names: value - 1.
+int64_t Source(float v) { return static_cast<int64_t>(v) - 1; }
+
+// Rows (or columns) that hold another's: named by how they moved.
+std::string ExplainRowMoves(const std::map<int64_t, std::set<int64_t>>& moves) {
+  bool within_quarter = true, same_lane_other_quarter = true, same_in_group_other_group = true, pair_swap = true;
+  for (const auto& [from, tos] : moves) {
+    for (int64_t to : tos) {
+      within_quarter &= to / kQuarter == from / kQuarter;
+      same_lane_other_quarter &= to % kQuarter == from % kQuarter && to / kQuarter != from / kQuarter;
+      same_in_group_other_group &= to % kRowGroup == from % kRowGroup && to / kRowGroup != from / kRowGroup;
+      pair_swap &= std::llabs(to - from) == kTileRows;
+    }
+  }
+  std::ostringstream out;
+  auto example = [&] {
+    std::ostringstream e;
+    int shown = 0;
+    for (const auto& [from, tos] : moves) {
+      if (shown++ == 4) break;
+      e << (shown > 1 ? ", " : "") << "row " << from << " holds row " << *tos.begin();
+    }
+    return e.str();
+  };
+  if (pair_swap) {
+    out << "tile halves swapped between the CTAs of a pair: rows hold the rows 128 away (" << example() << ")";
+  } else if (same_lane_other_quarter) {
+    out << "whole 32-row quarters exchanged: each warp reads another warp's lane quarter, the warp-to-lane-quarter "
+           "assignment ("
+        << example() << ")";
+  } else if (within_quarter) {
+    out << "rows within each 32-row quarter are permuted: the TMEM lane (or accumulator row) mapping of the "
+           "epilogue ("
+        << example() << ")";
+  } else if (same_in_group_other_group) {
+    out << "8-row groups repeated or skipped: a shared-memory descriptor's stride byte offset (" << example() << ")";
+  } else {
+    out << "rows hold other rows (" << example() << ")";
+  }
+  return out.str();
+}
+
+std::string ExplainColumnMoves(const std::map<int64_t, std::set<int64_t>>& moves) {
+  int64_t first = moves.begin()->first;
+  bool repeats = true, within_chunks = true;
+  for (const auto& [from, tos] : moves) {
+    for (int64_t to : tos) {
+      repeats &= from >= first && to < first && (from - to) % first == 0;
+      within_chunks &= to / 64 == from / 64 && (to - from) % 8 == 0;
+    }
+  }
+  std::ostringstream out;
+  int shown = 0;
+  std::ostringstream e;
+  for (const auto& [from, tos] : moves) {
+    if (shown++ == 4) break;
+    e << (shown > 1 ? ", " : "") << "column " << from << " holds column " << *tos.begin();
+  }
+  if (repeats && first > 0) {
+    out << "columns from " << first << " on repeat the first " << first << ": the tile's N (the MMA descriptor's N, "
+        << "or the epilogue's column offset) (" << e.str() << ")";
+  } else if (within_chunks) {
+    out << "columns permuted in 8-column (16-byte) chunks within each 64: the swizzle of D's staging or store ("
+        << e.str() << ")";
+  } else {
+    out << "columns hold other columns (" << e.str() << ")";
+  }
+  return out.str();
+}
+
+std::string ExplainKMoves(const std::vector<std::pair<int64_t, int64_t>>& moves) {  // (expected k, seen k)
+  bool same_tile = true, slice_multiple = true, chunk_multiple = true, tile_multiple = true;
+  std::set<int64_t> deltas;
+  std::map<int64_t, std::set<int64_t>> slices;  // expected slice -> seen slices
+  for (auto [k, seen] : moves) {
+    const int64_t delta = seen - k;
+    deltas.insert(delta);
+    same_tile &= seen / kKTile == k / kKTile;
+    slice_multiple &= delta % kKSlice == 0;
+    chunk_multiple &= delta % 8 == 0;
+    tile_multiple &= delta % kKTile == 0;
+    slices[k / kKSlice].insert(seen / kKSlice);
+  }
+  std::ostringstream out;
+  if (tile_multiple) {
+    out << "k-tiles mixed: a k-tile's MMAs read another k-tile's stage (deltas of " << *deltas.begin()
+        << (deltas.size() > 1 ? " and more" : "") << " in k): a stage reused before its phase, or the k-tile order";
+  } else if (same_tile && slice_multiple) {
+    out << "K16 slices exchanged within a k-tile:";
+    int shown = 0;
+    for (const auto& [from, tos] : slices) {
+      if (*tos.begin() == from || shown++ == 4) continue;
+      out << " slice " << from % (kKTile / kKSlice) << " reads slice " << *tos.begin() % (kKTile / kKSlice) << ";";
+    }
+    out << " the per-K16 start-address advance of the MMA's descriptors";
+  } else if (same_tile && chunk_multiple) {
+    out << "k within a k-tile permuted in 8-element (16-byte) chunks, differently by row: the 128-byte swizzle "
+           "(of the TMA box, the descriptor's layout field, or a synchronous load)";
+  } else {
+    out << "rows read the wrong k (deltas " << *deltas.begin() << (deltas.size() > 1 ? " and more" : "")
+        << "): the A operand's row or k addressing";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+std::vector<DiagnosticProbe> DiagnosticProbes(int64_t max_m, int64_t max_n, int64_t max_k) {
+  struct Shape {
+    const char* name;
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{"one tile, one k-tile", 128, 128, 64},
+                          {"one tile, several k-tiles", 128, 128, 256},
+                          {"one cluster tile", 256, 256, 256},
+                          {"several waves", 1024, 512, 128}};
+  std::vector<DiagnosticProbe> probes;
+  for (const Shape& s : shapes) {
+    if ((max_m && s.m > max_m) || (max_n && s.n > max_n) || (max_k && s.k > max_k)) continue;
+    for (Decodes d : {Decodes::kK, Decodes::kRow, Decodes::kColumn}) probes.push_back(Make(s.name, s.m, s.n, s.k, d));
+  }
+  return probes;
+}
+
+float ExpectedValue(const DiagnosticProbe& p, int64_t row, int64_t col) {
+  switch (p.decodes) {
+    case Decodes::kRow: return static_cast<float>(row % 2047 + 1);
+    case Decodes::kColumn: return static_cast<float>(col % 2047 + 1);
+    case Decodes::kK: return static_cast<float>(KOfRow(row, p.m, p.k) % 2047 + 1);
+  }
+  return 0;
+}
+
+std::string Diagnosis::Summary() const {
+  if (exact) return "exact";
+  std::string s;
+  for (const auto& f : findings) s += (s.empty() ? "" : "; ") + f;
+  return s;
+}
+
+Diagnosis Diagnose(const DiagnosticProbe& p, const std::vector<uint16_t>& d) {
+  Diagnosis out;
+  if (d.size() != static_cast<size_t>(p.m * p.n)) {
+    out.findings.push_back("D has " + std::to_string(d.size()) + " elements, not " + std::to_string(p.m * p.n));
+    return out;
+  }
+  const int64_t range = p.decodes == Decodes::kRow ? std::min<int64_t>(p.m, 2047)
+                        : p.decodes == Decodes::kColumn ? std::min<int64_t>(p.n, 2047)
+                                                        : std::min<int64_t>(p.k, 2047);
+  std::vector<Bad> unwritten, zeros, multiples, moved, mixed;
+  std::set<int64_t> unwritten_rows, unwritten_cols, zero_k_slices;
+  std::map<int64_t, std::set<int64_t>> row_moves, col_moves, multiple_k_slices;
+  std::vector<std::pair<int64_t, int64_t>> k_moves;
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      const float seen = HalfToFloat(d[static_cast<size_t>(i * p.n + j)]);
+      const float want = ExpectedValue(p, i, j);
+      if (seen == want) continue;
+      const Bad bad{i, j, want, seen};
+      const bool integral = std::isfinite(seen) && seen == std::round(seen);
+      if (!std::isfinite(seen)) {
+        unwritten.push_back(bad);
+        unwritten_rows.insert(i);
+        unwritten_cols.insert(j);
+      } else if (seen == 0) {
+        zeros.push_back(bad);
+        if (p.decodes == Decodes::kK) zero_k_slices.insert(Source(want) / kKSlice);
+      } else if (integral && seen > want && std::fmod(seen, want) == 0 && p.decodes == Decodes::kK) {
+        multiples.push_back(bad);
+        multiple_k_slices[Source(want) / kKSlice].insert(static_cast<int64_t>(seen / want));
+      } else if (integral && seen >= 1 && seen <= static_cast<float>(range)) {
+        moved.push_back(bad);
+        if (p.decodes == Decodes::kRow) row_moves[i].insert(Source(seen));
+        if (p.decodes == Decodes::kColumn) col_moves[j].insert(Source(seen));
+        if (p.decodes == Decodes::kK) k_moves.emplace_back(Source(want), Source(seen));
+      } else {
+        mixed.push_back(bad);
+      }
+    }
+  }
+  if (unwritten.empty() && zeros.empty() && multiples.empty() && moved.empty() && mixed.empty()) {
+    out.exact = true;
+    return out;
+  }
+  if (!unwritten.empty()) {
+    const bool all_rows = static_cast<int64_t>(unwritten_rows.size()) == p.m;
+    std::string where = all_rows ? "columns " + Ranges(unwritten_cols) + " of every row"
+                                 : "rows " + Ranges(unwritten_rows) + ", columns " + Ranges(unwritten_cols);
+    std::string why = all_rows && *unwritten_cols.begin() > 0 ? ": the tile's N (the MMA descriptor's N, or the epilogue's "
+                                                                "column count) is narrower"
+                                                              : ": never written (the epilogue's bounds, or a tile the "
+                                                                "scheduler skipped)";
+    out.findings.push_back(std::to_string(unwritten.size()) + " elements not written (NaN or Inf), " + where + why +
+                           Evidence(unwritten));
+  }
+  if (!zeros.empty() || !multiples.empty()) {
+    std::ostringstream f;
+    f << zeros.size() + multiples.size() << " elements count their product zero or several times";
+    if (p.decodes == Decodes::kK) {
+      std::set<int64_t> twice;
+      for (const auto& [slice, times] : multiple_k_slices) twice.insert(slice);
+      // Whole k-tiles (four K16 slices each) lost and doubled: a stage
+      // consumed twice; single slices: the descriptor's advance.
+      const auto whole_tiles = [](const std::set<int64_t>& slices, std::set<int64_t>* tiles) {
+        for (int64_t s : slices) tiles->insert(s / (kKTile / kKSlice));
+        for (int64_t t : *tiles) {
+          for (int64_t s = t * (kKTile / kKSlice); s < (t + 1) * (kKTile / kKSlice); ++s) {
+            if (!slices.count(s)) return false;
+          }
+        }
+        return true;
+      };
+      std::set<int64_t> lost_tiles, doubled_tiles;
+      const bool tiles = whole_tiles(zero_k_slices, &lost_tiles) && whole_tiles(twice, &doubled_tiles);
+      if (tiles) {
+        if (!lost_tiles.empty()) f << ": k-tiles " << Ranges(lost_tiles) << " are never read";
+        if (!doubled_tiles.empty()) {
+          f << (lost_tiles.empty() ? ": " : ", and ") << "k-tiles " << Ranges(doubled_tiles) << " are read twice";
+        }
+        f << ": a stage consumed again before its refill (a barrier's phase), or the K loop's bounds";
+      } else {
+        if (!zero_k_slices.empty()) f << ": the k of K16 slices " << Ranges(zero_k_slices) << " is never read";
+        if (!twice.empty()) {
+          f << (zero_k_slices.empty() ? ": " : ", and ") << "slices " << Ranges(twice) << " are read more than once";
+        }
+        f << ": the per-K16 start-address advance of the MMA's descriptors, or a K loop that stops inside a k-tile";
+      }
+    } else {
+      f << ": a K loop that skips or repeats k-tiles";
+    }
+    std::vector<Bad> both = zeros;
+    both.insert(both.end(), multiples.begin(), multiples.end());
+    out.findings.push_back(f.str() + Evidence(both));
+  }
+  if (!moved.empty()) {
+    std::string what;
+    if (p.decodes == Decodes::kRow) what = ExplainRowMoves(row_moves);
+    if (p.decodes == Decodes::kColumn) what = ExplainColumnMoves(col_moves);
+    if (p.decodes == Decodes::kK) what = ExplainKMoves(k_moves);
+    out.findings.push_back(std::to_string(moved.size()) + " elements hold another element's value: " + what +
+                           Evidence(moved));
+  }
+  if (!mixed.empty()) {
+    out.findings.push_back(std::to_string(mixed.size()) +
+                           " elements hold sums of several products where one was due: an accumulate flag set on the "
+                           "first k-tile (stale accumulator), or two k-tiles or tiles summed into one" +
+                           Evidence(mixed));
+  }
+  return out;
+}
+
+}  // namespace gemm

@@ -15,9 +15,11 @@ mkdir -p "$dest/bin" "$dest/lib"
 for b in "${bins[@]}"; do
   strip --strip-debug -o "$dest/bin/$(basename "$b")" "$b"
 done
+# awk reads to the end: an early exit would kill ldconfig with SIGPIPE, which pipefail reports.
+openblas=$(ldconfig -p | awk '/libopenblas\.so\.0 / && !found {print $NF; found = 1}')
 {
-  for b in "${bins[@]}"; do ldd "$b" | awk '/=>/ {print $3}'; done
-  # awk reads to the end: an early exit would kill ldconfig with SIGPIPE, which pipefail reports.
-  ldconfig -p | awk '/libopenblas\.so\.0 / && !found {print $NF; found = 1}'
+  for b in "${bins[@]}" $openblas; do ldd "$b" | awk '/=>/ {print $3}'; done
+  # OpenBLAS itself, and (above) what it loads: libgfortran, libquadmath.
+  if [[ -n $openblas ]]; then echo "$openblas"; fi
 } | sort -u | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so|/libcuda|/libcudart|/libcublas' |
   while read -r lib; do cp -L "$lib" "$dest/lib/"; done

@@ -281,7 +281,7 @@ void GemmServer::EndGrace() {
   {
     std::lock_guard lock(grace_mu_);
     grace_ended_ = true;
-    in_grace = grace_started_;
+    in_grace = grace_started_ && !grace_over_;
   }
   grace_cv_.notify_all();
   // Once the listener is closing, what still runs is cancelled before this
@@ -364,6 +364,8 @@ void GemmServer::Shutdown(std::chrono::duration<double> grace, std::chrono::dura
       }
     }
     stopper.join();
+    std::lock_guard lock(grace_mu_);
+    grace_over_ = true;
   }
   dispatcher_->Shutdown();
   if (server_) server_->Wait();

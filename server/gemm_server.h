@@ -94,6 +94,7 @@ class GemmServer {
   std::condition_variable grace_cv_;
   bool grace_ended_ = false;
   bool grace_started_ = false;  // the listener is closing: calls may be cancelled
+  bool grace_over_ = false;     // every call has ended: nothing left to cancel
   std::atomic<bool> cancelled_everything_{false};
 };
 

@@ -1,20 +1,23 @@
 #include "process/listener_probe.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 
 namespace gemmd {
 
 namespace {
-
-constexpr char kHttp2Preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 class Fd {
  public:
@@ -39,6 +42,43 @@ std::string ProbeHostFor(const std::string& listen) {
   return host;
 }
 
+namespace {
+
+// The inode of the server's end of the TCP connection from local port
+// `client_port` to `server_port`, from /proc/net/tcp and tcp6: 0 while the
+// connection waits in the listener's accept queue (no process holds it
+// yet), the socket's inode once it is accepted (1 once the server closed
+// it); -1 when there is no such connection (accepted and gone already).
+long long ServerSideInode(int server_port, int client_port) {
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::FILE* f = std::fopen(table, "r");
+    if (f == nullptr) continue;
+    char line[512];
+    long long found = -1;
+    (void)std::fgets(line, sizeof line, f);  // the header
+    while (found < 0 && std::fgets(line, sizeof line, f)) {
+      char local[64], remote[64];
+      unsigned state = 0;
+      unsigned long long inode = 0;
+      // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+      if (std::sscanf(line, "%*s %63s %63s %x %*s %*s %*s %*s %*s %llu", local, remote, &state, &inode) != 4) continue;
+      const char* lp = std::strrchr(local, ':');
+      const char* rp = std::strrchr(remote, ':');
+      if (lp == nullptr || rp == nullptr) continue;
+      if (std::strtol(lp + 1, nullptr, 16) == server_port && std::strtol(rp + 1, nullptr, 16) == client_port) {
+        // Only an established connection can wait in the accept queue; one
+        // the server has closed already (FIN_WAIT, CLOSE...) was accepted.
+        found = state == 0x01 ? static_cast<long long>(inode) : 1;
+      }
+    }
+    std::fclose(f);
+    if (found >= 0) return found;
+  }
+  return -1;
+}
+
+}  // namespace
+
 ListenerProbe::Outcome ListenerProbe::ProbeOnce(const std::string& host, int port,
                                                 std::chrono::milliseconds timeout) {
   addrinfo hints{};
@@ -48,20 +88,42 @@ ListenerProbe::Outcome ListenerProbe::ProbeOnce(const std::string& host, int por
   if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr) {
     return Outcome::kNoDescriptor;  // nothing to judge by
   }
-  Fd fd(::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Fd fd(::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (fd.get() < 0) {
     ::freeaddrinfo(found);
     return Outcome::kNoDescriptor;
   }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto left_ms = [&] {
+    return static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count()));
+  };
   const int connected = ::connect(fd.get(), found->ai_addr, found->ai_addrlen);
   ::freeaddrinfo(found);
-  // A refused connection is an answer (no listener at all is not this
-  // probe's business: gRPC's port is bound for the process's life).
-  if (connected != 0) return Outcome::kAnswered;
-  if (::send(fd.get(), kHttp2Preface, sizeof kHttp2Preface - 1, MSG_NOSIGNAL) < 0) return Outcome::kAnswered;
-  pollfd p{fd.get(), POLLIN, 0};
-  const int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
-  return ready > 0 ? Outcome::kAnswered : Outcome::kSilent;
+  if (connected != 0 && errno != EINPROGRESS) return Outcome::kAnswered;  // refused: not this probe's business
+  if (connected != 0) {
+    // The kernel completes the handshake while the accept queue has room;
+    // a full queue leaves the connection pending: nobody accepts.
+    pollfd p{fd.get(), POLLOUT, 0};
+    if (::poll(&p, 1, left_ms()) <= 0) return Outcome::kSilent;
+    int error = 0;
+    socklen_t len = sizeof error;
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len);
+    if (error != 0) return Outcome::kAnswered;
+  }
+  sockaddr_storage self{};
+  socklen_t self_len = sizeof self;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&self), &self_len) != 0) return Outcome::kNoDescriptor;
+  const int client_port = ntohs(self.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&self)->sin6_port
+                                                           : reinterpret_cast<sockaddr_in*>(&self)->sin_port);
+  // Accepted once the server's end belongs to a process (nothing is sent:
+  // a TLS listener would log every probe's bytes as a failed handshake).
+  for (;;) {
+    const long long inode = ServerSideInode(port, client_port);
+    if (inode != 0) return Outcome::kAnswered;  // accepted (or accepted and closed already)
+    if (left_ms() == 0) return Outcome::kSilent;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 ListenerProbe::ListenerProbe(Options options, std::function<void(const std::string&)> on_dead)

@@ -6,12 +6,16 @@
 // out. Nothing in the process can restart that listener, so the probe
 // reports it and main() drains and exits for the supervisor to restart.
 //
-// The probe opens a TCP connection to the port and writes the HTTP/2
-// client preface. An accepting server answers it (plaintext: its SETTINGS
-// frame; TLS: an alert, or it closes the connection): any byte or EOF
-// counts as alive. Silence until the timeout counts as a failure. A probe
-// that cannot get a descriptor itself (the flood still holds them) counts
-// as neither: the listener is judged once connections can be made again.
+// The probe opens a TCP connection to the port, sends nothing, and watches
+// the server's end of it in /proc/net/tcp: while the connection waits in
+// the listener's accept queue no process holds that socket (inode 0); once
+// gRPC accepts it, gemmd does. Accepted within the timeout counts as alive,
+// and so does a refused connection (no listener is not this probe's
+// business); still queued at the timeout, or a queue too full to take the
+// connection at all, counts as a failure. Nothing is written, so a TLS
+// listener logs no failed handshake. A probe that cannot get a descriptor
+// itself (the flood still holds them) counts as neither: the listener is
+// judged once connections can be made again.
 #pragma once
 
 #include <chrono>

@@ -267,7 +267,11 @@ Diagnosis Diagnose(const DiagnosticProbe& p, const std::vector<uint16_t>& d) {
     out.exact = true;
     return out;
   }
-  if (!unwritten.empty()) {
+  if (static_cast<int64_t>(unwritten.size()) == p.m * p.n) {
+    out.findings.push_back("no element was written: the epilogue stored nothing (its TMEM or register reads refused, "
+                           "e.g. a warp asking for lanes outside its quarter, or its stores skipped)" +
+                           Evidence(unwritten));
+  } else if (!unwritten.empty()) {
     const bool all_rows = static_cast<int64_t>(unwritten_rows.size()) == p.m;
     std::string where = all_rows ? "columns " + Ranges(unwritten_cols) + " of every row"
                                  : "rows " + Ranges(unwritten_rows) + ", columns " + Ranges(unwritten_cols);

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "gemm/device_ops.h"
+#include "gemm/diagnose_step.h"
 #include "gemm/gemm.h"
 #include "gemm/half.h"
 #include "gemm/steps.h"
+#include "gemm/test_hooks.h"
 #include "gemm/tolerance.h"
 #include "gemm/vendor_plan.h"
 #include "gpu_test_util.h"
@@ -21,6 +23,8 @@
 
 namespace gemmd::testing {
 namespace {
+
+using ::testing::HasSubstr;
 
 #define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
 
@@ -213,6 +217,31 @@ TEST_F(KernelsGpuTest, TheAccumulationTermWidensTheBoundByExactlyWhatItReports) 
   EXPECT_EQ(host.mismatches, 1u);
   for (void* p : {static_cast<void*>(x), static_cast<void*>(norms), static_cast<void*>(ref), static_cast<void*>(d)}) {
     cudaFree(p);
+  }
+}
+
+// A real fault in the real kernels (gemm/diagnose.h): TMA maps encoded
+// without the 128-byte swizzle that the MMAs read with. Every TMA step's
+// k-decoding probes name the swizzle; the rows and columns probes, whose
+// ramps do not vary along k, stay exact; unplanted, everything is exact.
+TEST_F(KernelsGpuTest, APlantedSwizzleFaultIsDiagnosedAsTheSwizzleInEveryTmaStep) {
+  for (int step = 4; step <= 10; ++step) {
+    if (!gemm::Supports(step, ctx_).supported) continue;
+    gemm::testing::PlantTmaSwizzleFault(true);
+    const auto planted = gemm::DiagnoseStep(step, ctx_, stream_);
+    gemm::testing::PlantTmaSwizzleFault(false);
+    ASSERT_FALSE(planted.empty()) << step;
+    int named = 0;
+    for (const auto& v : planted) {
+      if (v.probe.find("decoding k") != std::string::npos) {
+        EXPECT_THAT(v.verdict, HasSubstr("swizzle")) << "step " << step << ", " << v.probe;
+        ++named;
+      }
+    }
+    EXPECT_GT(named, 0) << step;
+    for (const auto& v : gemm::DiagnoseStep(step, ctx_, stream_)) {
+      EXPECT_EQ(v.verdict, "exact") << "step " << step << ", " << v.probe;
+    }
   }
 }
 

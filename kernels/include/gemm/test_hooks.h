@@ -17,6 +17,11 @@ void PlantVendorFault(bool on);
 enum class StepFault { kNone, kNarrowN, kShortK };
 void PlantStepFault(int step, StepFault fault);
 
+// While on, the TMA maps of steps 4 and up (both families) are encoded
+// without the 128-byte swizzle that the MMAs' shared-memory descriptors
+// read them with: a real swizzle fault in the real kernels.
+void PlantTmaSwizzleFault(bool on);
+
 // A kernel that never finishes, and one that writes to an illegal address
 // (a sticky error: the process's CUDA context is lost).
 cudaError_t LaunchHangingKernel(cudaStream_t stream);

@@ -4,8 +4,11 @@
 
 #include <cudaTypedefs.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
+
+#include "gemm/test_hooks.h"
 
 
 namespace gemm::common {
@@ -27,13 +30,16 @@ PFN_cuTensorMapEncodeTiled_v12000 EncodeFn() {
   return fn;
 }
 
+std::atomic<bool> swizzle_fault{false};  // testing::PlantTmaSwizzleFault
+
 // rows×cols, rows `ld` elements apart; columns past `cols` (up to the pitch
 // and beyond) are outside the map: TMA zero-fills them on loads and drops
 // them on stores.
 std::string Encode(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, int64_t ld, uint32_t box_cols,
                    uint32_t box_rows) {
   thread_local TensorMapCache<CUtensorMap> cache;
-  return cache.Get({base, rows, cols, ld, box_cols, box_rows}, map, [&](CUtensorMap* fresh) -> std::string {
+  const bool planted = swizzle_fault.load(std::memory_order_relaxed);
+  const auto make = [&](CUtensorMap* fresh) -> std::string {
     auto encode = EncodeFn();
     if (encode == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
     const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
@@ -41,10 +47,13 @@ std::string Encode(CUtensorMap* map, const void* base, int64_t rows, int64_t col
     const cuuint32_t box[2] = {box_cols, box_rows};
     const cuuint32_t element_strides[2] = {1, 1};
     const CUresult r = encode(fresh, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box,
-                              element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              planted ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? "" : "cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")";
-  });
+  };
+  if (planted) return make(map);  // a planted map never enters the cache
+  return cache.Get({base, rows, cols, ld, box_cols, box_rows}, map, make);
 }
 
 // rows×cols at pitch `ld` -> a copy at SixteenBytePitch(cols)
@@ -110,3 +119,7 @@ std::string TmaProblem::Finish(cudaStream_t stream) {
 }
 
 }  // namespace gemm::common
+
+namespace gemm {
+void testing::PlantTmaSwizzleFault(bool on) { common::swizzle_fault = on; }
+}  // namespace gemm

@@ -14,16 +14,25 @@
 #include "gemm/random_fill.h"
 
 namespace gemmd {
+namespace {
+
+// One text for the whole-store quota, whether a stored matrix or an
+// upload's full size is what does not fit.
+absl::Status QuotaExhausted(uint64_t asked, uint64_t used, uint64_t quota) {
+  return absl::ResourceExhaustedError("matrix quota exhausted: " + std::to_string(asked) +
+                                      " bytes asked (data, label and " +
+                                      std::to_string(MatrixStore::kOverheadBytes) + " bytes of bookkeeping), " +
+                                      std::to_string(quota - std::min(used, quota)) + " of " +
+                                      std::to_string(quota) + " free; delete matrices you no longer need");
+}
+
+}  // namespace
 
 absl::Status StoreUsage::Add(const std::string& identity, const Charge& c) {
   std::lock_guard lock(mu_);
   const uint64_t quota = limits_.quota_bytes, used = bytes_.load();
   if (c.bytes > quota - std::min(used, quota)) {
-    return absl::ResourceExhaustedError("matrix quota exhausted: " + std::to_string(c.bytes) +
-                                        " bytes asked (data, label and " +
-                                        std::to_string(MatrixStore::kOverheadBytes) + " bytes of bookkeeping), " +
-                                        std::to_string(quota - std::min(used, quota)) + " of " +
-                                        std::to_string(quota) + " free; delete matrices you no longer need");
+    return QuotaExhausted(c.bytes, used, quota);
   }
   if (c.matrix && matrices_.load() >= limits_.max_matrices) {
     return absl::ResourceExhaustedError("the server holds " + std::to_string(limits_.max_matrices) +
@@ -200,11 +209,7 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::ReserveCharged(int64
   // client learns at once what cannot succeed.
   charge.bytes = upload ? full - bytes : full;
   if (upload && full > quota_ - std::min(used_bytes(), quota_)) {
-    return absl::ResourceExhaustedError(
-        "matrix quota exhausted: " + std::to_string(full) + " bytes asked (data, label and " +
-        std::to_string(kOverheadBytes) + " bytes of bookkeeping), " +
-        std::to_string(quota_ - std::min(used_bytes(), quota_)) + " of " + std::to_string(quota_) +
-        " free; delete matrices you no longer need");
+    return QuotaExhausted(full, used_bytes(), quota_);
   }
   if (auto st = usage_->Add(owner, charge); !st.ok()) return st;
 

@@ -344,7 +344,7 @@ absl::StatusOr<std::shared_ptr<const StoredMatrix>> MatrixStore::Get(std::string
   std::lock_guard lock(mu_);
   // Ownership before anything else: another's matrix, lost or not, is absent.
   if (auto bad = damaged_.find(handle); bad != damaged_.end()) {
-    if (!caller.sees_all && bad->second.owner != caller.identity) return Absent(handle, "");
+    if (!caller.SeesOwner(bad->second.owner)) return Absent(handle, "");
     return LostError(handle, bad->second);
   }
   auto it = matrices_.find(handle);
@@ -358,7 +358,7 @@ absl::StatusOr<uint64_t> MatrixStore::Delete(std::string_view handle, const Call
   {
     std::lock_guard lock(mu_);
     if (auto bad = damaged_.find(handle); bad != damaged_.end()) {
-      if (!caller.sees_all && bad->second.owner != caller.identity) return Absent(handle, " already");
+      if (!caller.SeesOwner(bad->second.owner)) return Absent(handle, " already");
       damaged_.erase(bad);
       // Final: the set-aside file goes, so the handle stays gone after a
       // restart and the file's bytes are not kept outside the quota.

@@ -44,7 +44,8 @@ struct MatrixDescription {
 struct Caller {
   std::string identity;
   bool sees_all = false;
-  bool Sees(const MatrixDescription& m) const { return sees_all || m.owner == identity; }
+  bool SeesOwner(std::string_view owner) const { return sees_all || owner == identity; }
+  bool Sees(const MatrixDescription& m) const { return SeesOwner(m.owner); }
 };
 
 class MatrixStore;

@@ -1,0 +1,225 @@
+"""The kernels' parts: pattern diagnostics, the GPU tests, gemm-bench's
+ladder, sweep and accuracy, the SASS check, compute-sanitizer and ncu."""
+import csv
+import os
+import shutil
+import statistics
+
+from . import readers
+
+ALL_STEPS = "1,2,3,4,5,6,7,8,9,10"
+
+
+def diagnose(lab, compute_major):
+    """Every step on structured probes (gemm/diagnose.h): what a wrong D
+    says. On a B200 the whole table is printed, first: it is what to read
+    before anything else (kernels/README.md, "Blackwell"); elsewhere only the
+    probes that are not exact."""
+    rc, _ = lab.run(["gemm-bench", "--diagnose", "--steps", ALL_STEPS], out="diagnose.md", timeout=300)
+    rows = readers.diagnose_rows((lab.out / "diagnose.md").read_text(errors="replace"))
+    exact = sum(d == "exact" for _, _, d in rows)
+    lab.note(f"gemm-bench --diagnose rc={rc} ({exact} probes exact of {len(rows)})")
+    if compute_major == 10:
+        lab.note(*(lab.out / "diagnose.md").read_text(errors="replace").splitlines())
+    else:
+        lab.note(*[f"| {s} | {p} | {d} |" for s, p, d in rows if d != "exact"][:40])
+
+
+GPU_TESTS = ("kernels_gpu_test", "cuda_engine_gpu_test", "device_fault_gpu_test", "step_gate_gpu_test")
+
+
+def tests(lab):
+    """The GPU test programs, each with its JSON report."""
+    for name in GPU_TESTS:
+        report = lab.out / f"{name}.json"
+        rc, _ = lab.run([name, "--gtest_brief=1", f"--gtest_output=json:{report}"], out=f"{name}.log", timeout=300)
+        try:
+            counts = readers.gtest_counts(report.read_text())
+        except (OSError, ValueError):
+            lab.note(f"{name}: rc={rc}, no report (see {name}.log)")
+            continue
+        failed = f", FAILED: {', '.join(counts['failed'])}" if counts["failed"] else ""
+        lab.note(f"{name}: rc={rc} {counts['ran']} ran, {len(counts['failed'])} failed, "
+                 f"{counts['skipped']} skipped{failed}")
+
+
+def bench(lab):
+    """cuBLAS alone at 4096^3, as the server runs it (the ladder keeps the GPU
+    under sustained load, whose clocks may differ), then the ladder against
+    cuBLAS in one process; and the server's step 0 against both, where the
+    service part ran in this call."""
+    lab.run(["gemm-bench", "--shapes", "4096x4096x4096", "--steps", "0", "--iters", "30",
+             "--csv", lab.out / "cublas_4096.csv"], out="cublas_4096.log", timeout=120)
+    shapes = os.environ.get("BENCH_SHAPES",
+                            "2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024")
+    rc, _ = lab.run(["gemm-bench", "--shapes", shapes, "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS),
+                     "--iters", os.environ.get("BENCH_ITERS", "30"), "--csv", lab.out / "bench.csv",
+                     "--md", lab.out / "bench.md"], out="bench.log", timeout=300)
+    lab.note(f"gemm-bench rc={rc}")
+    try:
+        server = readers.json_docs((lab.out / "verified_request.json").read_text())[0]["tflops"]
+    except (OSError, IndexError):
+        return  # the service part did not run in this call
+    for name in ("cublas_4096", "bench"):
+        try:
+            rows = list(csv.DictReader(open(lab.out / f"{name}.csv")))
+        except OSError:
+            continue
+        cublas = [float(r["tflops"]) for r in rows
+                  if r["step"] == "0" and (r["m"], r["n"], r["k"]) == ("4096", "4096", "4096")]
+        if cublas:
+            lab.note(f"server step 0 at 4096^3: {server:.1f} TFLOPS; gemm-bench cuBLAS ({name}.csv) {cublas[0]:.1f}: "
+                     f"server/bench = {server / cublas[0]:.3f}")
+
+
+def sweep(lab):
+    """Random shapes in four classes from one seed, every step checked against
+    cuBLAS, then timed: with dense operands (the TMA steps copy unaligned ones
+    to a 16-byte pitch) and at 16-byte pitches, as the server stores them."""
+    for layout in os.environ.get("SWEEP_LAYOUTS", "dense pitched").split():
+        rc, _ = lab.run(["gemm-bench", "--sweep", os.environ.get("SWEEP_SHAPES", "150"),
+                         "--seed", os.environ.get("SWEEP_SEED", "1"), "--layout", layout,
+                         "--steps", os.environ.get("SWEEP_STEPS", ALL_STEPS), "--csv", lab.out / f"sweep_{layout}.csv",
+                         "--md", lab.out / f"sweep_{layout}.md"], out=f"sweep_{layout}.log", timeout=400)
+        try:
+            rows = list(csv.DictReader(open(lab.out / f"sweep_{layout}.csv")))
+        except OSError:
+            rows = []
+        failed = sum("FAIL" in r["status"] for r in rows)
+        lab.note(f"sweep ({layout} operands): rc={rc} {failed} failed checks")
+        log = (lab.out / f"sweep_{layout}.log").read_text(errors="replace").splitlines()
+        lab.note(*[l for l in log if any(l.startswith(f"| {c} | {s} |")
+                                        for c in ("all", "mixed", "skinny", "tiny", "long-K") for s in (8, 9, 10))])
+
+
+def accuracy(lab):
+    """Each step's error against the exact (fp64) product at long K, beside
+    cuBLAS's, and its check against cuBLAS with and without the bound's
+    K-aware term (gemm/tolerance.h; docs/verification.md)."""
+    shapes = os.environ.get("ACCURACY_SHAPES",
+                            "100x100x4096,100x100x16384,100x100x65536,100x100x131072,2000x2000x4096,2000x2000x65536")
+    rc, _ = lab.run(["gemm-bench", "--accuracy", "2", "--shapes", shapes,
+                     "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS), "--csv", lab.out / "accuracy.csv"],
+                    out="accuracy.md", timeout=300, stderr=False)
+    lab.note(f"gemm-bench --accuracy rc={rc}")
+    try:
+        rows = list(csv.DictReader(open(lab.out / "accuracy.csv")))
+    except OSError:
+        return
+    worst = max((float(r["ratio_to_cublas"]) for r in rows if r["step"] != "0"), default=0)
+    failing = [f'{r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}' for r in rows if int(r["mismatches_with_term"]) > 0]
+    unbounded = sum(int(r["mismatches_without_term"]) > 0 for r in rows)
+    margin = min((float(r["accumulation_atol"]) / float(r["needed_term"]) for r in rows
+                  if float(r["needed_term"]) > 0), default=float("inf"))
+    lab.note(f"accuracy: {len(rows)} rows; worst step error {worst:.2f}x cuBLAS's; {unbounded} would fail without "
+             f"the K-aware term, {len(failing)} fail with it {failing[:6]}; least margin (term / term needed) {margin:.1f}")
+
+
+def sass(lab):
+    """Which ladder kernels use HGMMA, and any local-memory traffic; for the
+    sm_100a family (no B200 here: cuobjdump reads its SASS all the same),
+    each kernel's tcgen05 instructions (UTCHMMA: the MMA, UTCBAR: commit to
+    an mbarrier, UTCATOMSWS: TMEM allocation, LDTM: TMEM loads) and TMA
+    (UTMALDG / UTMASTG, from step 4), and steps 8-10's full opcodes, where
+    the pair's CTA-group and multicast suffixes must show."""
+    if not shutil.which("cuobjdump"):
+        lab.note("sass: no cuobjdump here")
+        return
+    text = lab.text(["cuobjdump", "-sass", lab.tool("gemm-bench")])
+    (lab.out / "sass.txt").write_text(text)
+    (lab.out / "res_usage.txt").write_text(lab.text(["cuobjdump", "-res-usage", lab.tool("gemm-bench")]))
+    counts = readers.sass_opcodes(text)
+    hgmma = sum(c for ops in counts.values() for op, c in ops.items() if op.startswith("HGMMA"))
+    local = sum(c for ops in counts.values() for op, c in ops.items() if op.split(".")[0] in ("LDL", "STL"))
+    lab.note(f"SASS: {hgmma} HGMMA, {local} LDL/STL")
+    for line in sm100_verdicts(counts):
+        lab.note(line)
+    for (arch, function), ops in sorted(counts.items()):
+        n = sum(c for op, c in ops.items() if op.split(".")[0] in ("LDL", "STL"))
+        if n:
+            lab.note(f"  local memory in {arch} {function}: {n}")
+
+
+def sm100_verdicts(counts):
+    """Per sm_100a ladder kernel: ok when it has an MMA, a TMEM load, TMA from
+    step 4 on and no local memory; then steps 8-10's full opcodes."""
+    kernels, pair = {}, []
+    for (arch, function), ops in counts.items():
+        if not (arch or "").startswith("sm_100") or "sm100" not in function:
+            continue
+        short = readers.sm100_kernel_name(function)
+        base = kernels.setdefault(short, {})
+        for op, c in ops.items():
+            base[op.split(".")[0]] = base.get(op.split(".")[0], 0) + c
+        step = short[4:6] if short.startswith("step") else ""
+        if step in ("08", "09", "10"):
+            pair += [(int(step), op, c) for op, c in ops.items() if op.startswith(("UTC", "UTMALDG"))]
+    if not kernels:
+        return ["sm_100a SASS: no sm100 kernel found"]
+    lines = []
+    for name, ops in sorted(kernels.items()):
+        has_mma = any(o.startswith("UTC") and "MMA" in o for o in ops)
+        tma_ok = not name.startswith("step") or int(name[4:6]) < 4 or ("UTMALDG" in ops and "UTMASTG" in ops)
+        local = ops.get("LDL", 0) + ops.get("STL", 0)
+        verdict = "ok" if has_mma and "LDTM" in ops and tma_ok and local == 0 else "CHECK"
+        lines.append(f"sm_100a {name[:40]:<40} {verdict}: " + ", ".join(f"{o} {c}" for o, c in sorted(ops.items())))
+    merged = {}
+    for step, op, c in pair:
+        merged[(step, op)] = merged.get((step, op), 0) + c
+    lines += [f"sm_100a step {s} {op} {c}" for (s, op), c in sorted(merged.items())]
+    return lines
+
+
+
+def sanitize(lab):
+    """compute-sanitizer over every step and cuBLAS, on one square and two
+    ragged shapes; findings split into the ladder's and cuBLAS's (the
+    reference gemm-bench checks against, not ours)."""
+    if not shutil.which("compute-sanitizer"):
+        lab.note("sanitize: no compute-sanitizer here")
+        return
+    for tool in ("memcheck", "racecheck", "synccheck", "initcheck"):
+        # Every report is kept in the work folder to be counted; $OUT gets the
+        # first 300 lines and the last 40.
+        full = lab.work / f"sanitizer_{tool}.txt"
+        rc, _ = lab.run(["compute-sanitizer", "--tool", tool, "--print-limit", "1000000", lab.tool("gemm-bench"),
+                         "--shapes", "256x256x256,200x130x70,129x257x13", "--steps", ALL_STEPS,
+                         "--warmup", "0", "--iters", "1"], out=full, timeout=120)
+        text = full.read_text(errors="replace")
+        lines = text.splitlines()
+        (lab.out / f"sanitizer_{tool}.txt").write_text("\n".join(lines[:300] + ["..."] + lines[-40:]) + "\n")
+        reported, ours, vendor = readers.sanitizer_findings(text)
+        lab.note(f"compute-sanitizer {tool}: rc={rc}, {reported} reported (by kernel or host call): in the ladder "
+                 f"and its helpers {dict(ours) or 'none'}; in cuBLAS {dict(vendor) or 'none'}")
+
+
+NCU_CASES = (("4096x4096x4096", "8,9,10"), ("64x64x64", "0,10"), ("432x74x34", "0,10"), ("1000x1001x999", "0,10"))
+CYCLES = "sm__cycles_elapsed.max"
+TENSOR = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+
+
+def ncu(lab):
+    """Clocks aside: cycle counts and tensor-pipe activity for cuBLAS and
+    steps 8-10 at 4096^3, and for cuBLAS and step 10 on small problems (its
+    narrow tile). The power cap moves the clock between runs; cycles do not
+    move with it."""
+    if not shutil.which("ncu"):
+        lab.note("ncu: not here")
+        return
+    for shape, steps in NCU_CASES:
+        log = lab.out / f"ncu_cycles_{shape}.csv"
+        lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
+                 "--kernel-name-base", "function", "--kernel-name",
+                 "regex:^(?!.*(FillRandomKernel|CompareKernel|L2Flush|Poison|ReferenceGemm)).*",
+                 "--metrics", f"{CYCLES},{TENSOR}", lab.tool("gemm-bench"), "--shapes", shape, "--steps", steps,
+                 "--warmup", "0", "--iters", "1", "--layout", "pitched"], out=f"ncu_{shape}.log", timeout=200)
+        try:
+            kernels = readers.ncu_csv(log.read_text(errors="replace"))
+        except OSError:
+            kernels = {}
+        if not kernels:
+            lab.note(f"ncu {shape}: no counters read (see ncu_{shape}.log)")
+        for name, metrics in kernels.items():
+            if metrics.get(CYCLES):
+                lab.note(f"ncu {shape} {name[:60]}: {statistics.median(metrics[CYCLES]):,.0f} cycles, tensor pipe "
+                         f"{statistics.median(metrics.get(TENSOR, [0])):.1f}% of active cycles")

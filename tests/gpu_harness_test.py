@@ -1,0 +1,188 @@
+"""The GPU harness's readers and summaries (scripts/gpu/harness), on output
+recorded from the programs it runs: tests/data/gpu_harness/README.md says
+where each file came from."""
+import os
+import sys
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "scripts" / "gpu"))
+
+from harness import readers  # noqa: E402
+from harness.lab import Lab  # noqa: E402
+from harness.__main__ import PARTS_IN_ORDER, parts_to_run  # noqa: E402
+from harness.kernel_parts import CYCLES, TENSOR, sm100_verdicts  # noqa: E402
+from harness.startup_parts import first_touch_ratios  # noqa: E402
+from harness.transport_parts import per_name  # noqa: E402
+
+DATA = HERE / "data" / "gpu_harness"
+
+
+def recorded(name):
+    return (DATA / name).read_text()
+
+
+class ClientOutputTest(unittest.TestCase):
+    def test_run_reports_are_read_one_by_one(self):
+        docs = readers.json_docs(recorded("client_run.json"))
+        self.assertEqual(len(docs), 2)
+        for d in docs:
+            self.assertEqual(d["shape"], {"m": "100", "n": "70", "k": "50"})
+            self.assertTrue(d["verification"]["passed"])
+            self.assertGreater(d["client"]["roundTripSeconds"], d["timing"]["totalSeconds"])
+
+    def test_bench_rows_carry_rate_latency_and_the_server_phases_in_request_order(self):
+        (row,) = readers.bench_results(recorded("client_bench.json"))
+        self.assertEqual(row["shape"], "64x64x64")
+        self.assertAlmostEqual(row["rate"], row["requests_per_second"])
+        self.assertAlmostEqual(row["p50_us"], row["latency_p50_ms"] * 1e3)
+        self.assertEqual(row["connections"], 1)
+        words = row["server"].split()
+        self.assertEqual(words[:3], ["server", "p50", "ms:"])
+        order = [w for w in words if w in ("prepare", "queue", "upload", "compute", "download", "reply", "total")]
+        self.assertEqual(order, ["prepare", "queue", "upload", "compute", "download", "reply", "total"])
+
+    def test_echo_lines_are_records_and_other_lines_are_left_out(self):
+        text = "a line the program printed on the side\n" + recorded("echo.txt")
+        latency, transfer = readers.echo_records(text)
+        self.assertEqual(latency["mode"], "latency")
+        self.assertGreater(float(latency["p50_us"]), 0)
+        self.assertEqual(transfer["mode"], "transfer")
+        self.assertGreater(float(transfer["median_ms"]), 0)
+        self.assertEqual(readers.key_values("transfer-limits: h2d_gbps=55.4 d2h_gbps=55.2"),
+                         {"h2d_gbps": "55.4", "d2h_gbps": "55.2"})
+
+
+class TestReportTest(unittest.TestCase):
+    def test_skipped_tests_are_not_counted_as_run(self):
+        self.assertEqual(readers.gtest_counts(recorded("gtest_skipped.json")),
+                         {"ran": 0, "failed": [], "skipped": 3})
+
+    def test_passed_tests_are_counted(self):
+        self.assertEqual(readers.gtest_counts(recorded("gtest_passed.json")),
+                         {"ran": 3, "failed": [], "skipped": 0})
+
+    def test_a_failed_test_is_named(self):
+        counts = readers.gtest_counts(recorded("gtest_failed.json"))
+        self.assertEqual(counts["failed"], ["SoakTest.NothingIsLostAcrossAKillAndRollingRestarts"])
+        self.assertEqual(counts["ran"], 2)
+
+
+class MetricsTest(unittest.TestCase):
+    def test_samples_with_labels_and_sums_over_them(self):
+        samples = readers.metric_samples(recorded("metrics.txt"))
+        runs = [(labels, v) for name, labels, v in samples if name == "gemm_kernel_runs_total"]
+        self.assertEqual(runs, [({"device": "cpu:0", "step": "0"}, 10494.0)])
+        self.assertEqual(readers.metric_sum(samples, "gemm_request_phase_seconds_count"), 6 * 10494)
+        self.assertEqual(readers.metric_sum(samples, "gemm_batch_size_count"), 0)
+        self.assertFalse(any(name.startswith("#") for name, _, _ in samples))
+
+    def test_escaped_quotes_in_label_values(self):
+        (sample,) = readers.metric_samples('gemm_step_unavailable{reason="a \\"quoted\\" word",step="9"} 1\n')
+        self.assertEqual(sample[1]["step"], "9")
+        self.assertEqual(sample[2], 1.0)
+
+
+class KernelToolsTest(unittest.TestCase):
+    def test_diagnose_table_rows(self):
+        text = ("| step | probe | diagnosis |\n| ---: | --- | --- |\n"
+                "| 4 | one tile, one k-tile 128x128x64, decoding k | exact |\n"
+                "| 9 | one cluster tile 256x256x256, decoding rows | tile halves swapped between the CTAs of a pair "
+                "(rows 0-127 hold rows 128-255) |\n")
+        rows = readers.diagnose_rows(text)
+        self.assertEqual(rows[0], (4, "one tile, one k-tile 128x128x64, decoding k", "exact"))
+        self.assertEqual(rows[1][0], 9)
+        self.assertTrue(rows[1][2].startswith("tile halves swapped"))
+
+    def test_ncu_cycles_per_kernel_with_thousands_separators(self):
+        kernels = readers.ncu_csv(recorded("ncu_64x64x64.csv"))
+        self.assertIn("TwoConsumersNarrowKernel", kernels)
+        narrow = kernels["TwoConsumersNarrowKernel"]
+        self.assertTrue(all(c > 1000 and c == int(c) for c in narrow[CYCLES]))
+        self.assertTrue(all(0 <= t <= 100 for t in narrow[TENSOR]))
+        self.assertEqual(len(narrow[CYCLES]), len(narrow[TENSOR]))
+        self.assertEqual(readers.ncu_csv("==PROF== no kernels were profiled\n"), {})
+
+    def test_sanitizer_findings_are_split_between_the_ladder_and_cublas(self):
+        reported, ours, vendor = readers.sanitizer_findings(recorded("sanitizer_initcheck.txt"))
+        self.assertEqual(reported, "55902")
+        self.assertEqual(dict(ours), {"host call in TmaProblem::Finish": 2})
+        self.assertEqual(dict(vendor), {})
+        text = ("========= Invalid __global__ read of size 4 bytes\n"
+                "=========     at 0x1f0 in void gemm::sm90::TwoConsumersKernel<1>(Params)\n"
+                "========= Invalid __global__ read of size 4 bytes\n"
+                "=========     at 0x20 in nvjet_sm90_hsh_64x8_64x16_1x4_h_bz_TNT(Params)\n"
+                "========= ERROR SUMMARY: 2 errors\n")
+        reported, ours, vendor = readers.sanitizer_findings(text)
+        self.assertEqual((reported, dict(ours)), ("2", {"step 10": 1}))
+        self.assertEqual(list(vendor), ["nvjet_sm90_hsh_64x8_64x16_1x4_h_bz_TNT"])
+
+    def test_sass_of_every_sm100_step_is_ok_and_the_pair_shows_in_steps_9_and_10(self):
+        counts = readers.sass_opcodes(recorded("sass_extract.txt"))
+        hgmma = sum(c for (arch, _), ops in counts.items() if arch == "sm_90a" for op, c in ops.items()
+                    if op.startswith("HGMMA"))
+        self.assertGreater(hgmma, 0)
+        lines = sm100_verdicts(counts)
+        verdicts = [l for l in lines if "_" in l.split()[1]]
+        self.assertEqual(len(verdicts), 10, lines)
+        self.assertTrue(all(" ok: " in l for l in verdicts), verdicts)
+        self.assertTrue(any(l.startswith("sm_100a step 9 UTCHMMA.2CTA") for l in lines))
+        self.assertFalse(any(l.startswith("sm_100a step 8 UTCHMMA.2CTA") for l in lines))
+
+    def test_an_sm100_kernel_without_tma_stores_is_flagged(self):
+        counts = readers.sass_opcodes(recorded("sass_extract.txt"))
+        step4 = next(k for k in counts if k[0] == "sm_100a" and "step04_tma" in k[1])
+        for op in [op for op in counts[step4] if op.startswith("UTMASTG")]:
+            del counts[step4][op]
+        flagged = [l for l in sm100_verdicts(counts) if "CHECK" in l]
+        self.assertEqual(len(flagged), 1)
+        self.assertIn("step04_tma", flagged[0])
+
+
+class LabTest(unittest.TestCase):
+    def test_exit_status_cpu_time_and_a_program_past_its_time(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as out:
+            lab = Lab(Path(root), Path(out))
+            self.assertEqual(lab.run(["sh", "-c", "echo said; exit 3"], out="said.txt")[0], 3)
+            self.assertEqual((Path(out) / "said.txt").read_text(), "said\n")
+            rc, cpu = lab.run(["sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            self.assertEqual(rc, 0)
+            self.assertGreater(cpu, 0)
+            self.assertEqual(lab.run(["sleep", "30"], timeout=0.3)[0], 124)
+            lab.note("a line")
+            self.assertEqual(lab.summary.read_text(), "a line\n")
+            lab.cleanup()
+
+
+class SummariesTest(unittest.TestCase):
+    def test_first_touch_takes_the_median_variant_of_a_class(self):
+        ((shape, kernel, total, totals),) = first_touch_ratios(readers.json_docs(recorded("first_touch_one_class.json")))
+        self.assertEqual((shape["n"], shape["k"]), ("2000", "1000"))
+        self.assertEqual(len(totals), 3)
+        self.assertEqual(total[2], sorted(totals)[1])
+        self.assertAlmostEqual(total[0] / total[1], total[2])
+
+    def test_cpu_by_thread_name_counts_threads_that_started_between_samples(self):
+        before = {"1": ("gemm-worker-0", 100), "2": ("reply-sender", 50)}
+        after = {"1": ("gemm-worker-0", 160), "2": ("reply-sender", 50), "3": ("reply-sender", 20)}
+        self.assertEqual(per_name(before, after, 10), [("gemm-worker-0", 6.0), ("reply-sender", 2.0)])
+
+    def test_task_ticks_read_past_a_name_with_spaces_and_parentheses(self):
+        stat = "4242 (gemm worker (1)) S 1 4242 4242 0 -1 4194560 100 0 0 0 37 5 0 0 20 0 9 0 1000 0 0"
+        self.assertEqual(readers.task_ticks(stat), 42)
+        own = Path(f"/proc/{os.getpid()}/stat").read_text()
+        self.assertGreaterEqual(readers.task_ticks(own), 0)
+
+    def test_parts_keep_their_order_and_a_b200_diagnoses_first(self):
+        self.assertEqual(parts_to_run("", 9), list(PARTS_IN_ORDER))
+        self.assertEqual(parts_to_run("sass tests", 9), ["tests", "sass"])
+        self.assertEqual(parts_to_run("sass tests", 10), ["diagnose", "tests", "sass"])
+        with self.assertRaises(SystemExit) as refused:
+            parts_to_run("tests benchmark", 9)
+        self.assertIn("benchmark", str(refused.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()

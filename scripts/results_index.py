@@ -24,15 +24,16 @@ PURPOSES = {
     "sweep_dense": "gemm-bench --sweep 150 random shapes, dense operands",
     "sweep_pitched": "gemm-bench --sweep 150 random shapes, operands at a 16-byte pitch (as the server stores them)",
     "long_k_accuracy": "gemm-bench --accuracy: each step's error against the exact product at long K",
-    "gpu_tests_accuracy": "run.sh's tests and accuracy parts",
-    "gpu_tests_ladder": "run.sh's tests and bench parts",
+    "gpu_tests_accuracy": "the GPU harness's tests and accuracy parts",
+    "gpu_tests_ladder": "the GPU harness's tests and bench parts",
+    "harness_kernels": "the GPU harness's diagnose, tests, bench (two shapes), accuracy (two shapes), sass, sanitize "
+                       "and ncu parts",
+    "harness_service": "the GPU harness's service, tiny (one round), firsttouch and soak (30 s) parts",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",
-    "sass_sm100": "run.sh's sass part: the sm_100a kernels' tcgen05 and TMA instructions",
-    "soak_sass_sanitize": "run.sh's soak, sass and sanitize parts",
-    "service_run1": "run.sh's tests, service, tiny and firsttouch parts",
+    "soak_sass_sanitize": "the GPU harness's soak, sass and sanitize parts",
+    "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",
     "service_run2": "the same on a second host",
-    "service_tiny": "run.sh's tiny part, the echo floor in a process of its own",
-    "service_two_gpus": "run.sh's service part on two GPUs",
+    "service_two_gpus": "the GPU harness's service part on two GPUs",
 }
 
 

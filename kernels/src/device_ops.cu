@@ -1,6 +1,8 @@
 #include "gemm/device_ops.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <initializer_list>
 
 namespace gemm {
 namespace {
@@ -42,9 +44,65 @@ __global__ void FillRandomListKernel(const __grid_constant__ FillList list) {
   }
 }
 
-// blockIdx.y picks the matrix: `stride` elements after the last, its own result.
+// The checks reduce in each block and publish with one atomic per field:
+// an atomic per warp on one address serialized in L2, and at 4096² (524,288
+// warps) cost more than the reference GEMM itself.
+constexpr unsigned kReduceBlocks = 1024;  // enough to fill any GPU's SMs; the loops stride beyond
+
+struct ComparePartial {
+  unsigned long long mismatches = 0, non_finite = 0;
+  float max_err = 0.0f;
+
+  __device__ void Add(float v, float r, float atol, float rtol) {
+    if (!isfinite(v)) {
+      ++non_finite;
+      ++mismatches;
+      return;
+    }
+    const float err = fabsf(v - r);
+    max_err = fmaxf(max_err, err);
+    if (!(err <= atol + rtol * fabsf(r))) ++mismatches;  // a NaN reference fails too
+  }
+};
+
+// The block's sums and maximum into *result, by its first thread.
+__device__ void PublishBlock(ComparePartial p, CompareResult* result) {
+  __shared__ ComparePartial warps[kThreads / 32];
+  for (int off = 16; off > 0; off /= 2) {
+    p.mismatches += __shfl_down_sync(0xffffffffu, p.mismatches, off);
+    p.non_finite += __shfl_down_sync(0xffffffffu, p.non_finite, off);
+    p.max_err = fmaxf(p.max_err, __shfl_down_sync(0xffffffffu, p.max_err, off));
+  }
+  if ((threadIdx.x & 31) == 0) warps[threadIdx.x / 32] = p;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (unsigned w = 1; w < blockDim.x / 32; ++w) {
+    p.mismatches += warps[w].mismatches;
+    p.non_finite += warps[w].non_finite;
+    p.max_err = fmaxf(p.max_err, warps[w].max_err);
+  }
+  if (p.mismatches) atomicAdd(&result->mismatches, p.mismatches);
+  if (p.non_finite) atomicAdd(&result->non_finite, p.non_finite);
+  // Non-negative floats order like their bit patterns.
+  atomicMax(reinterpret_cast<unsigned*>(&result->max_abs_error), __float_as_uint(p.max_err));
+}
+
+// Eight fp16 values from one 16-byte load.
+__device__ inline void Unpack8(uint4 raw, float out[8]) {
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float2 f = __half22float2(h[j]);
+    out[2 * j] = f.x;
+    out[2 * j + 1] = f.y;
+  }
+}
+
+// blockIdx.y picks the matrix: `stride` elements after the last, its own
+// result. `vectors`: every row starts on 16 bytes and holds a multiple of
+// eight elements, so each thread reads eight at a time.
 __global__ void CompareKernel(const __half* d, const __half* ref, uint64_t count, uint64_t cols, uint64_t ld,
-                              uint64_t stride, float rtol, float atol, AccumulationBound bound,
+                              uint64_t stride, bool vectors, float rtol, float atol, AccumulationBound bound,
                               CompareResult* results) {
   d += blockIdx.y * stride;
   ref += blockIdx.y * stride;
@@ -54,48 +112,82 @@ __global__ void CompareKernel(const __half* d, const __half* ref, uint64_t count
     atol += term;
     if (blockIdx.x == 0 && threadIdx.x == 0) result->accumulation_atol = term;
   }
-  unsigned long long mismatches = 0, non_finite = 0;
-  float max_err = 0.0f;
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < count; i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint64_t at = PitchedOffset(i, cols, ld);
-    const float v = __half2float(d[at]);
-    const float r = __half2float(ref[at]);
-    if (!isfinite(v)) {
-      ++non_finite;
-      ++mismatches;
-      continue;
+  ComparePartial p;
+  const uint64_t first = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x, step = uint64_t{gridDim.x} * blockDim.x;
+  if (vectors) {
+    const uint64_t row_vectors = cols / 8;
+    for (uint64_t i = first; i < count / 8; i += step) {
+      const uint64_t at = ld == cols ? i * 8 : i / row_vectors * ld + i % row_vectors * 8;
+      float v[8], r[8];
+      Unpack8(*reinterpret_cast<const uint4*>(d + at), v);
+      Unpack8(*reinterpret_cast<const uint4*>(ref + at), r);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) p.Add(v[j], r[j], atol, rtol);
     }
-    const float err = fabsf(v - r);
-    max_err = fmaxf(max_err, err);
-    if (!(err <= atol + rtol * fabsf(r))) ++mismatches;  // a NaN reference fails too
+  } else {
+    for (uint64_t i = first; i < count; i += step) {
+      const uint64_t at = PitchedOffset(i, cols, ld);
+      p.Add(__half2float(d[at]), __half2float(ref[at]), atol, rtol);
+    }
   }
-  for (int off = 16; off > 0; off /= 2) {
-    mismatches += __shfl_down_sync(0xffffffffu, mismatches, off);
-    non_finite += __shfl_down_sync(0xffffffffu, non_finite, off);
-    max_err = fmaxf(max_err, __shfl_down_sync(0xffffffffu, max_err, off));
-  }
-  if ((threadIdx.x & 31) == 0) {
-    if (mismatches) atomicAdd(&result->mismatches, mismatches);
-    if (non_finite) atomicAdd(&result->non_finite, non_finite);
-    // Non-negative floats order like their bit patterns.
-    atomicMax(reinterpret_cast<unsigned*>(&result->max_abs_error), __float_as_uint(max_err));
-  }
+  PublishBlock(p, result);
 }
 
-// One warp per row: the sum of squares in fp32, the largest norm by an
-// atomic on the bits (non-negative floats order like their bit patterns).
-__global__ void MaxRowNormKernel(const __half* x, int64_t rows, int64_t cols, int64_t ld, float* norm) {
+// One matrix for MaxRowNormKernel; blockIdx.y picks it.
+struct RowNormArgs {
+  const __half* x;
+  int64_t rows, cols, ld;
+  bool vectors;  // rows start on 16 bytes and hold multiples of eight elements
+  float* norm;
+};
+struct RowNormList {
+  RowNormArgs matrices[2];
+};
+
+// One warp per row at a time, eight elements per lane per load where rows
+// allow: each warp keeps its largest sum of squares, the block its largest,
+// and one atomic per block on the bits publishes it.
+__global__ void MaxRowNormKernel(const __grid_constant__ RowNormList list) {
+  const RowNormArgs& m = list.matrices[blockIdx.y];
+  __shared__ float warps[kThreads / 32];
   const int lane = threadIdx.x % 32;
-  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
-  for (int64_t r = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+  const int64_t all_warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  float largest = 0.0f;
+  for (int64_t r = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; r < m.rows; r += all_warps) {
+    const __half* row = m.x + r * m.ld;
     float sum = 0.0f;
-    for (int64_t c = lane; c < cols; c += 32) {
-      const float v = __half2float(x[r * ld + c]);
-      sum = fmaf(v, v, sum);
+    if (m.vectors) {
+#pragma unroll 4
+      for (int64_t c = lane * 8; c < m.cols; c += 32 * 8) {
+        float v[8];
+        Unpack8(*reinterpret_cast<const uint4*>(row + c), v);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) sum = fmaf(v[j], v[j], sum);
+      }
+    } else {
+      for (int64_t c = lane; c < m.cols; c += 32) {
+        const float v = __half2float(row[c]);
+        sum = fmaf(v, v, sum);
+      }
     }
     for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
-    if (lane == 0) atomicMax(reinterpret_cast<unsigned*>(norm), __float_as_uint(sqrtf(sum)));
+    largest = fmaxf(largest, sum);
   }
+  if (lane == 0) warps[threadIdx.x / 32] = largest;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (unsigned w = 1; w < blockDim.x / 32; ++w) largest = fmaxf(largest, warps[w]);
+  atomicMax(reinterpret_cast<unsigned*>(m.norm), __float_as_uint(sqrtf(largest)));
+}
+
+// Whether rows of `cols` elements `ld` apart, from each base, can be read
+// sixteen bytes at a time.
+bool Vectorizable(uint64_t cols, uint64_t ld, std::initializer_list<const void*> bases) {
+  if (cols % 8 != 0 || ld % 8 != 0) return false;
+  for (const void* base : bases) {
+    if (reinterpret_cast<uintptr_t>(base) % 16 != 0) return false;
+  }
+  return true;
 }
 
 // 128×128 tiles of D per 256-thread block, 8×8 per thread, K in slices of
@@ -183,13 +275,35 @@ cudaError_t ReferenceGemmFp64(int64_t m, int64_t n, int64_t k, const __half* a, 
   return cudaGetLastError();
 }
 
-cudaError_t MaxRowNorm(const __half* x, int64_t rows, int64_t cols, int64_t ld, float* norm, cudaStream_t stream) {
-  if (rows < 0 || cols < 0 || ld < cols) return cudaErrorInvalidValue;
-  if (cudaError_t e = cudaMemsetAsync(norm, 0, sizeof(float), stream); e != cudaSuccess) return e;
-  if (rows == 0 || cols == 0) return cudaSuccess;
-  const uint64_t threads = static_cast<uint64_t>(rows) * 32;
-  MaxRowNormKernel<<<Blocks(threads), kThreads, 0, stream>>>(x, rows, cols, ld, norm);
+// The sum of squares in fp32 per row, the largest norm by atomics on the
+// bits (non-negative floats order like their bit patterns); the matrices
+// of one call in one launch.
+static cudaError_t LaunchRowNorms(RowNormList list, unsigned count, cudaStream_t stream) {
+  uint64_t most_rows = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    const RowNormArgs& m = list.matrices[i];
+    if (m.rows < 0 || m.cols < 0 || m.ld < m.cols) return cudaErrorInvalidValue;
+    if (cudaError_t e = cudaMemsetAsync(m.norm, 0, sizeof(float), stream); e != cudaSuccess) return e;
+    if (m.cols > 0) most_rows = std::max<uint64_t>(most_rows, m.rows);
+  }
+  if (most_rows == 0) return cudaSuccess;
+  for (unsigned i = 0; i < count; ++i) {
+    RowNormArgs& m = list.matrices[i];
+    m.vectors = Vectorizable(m.cols, m.ld, {m.x});
+    if (m.cols == 0) m.rows = 0;
+  }
+  const unsigned blocks = std::min(Blocks(most_rows * 32), kReduceBlocks);
+  MaxRowNormKernel<<<dim3(blocks, count), kThreads, 0, stream>>>(list);
   return cudaGetLastError();
+}
+
+cudaError_t MaxRowNorm(const __half* x, int64_t rows, int64_t cols, int64_t ld, float* norm, cudaStream_t stream) {
+  return LaunchRowNorms({{{x, rows, cols, ld, false, norm}}}, 1, stream);
+}
+
+cudaError_t MaxRowNorms(const __half* a, int64_t a_rows, int64_t lda, const __half* b, int64_t b_rows, int64_t ldb,
+                        int64_t cols, float* norms, cudaStream_t stream) {
+  return LaunchRowNorms({{{a, a_rows, cols, lda, false, norms}, {b, b_rows, cols, ldb, false, norms + 1}}}, 2, stream);
 }
 
 cudaError_t FillRandom(__half* dst, uint64_t count, uint64_t seed, OperandId operand, cudaStream_t stream) {
@@ -233,7 +347,7 @@ cudaError_t Poison(__half* dst, uint64_t count, cudaStream_t stream) {
   return cudaMemsetAsync(dst, 0xFF, count * sizeof(__half), stream);
 }
 
-// One matrix is a batch of one (the same launch: Blocks(count) blocks in x).
+// One matrix is a batch of one.
 cudaError_t Compare(const __half* d, const __half* ref, uint64_t count, float rtol, float atol,
                     CompareResult* result, cudaStream_t stream) {
   const auto n = static_cast<int64_t>(count);
@@ -251,8 +365,10 @@ cudaError_t Compare(const __half* d, const __half* ref, int64_t rows, int64_t co
   if (cudaError_t e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
   const uint64_t count = static_cast<uint64_t>(rows) * cols;
   if (count == 0) return cudaSuccess;
-  CompareKernel<<<dim3(Blocks(count), 1), kThreads, 0, stream>>>(d, ref, count, cols, ld, 0, rtol, atol, bound,
-                                                                 result);
+  const bool vectors = Vectorizable(cols, ld, {d, ref});
+  const unsigned blocks = std::min(Blocks(vectors ? count / 8 : count), kReduceBlocks);
+  CompareKernel<<<dim3(blocks, 1), kThreads, 0, stream>>>(d, ref, count, cols, ld, 0, vectors, rtol, atol, bound,
+                                                          result);
   return cudaGetLastError();
 }
 
@@ -267,10 +383,14 @@ cudaError_t CompareBatch(const __half* d, const __half* ref, int64_t rows, int64
   }
   const uint64_t count = static_cast<uint64_t>(rows) * cols;
   if (count == 0) return cudaSuccess;
+  // Every matrix of the batch starts on 16 bytes when the first does and
+  // the stride keeps it so.
+  const bool vectors = Vectorizable(cols, ld, {d, ref}) && (matrices == 1 || stride % 8 == 0);
   // Fewer blocks per matrix the more matrices: the grid-stride loop covers the rest.
-  const unsigned per_matrix = std::max(1u, Blocks(count) / matrices);
-  CompareKernel<<<dim3(per_matrix, matrices), kThreads, 0, stream>>>(d, ref, count, cols, ld, stride, rtol, atol,
-                                                                      AccumulationBound{}, results);
+  const unsigned per_matrix =
+      std::max(1u, std::min(Blocks(vectors ? count / 8 : count), kReduceBlocks) / std::min(matrices, kReduceBlocks));
+  CompareKernel<<<dim3(per_matrix, matrices), kThreads, 0, stream>>>(d, ref, count, cols, ld, stride, vectors, rtol,
+                                                                      atol, AccumulationBound{}, results);
   return cudaGetLastError();
 }
 

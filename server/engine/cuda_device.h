@@ -67,6 +67,8 @@ struct Lane {
   static constexpr int kStagingSlots = 8;
   cudaEvent_t staged[kStagingSlots] = {};
   cudaEvent_t inputs_ready = nullptr;
+  // The verification's row norms, read on the copy stream beside the reference GEMM.
+  cudaEvent_t norms_ready = nullptr;
   // Timed: inputs made or staged on the compute stream, the verification,
   // and a small D's copy down (see kOneStreamBytes).
   cudaEvent_t inputs_start = nullptr, verified = nullptr, downloaded = nullptr;

@@ -100,6 +100,7 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
       for (auto& ev : lane->staged)
         if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
       if (e == cudaSuccess) e = cudaEventCreateWithFlags(&lane->inputs_ready, cudaEventDisableTiming);
+      if (e == cudaSuccess) e = cudaEventCreateWithFlags(&lane->norms_ready, cudaEventDisableTiming);
       if (e == cudaSuccess) e = cudaEventCreate(&lane->inputs_start);
       if (e == cudaSuccess) e = cudaEventCreate(&lane->verified);
       if (e == cudaSuccess) e = cudaEventCreate(&lane->downloaded);
@@ -172,7 +173,8 @@ CudaEngine::~CudaEngine() {
       for (cudaEvent_t ev : lane->starts) cudaEventDestroy(ev);
       for (cudaEvent_t ev : lane->stops) cudaEventDestroy(ev);
       for (cudaEvent_t ev : lane->staged) if (ev) cudaEventDestroy(ev);
-      for (cudaEvent_t ev : {lane->inputs_ready, lane->inputs_start, lane->verified, lane->downloaded}) {
+      for (cudaEvent_t ev : {lane->inputs_ready, lane->norms_ready, lane->inputs_start, lane->verified,
+                             lane->downloaded}) {
         if (ev) cudaEventDestroy(ev);
       }
       if (lane->copy) cudaStreamDestroy(lane->copy);
@@ -474,7 +476,20 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       cudaEventRecord(lane->stops[r], lane->compute);
     }
     if (job.verify) {  // queued behind the kernels: one wait for both
-      if ((e = gemm::Poison(ref.data, ref.elements(), lane->compute)) != cudaSuccess) return dev.Fail("poison", e);
+      // The reference is not poisoned: D is, so an element the step leaves
+      // unwritten is NaN and fails whatever the reference holds; and the
+      // reference (cuBLAS, or a ladder step the start-up gate checked
+      // against cuBLAS) writes every element.
+      // The bound grows with K as the two sides' fp32 sums may drift apart
+      // (gemm/tolerance.h): from A's and B's largest row norms, read on the
+      // copy stream (idle now: the inputs are in) while the reference GEMM
+      // computes, after the timed repeats so that they never share the GPU.
+      e = cudaStreamWaitEvent(lane->copy, lane->stops[repeats - 1], 0);
+      if (e == cudaSuccess) {
+        e = gemm::MaxRowNorms(a.data, a.rows, a.ld, b.data, b.rows, b.ld, job.k, lane->row_norms, lane->copy);
+      }
+      if (e == cudaSuccess) e = cudaEventRecord(lane->norms_ready, lane->copy);
+      if (e != cudaSuccess) return dev.Fail("verification", e);
       // The reference never shares a path with the step it checks: cuBLAS
       // for the ladder, and for cuBLAS itself the ladder's top step, or a
       // plain SIMT kernel of ours where no ladder step is available.
@@ -489,10 +504,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
                  !err.empty()) {
         return absl::InternalError(dev.desc.id + ": cuBLAS reference: " + err);
       }
-      // The bound grows with K as the two sides' fp32 sums may drift apart
-      // (gemm/tolerance.h): from A's and B's largest row norms, on the device.
-      e = gemm::MaxRowNorm(a.data, a.rows, a.cols, a.ld, lane->row_norms, lane->compute);
-      if (e == cudaSuccess) e = gemm::MaxRowNorm(b.data, b.rows, b.cols, b.ld, lane->row_norms + 1, lane->compute);
+      e = cudaStreamWaitEvent(lane->compute, lane->norms_ready, 0);
       const gemm::AccumulationBound bound{lane->row_norms,
                                           static_cast<float>(gemm::AccumulationAtol(job.k, 1.0, 1.0))};
       if (e == cudaSuccess) {

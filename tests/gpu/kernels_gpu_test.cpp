@@ -185,6 +185,13 @@ TEST_F(KernelsGpuTest, TheAccumulationTermWidensTheBoundByExactlyWhatItReports) 
   }
   EXPECT_NEAR(got[0], want[0], want[0] * 1e-5);
   EXPECT_NEAR(got[1], want[1], want[1] * 1e-5);
+  // Both operands in one launch, as the engine takes them, give the same.
+  float both[2];
+  ASSERT_CUDA(gemm::MaxRowNorms(x, rows, ld, x, rows / 2, ld, cols, norms, stream_));
+  ASSERT_CUDA(cudaMemcpyAsync(both, norms, sizeof both, cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(both[0], got[0]);
+  EXPECT_EQ(both[1], got[1]);
 
   // d = ref + 0.5 in one element: outside atol + rtol·|ref| alone, inside
   // once a term of 0.6 is added.
@@ -331,6 +338,67 @@ TEST_F(KernelsGpuTest, CompareBatchGivesEachMatrixWhatCompareGivesIt) {
   cudaFree(x);
   cudaFree(y);
   cudaFree(results);
+}
+
+// The checks read sixteen bytes at a time where rows allow (multiples of
+// eight elements, 16-byte bases and pitches) and element by element
+// otherwise, and reduce in each block: both paths count the same planted
+// faults, across more blocks than the grid has, pitched, one matrix or a batch.
+TEST_F(KernelsGpuTest, TheVectorAndElementPathsOfTheChecksFindTheSameFaults) {
+  const int64_t rows = 513, cols = 1000, ld = 1008;
+  const uint32_t matrices = 3;
+  const uint64_t aligned = rows * ld, odd = rows * ld + 1;  // matrix strides: the second defeats the vectors
+  __half *x = nullptr, *y = nullptr;
+  gemm::CompareResult* results = nullptr;
+  ASSERT_CUDA(cudaMalloc(&x, odd * matrices * 2));
+  ASSERT_CUDA(cudaMalloc(&y, odd * matrices * 2));
+  ASSERT_CUDA(cudaMalloc(&results, matrices * sizeof(gemm::CompareResult)));
+  __half_raw nan_bits{};
+  nan_bits.x = 0x7E00;
+  const __half wrong = __float2half(7.5f), nan = nan_bits;
+  for (uint64_t stride : {aligned, odd}) {
+    ASSERT_CUDA(gemm::Poison(x, odd * matrices, stream_));  // the gaps must not be read
+    for (uint32_t i = 0; i < matrices; ++i) {
+      ASSERT_CUDA(gemm::FillRandom(x + i * stride, rows, cols, ld, 60 + i, gemm::OperandId::kA, stream_));
+    }
+    ASSERT_CUDA(cudaMemcpyAsync(y, x, odd * matrices * 2, cudaMemcpyDeviceToDevice, stream_));
+    for (uint32_t i = 0; i < matrices; ++i) {  // the first and last elements, and one in the middle
+      ASSERT_CUDA(cudaMemcpyAsync(y + i * stride, &wrong, 2, cudaMemcpyHostToDevice, stream_));
+      ASSERT_CUDA(cudaMemcpyAsync(x + i * stride + (rows - 1) * ld + cols - 1, &nan, 2, cudaMemcpyHostToDevice,
+                                  stream_));
+      ASSERT_CUDA(cudaMemcpyAsync(y + i * stride + 256 * ld + 504, &wrong, 2, cudaMemcpyHostToDevice, stream_));
+    }
+    ASSERT_CUDA(gemm::CompareBatch(x, y, rows, cols, ld, stride, matrices, 1e-3f, 1e-2f, results, stream_));
+    std::vector<gemm::CompareResult> batched(matrices);
+    ASSERT_CUDA(cudaMemcpyAsync(batched.data(), results, matrices * sizeof(gemm::CompareResult),
+                                cudaMemcpyDeviceToHost, stream_));
+    gemm::CompareResult alone{};
+    ASSERT_CUDA(gemm::Compare(x + stride, y + stride, rows, cols, ld, 1e-3f, 1e-2f, cmp_, stream_));
+    ASSERT_CUDA(cudaMemcpyAsync(&alone, cmp_, sizeof alone, cudaMemcpyDeviceToHost, stream_));
+    ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    for (const gemm::CompareResult& r : {batched[0], batched[1], batched[2], alone}) {
+      EXPECT_EQ(r.mismatches, 3u) << "stride " << stride;
+      EXPECT_EQ(r.non_finite, 1u) << "stride " << stride;
+      EXPECT_GT(r.max_abs_error, 6.0f) << "stride " << stride;
+    }
+  }
+  // Many short rows: more warps' worth than the grid has, the largest row last.
+  const int64_t many = 20000, narrow = 16;
+  __half* tall = x;  // reused: many·narrow elements fit
+  float* norm = nullptr;
+  ASSERT_CUDA(cudaMalloc(&norm, sizeof(float)));
+  ASSERT_CUDA(gemm::FillRandom(tall, many, narrow, narrow, 5, gemm::OperandId::kB, stream_));
+  std::vector<__half> big(narrow, __float2half(2.0f));
+  ASSERT_CUDA(cudaMemcpyAsync(tall + (many - 1) * narrow, big.data(), narrow * 2, cudaMemcpyHostToDevice, stream_));
+  ASSERT_CUDA(gemm::MaxRowNorm(tall, many, narrow, narrow, norm, stream_));
+  float got = 0;
+  ASSERT_CUDA(cudaMemcpyAsync(&got, norm, sizeof got, cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  EXPECT_FLOAT_EQ(got, 8.0f);  // √(16·2²)
+  for (void* p : {static_cast<void*>(x), static_cast<void*>(y), static_cast<void*>(results),
+                  static_cast<void*>(norm)}) {
+    cudaFree(p);
+  }
 }
 
 TEST_F(KernelsGpuTest, PitchedFillCompareAndReferenceSkipTheGaps) {

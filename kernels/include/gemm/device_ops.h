@@ -48,6 +48,10 @@ struct CompareResult {
 // The largest row norm ‖x_r‖₂ of a rows×cols fp16 matrix whose rows lie
 // `ld` elements apart, into *norm (device memory, zeroed by this call).
 cudaError_t MaxRowNorm(const __half* x, int64_t rows, int64_t cols, int64_t ld, float* norm, cudaStream_t stream);
+// Both operands' (A: a_rows×cols, B: b_rows×cols) into norms[0] and
+// norms[1], in one launch.
+cudaError_t MaxRowNorms(const __half* a, int64_t a_rows, int64_t lda, const __half* b, int64_t b_rows, int64_t ldb,
+                        int64_t cols, float* norms, cudaStream_t stream);
 
 // The K-aware part of the verification bound (gemm/tolerance.h), taken on
 // the device: kAccumulationUnit·√K (`unit_sqrt_k`) times norms[0]·norms[1],

@@ -416,3 +416,31 @@ def batching(lab):
         lab.note(f"batching {case}, 32 in flight: off {off:.0f} req/s, on (--batch-max 32) {on:.0f} req/s: "
                  f"x{on / off if off else 0:.2f}")
     lab.note(f"batching on: {count:.0f} launches, mean batch {total / count if count else 0:.1f} requests")
+
+
+def verification_cost(lab):
+    """What VERIFICATION_FULL costs next to the kernel it checks: steps 0 and
+    10 at 4096^3 and 8192^3, requests one at a time with server-generated
+    inputs, the medians of the reply's kernel and verify times. A bundle with
+    bin/gemmd-before (an earlier build, added by hand) is measured too, in
+    turn with this one."""
+    builds = ["gemmd"] + (["gemmd-before"] if lab.has_tool("gemmd-before") else [])
+    cases = [(size, step) for size in (4096, 8192) for step in (0, 10)]
+    for round in (1, 2):
+        for build in builds if round == 1 else builds[::-1]:
+            with lab.gemmd(f"verify_{build}_{round}", binary=build):
+                for size, step in cases:
+                    for _ in range(5):
+                        lab.client("run", "--m", size, "--n", size, "--k", size, "--step", step, "--json",
+                                   out=f"verify_{build}_{size}_{step}.json", append=True)
+    for build in builds:
+        for size, step in cases:
+            runs = [d for d in docs(lab, f"verify_{build}_{size}_{step}.json") if d["verification"]["passed"]]
+            if not runs:
+                lab.note(f"verification cost, {build}, {size}^3 step {step}: no verified reply")
+                continue
+            kernel, verify = median_by(runs, "kernelSeconds") * 1e3, median_by(runs, "verifySeconds") * 1e3
+            compute = median_by(runs, "computeSeconds") * 1e3
+            lab.note(f"verification cost, {build:12s} {size}^3 step {step:>2}, median of {len(runs)}: kernel "
+                     f"{kernel:.3f} ms, verify {verify:.3f} ms (x{verify / kernel:.2f} the kernel), compute phase "
+                     f"{compute:.3f} ms; reference {runs[0]['verification']['reference']}")

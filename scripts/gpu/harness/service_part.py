@@ -2,6 +2,7 @@
 ones, the service path against its floors (bare gRPC, pinned DMA) measured
 here and now, a server with --matrix-dir, every step served and verified,
 requests spread over the GPUs, keep-warm and batching."""
+import csv
 import re
 import shutil
 import statistics
@@ -433,6 +434,31 @@ def verification_cost(lab):
                     for _ in range(5):
                         lab.client("run", "--m", size, "--n", size, "--k", size, "--step", step, "--json",
                                    out=f"verify_{build}_{size}_{step}.json", append=True)
+                # Delivered: step 10 at 8 in flight, verified and not.
+                for size in (4096, 8192):
+                    for verify in ([], ["--verify"]):
+                        name = f"delivered_{build}_{size}{''.join(verify)}_{round}"
+                        lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency",
+                                   "8", "--duration", "3", *verify, "--json", lab.out / f"{name}.json",
+                                   out=f"{name}.txt")
+    # The kernel's capacity in the same call: gemm-bench's step 10.
+    lab.run(["gemm-bench", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10", "--iters", "30",
+             "--csv", lab.out / "verify_capacity.csv"], out="verify_capacity.log", timeout=120)
+    try:
+        capacity = {int(r["m"]): float(r["tflops"]) for r in csv.DictReader(open(lab.out / "verify_capacity.csv"))
+                    if r["step"] == "10"}
+    except OSError:
+        capacity = {}
+    for build in builds:
+        for size in (4096, 8192):
+            for verify in ("", "--verify"):
+                # Delivered TFLOPS: requests per second times each one's 2·size³ operations.
+                tflops = [bench_row(lab, f"delivered_{build}_{size}{verify}_{r}")["rate"] * 2 * size ** 3 / 1e12
+                          for r in (1, 2)]
+                cap = capacity.get(size, 0.0)
+                lab.note(f"delivered, {build:12s} {size}^3 step 10, 8 in flight, {'verified' if verify else 'unverified'}:"
+                         f" {', '.join(f'{t:.0f}' for t in tflops)} TFLOPS in two rounds; gemm-bench step 10 {cap:.0f}:"
+                         f" x{statistics.median(tflops) / cap if cap else 0:.2f} of the kernel's capacity")
     for build in builds:
         for size, step in cases:
             runs = [d for d in docs(lab, f"verify_{build}_{size}_{step}.json") if d["verification"]["passed"]]

@@ -211,7 +211,10 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
   double upload_seconds = 0, download_seconds = 0, end_to_end = 0;
 
   std::vector<std::string> uploaded;  // handles to delete afterwards
-  if (!a.a_file.empty()) {
+  if (!a.a_handle.empty()) {
+    req.mutable_a()->set_handle(a.a_handle);
+    req.mutable_b()->set_handle(a.b_handle);
+  } else if (!a.a_file.empty()) {
     std::string abytes, bbytes;
     if (!ReadFile(a.a_file, &abytes)) return std::cerr << "error: cannot read " << a.a_file << "\n", 2;
     if (!ReadFile(a.b_file, &bbytes)) return std::cerr << "error: cannot read " << a.b_file << "\n", 2;

@@ -19,6 +19,9 @@ struct RunArgs {
   uint32_t step = 0;
   uint64_t seed = 0;  // 0: a fresh one
   std::string a_file, b_file, out_file;
+  // Matrices stored earlier (by upload, or by anyone the caller may read):
+  // multiplied by handle, left stored.
+  std::string a_handle, b_handle;
   bool no_verify = false;
   uint32_t repeats = 1;
   std::string transport = "auto";  // auto | inline | handle

@@ -65,6 +65,10 @@ int main(int argc, char** argv) {
   auto* b_opt = run->add_option("--b", run_args.b_file, "B from a raw little-endian fp16 file (n*k*2 bytes)");
   a_opt->needs(b_opt);
   b_opt->needs(a_opt);
+  auto* a_handle = run->add_option("--a-handle", run_args.a_handle, "A: a stored matrix (m x k), e.g. from upload");
+  auto* b_handle = run->add_option("--b-handle", run_args.b_handle, "B: a stored matrix (n x k)");
+  a_handle->needs(b_handle)->excludes(a_opt);
+  b_handle->needs(a_handle)->excludes(b_opt);
   run->add_option("--out", run_args.out_file, "write D (raw fp16) to this file");
   run->add_flag("--no-verify", run_args.no_verify, "skip the check against the reference");
   run->add_option("--repeats", run_args.repeats, "kernel runs; the report gives the median")->capture_default_str();

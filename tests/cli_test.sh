@@ -94,9 +94,21 @@ scratch=$("$client" upload --rows 96 --cols 1024 --file "$work/b.bin" --label sc
 grep -q "^$scratch .* transient  scratch$" "$work/matrices" || { cat "$work/matrices"; fail "$scratch not listed transient"; }
 grep -q "^$handle .*  B$" "$work/matrices" && ! grep "^$handle " "$work/matrices" | grep -q transient ||
   { cat "$work/matrices"; fail "$handle not listed durable"; }
+# Multiplied by handles stored earlier, twice: they stay stored.
+a_handle=$("$client" upload --rows 1200 --cols 1024 --file "$work/a.bin" --label A 2>/dev/null)
+for i in 1 2; do
+  "$client" run --m 1200 --n 96 --k 1024 --a-handle "$a_handle" --b-handle "$handle" --out "$work/d_by_handle.bin" \
+    >"$work/run_by_handle" || { cat "$work/run_by_handle"; fail "run by stored handles"; }
+  grep -q "PASSED" "$work/run_by_handle" || fail "run by stored handles not verified"
+done
+cmp -s "$work/d.bin" "$work/d_by_handle.bin" || fail "D by stored handles differs from D by uploaded files"
+"$client" matrices | grep -q "^$a_handle " || fail "run deleted a handle it did not upload"
+"$client" run --m 1200 --n 96 --k 1024 --a-handle "$a_handle" 2>"$work/half" && fail "--a-handle without --b-handle"
+grep -q "b-handle" "$work/half" || { cat "$work/half"; fail "no word of the missing --b-handle"; }
+"$client" delete --handle "$a_handle" >/dev/null
 "$client" delete --handle "$scratch" >/dev/null
 "$client" delete --handle "$handle" | grep -q "deleted" || fail "delete"
-ok "upload, download, delete; upload --transient"
+ok "upload, download, delete; upload --transient; run by stored handles"
 
 # Errors: a status name, a readable message and a non-zero exit.
 set +e

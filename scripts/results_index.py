@@ -28,6 +28,8 @@ PURPOSES = {
     "gpu_tests_ladder": "the GPU harness's tests and bench parts",
     "harness_kernels": "the GPU harness's diagnose, tests, bench (two shapes), accuracy (two shapes), sass, sanitize "
                        "and ncu parts",
+    "device_cache": "the GPU harness's tests, verify and cache parts: Multiply by stored handles with the matrices "
+                    "kept on the device, beside the build before; the verification cost again",
     "verification_cost": "the GPU harness's verify part: VERIFICATION_FULL's time beside the kernel's, this build "
                          "and the one before the comparison's block reduction",
     "harness_service": "the GPU harness's service, tiny (one round), firsttouch and soak (30 s) parts",

@@ -125,6 +125,12 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
                  "request does not grow the memory pool on its way (a verified 8192^3 request needs 512 MiB); 0 "
                  "maps memory as requests need it")
       ->envname("GEMMD_RESERVE_DEVICE_MIB")->check(CLI::Range(0u, 1u << 20))->capture_default_str();
+  std::string device_cache = "auto";
+  app.add_option("--device-cache-bytes", device_cache,
+                 "stored matrices kept in each GPU's memory after a Multiply reads them, so that the next one by "
+                 "the same handle skips the copy (least recently used out first); auto: half the device memory "
+                 "free after start-up; 0 turns it off")
+      ->envname("GEMMD_DEVICE_CACHE_BYTES")->capture_default_str();
   app.add_option("--port-file", c.port_file, "write the bound gRPC port to this file once serving")
       ->envname("GEMMD_PORT_FILE");
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error")
@@ -151,6 +157,20 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
   if (c.max_message_bytes < 4096 || c.max_message_bytes > (2ull << 30) - 1) {
     std::fprintf(stderr, "--max-message-bytes must be between 4KiB and 2GiB-1 (protobuf's cap)\n");
     return {std::nullopt, 2};
+  }
+  if (device_cache != "auto") {
+    std::string bytes = device_cache;
+    bool parsed = false;
+    try {
+      parsed = size(bytes).empty();
+    } catch (const std::exception&) {  // CLI11's size transform throws on an unknown unit
+    }
+    if (!parsed || bytes.empty() || bytes.find_first_not_of("0123456789") != std::string::npos) {
+      std::fprintf(stderr, "--device-cache-bytes takes auto or a size (0, 512MiB, 40G), not '%s'\n",
+                   device_cache.c_str());
+      return {std::nullopt, 2};
+    }
+    c.device_cache_bytes = std::stoull(bytes);
   }
   if (c.tls_cert.empty() != c.tls_key.empty()) {
     std::fprintf(stderr, "--tls-cert and --tls-key go together\n");

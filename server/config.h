@@ -65,6 +65,9 @@ struct ServerConfig {
   // Device memory (MiB per GPU) mapped and touched at start-up and kept in
   // its pool, so that a request's buffers do not grow the pool.
   uint32_t reserve_device_mib = 1024;
+  // Stored matrices' copies kept on each GPU (engine/device_matrix_cache.h);
+  // nullopt: half of the memory free once start-up is done.
+  std::optional<uint64_t> device_cache_bytes;
   std::string port_file;                          // write the bound gRPC port here
   std::string log_level = "info";
   // TLS for gRPC: PEM files. With tls_client_ca, clients must present a

@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   engine_options.selftest.step_timeout_seconds = config.selftest_step_timeout_seconds;
   engine_options.keep_warm_ms = config.keep_warm_ms;
   engine_options.reserved_pool_bytes = static_cast<uint64_t>(config.reserve_device_mib) << 20;
+  engine_options.device_cache_bytes = config.device_cache_bytes;
   engine_options.plan_vendor_kernels = config.plan_cublas;
   auto choice = gemmd::CreateEngine(config.engine, engine_options);
   if (!choice.ok()) {

@@ -161,6 +161,23 @@ TEST(Config, DeviceMemoryIsReservedUnlessTurnedOff) {
   EXPECT_FALSE(Parse({"--reserve-device-mib", "2000000"}).config);
 }
 
+TEST(Config, TheDeviceCacheIsAutoASizeOrOff) {
+  auto p = Parse({});
+  ASSERT_TRUE(p.config);
+  EXPECT_FALSE(p.config->device_cache_bytes.has_value()) << "auto: half the free device memory";
+  p = Parse({"--device-cache-bytes", "0"});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->device_cache_bytes, 0u);
+  p = Parse({"--device-cache-bytes", "40G"});
+  ASSERT_TRUE(p.config);
+  EXPECT_EQ(p.config->device_cache_bytes, 40ull << 30);
+  p = Parse({"--device-cache-bytes", "auto"});
+  ASSERT_TRUE(p.config);
+  EXPECT_FALSE(p.config->device_cache_bytes.has_value());
+  EXPECT_FALSE(Parse({"--device-cache-bytes", "lots"}).config);
+  EXPECT_FALSE(Parse({"--device-cache-bytes", "-1"}).config);
+}
+
 TEST(Config, StreamIdleLimitAndMatrixCountAreSettable) {
   auto p = Parse({"--stream-idle-seconds", "2.5", "--max-matrices", "7"});
   ASSERT_TRUE(p.config);

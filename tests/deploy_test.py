@@ -87,7 +87,8 @@ class Dashboard(unittest.TestCase):
         for metric in ("gemm_requests_total", "gemm_request_duration_seconds_bucket",
                        "gemm_floating_point_operations_total", "gemm_kernel_duration_seconds_sum",
                        "gemm_verification_failures_total", "gemm_queue_depth", "gemm_device_memory_used_bytes",
-                       "gemm_device_healthy", "gemm_batch_size_count", "gemm_request_phase_seconds_sum"):
+                       "gemm_device_healthy", "gemm_batch_size_count", "gemm_request_phase_seconds_sum",
+                       "gemm_device_cache_lookups_total", "gemm_device_cache_bytes"):
             self.assertIn(metric, exprs)
         self.assertEqual(len({p["id"] for p in d["panels"]}), len(d["panels"]))
 

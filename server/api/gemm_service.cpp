@@ -10,6 +10,7 @@
 #include "api/matrix_streams.h"
 #include "api/multiply_wire.h"
 #include "client_text.h"
+#include "engine/device_matrix_cache.h"
 #include "engine/permanent_refusal.h"
 #include "gemm/steps.h"
 #include "version.h"
@@ -212,6 +213,9 @@ void GemmService::Multiply(QueuedCall* queued) {
           return;
         }
         side.view.kind = OperandView::Kind::kHost;
+        side.view.cache_key = one ? side.op.handle()
+                                  : CacheKey({side.op.row_blocks().handles().begin(),
+                                              side.op.row_blocks().handles().end()});
         // One block stays one block: the engine copies a block without
         // walking pieces.
         side.view.host = blocks == 1 ? HostBytes(side.keep.back()->data(), static_cast<size_t>(rows) * side.cols * 2)
@@ -394,6 +398,8 @@ void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, ab
 void GemmService::PublishDeviceState(int device) {
   const DeviceMemory mem = engine_.memory(device);
   metrics_.SetDeviceMemory(devices_[device].id, mem.total_bytes, mem.pool_bytes, mem.used_bytes);
+  metrics_.SetDeviceCache(devices_[device].id, mem.cache_bytes, mem.cache_budget_bytes, mem.cache_hits,
+                          mem.cache_misses, mem.cache_evictions);
   metrics_.SetDeviceHealthy(devices_[device].id, engine_.healthy(device));
 }
 
@@ -575,7 +581,10 @@ grpc::ServerUnaryReactor* GemmService::DeleteMatrix(grpc::CallbackServerContext*
   const auto start = Clock::now();
   const int previous_attempts = EchoPreviousAttempts(ctx);
   auto freed = store_.Delete(req->handle(), caller);
-  if (freed.ok()) resp->set_freed_bytes(*freed);
+  if (freed.ok()) {
+    resp->set_freed_bytes(*freed);
+    engine_.ForgetMatrix(req->handle());  // its device copies go too
+  }
   // A connection lost after the delete but before its reply makes gRPC's
   // retry policy send the call again, and the retry finds nothing.
   if (absl::IsNotFound(freed.status()) && previous_attempts > 0) {

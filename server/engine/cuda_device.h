@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/cuda_engine.h"
+#include "engine/device_matrix_cache.h"
 #include "engine/host_copier.h"
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
@@ -99,6 +100,9 @@ struct CudaEngine::Device {
   std::mutex compute_mu;
   gemm::L2Flush l2_flush;  // before benchmark-timed runs, under compute_mu
   std::unique_ptr<HostCopier> copier;  // staging copies of big inline operands and D
+  // Stored matrices kept on the device (engine/device_matrix_cache.h);
+  // after the lanes, so that it goes first.
+  std::unique_ptr<DeviceMatrixCache> cache;
   std::atomic<int64_t> last_request_ns{0};  // steady clock, for the keep-warm
   cudaStream_t keep_warm_stream = nullptr;
   std::atomic<uint64_t> keep_warm_launches{0};
@@ -253,7 +257,14 @@ DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes);
 // writes the zeros, and VendorProblem is the padded problem.
 bool PaddedForVendor(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d);
 DeviceMatrix VendorB(const DeviceMatrix& b, const DeviceMatrix& d);
-cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d, cudaStream_t stream);
+// `zero_a`, `zero_b`: false for an operand whose padding is zero already
+// (a cached copy, zeroed whole when it was filled).
+cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d, cudaStream_t stream,
+                              bool zero_a = true, bool zero_b = true);
+// The bytes of a device copy of a stored matrix laid out as `m`: its rows
+// at m.ld, and rows up to the 16-byte pitch of its row count, so that the
+// same copy serves as A, or as B with the vendor plan's padding rows.
+uint64_t CachedMatrixBytes(const DeviceMatrix& m);
 gemm::Problem VendorProblem(const DeviceMatrix& a, const DeviceMatrix& b, __half* d, int64_t ldd);
 
 // Step 0's reference into `check.d` on the lane's compute stream:

@@ -117,6 +117,21 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
       for (auto& d : engine->devices_) d->MarkUnhealthy("CUDA state of the process lost after " + msg);
     };
     ReservePoolMemory(*dev, options.reserved_pool_bytes);
+    size_t free_bytes = 0, total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    const uint64_t cache_bytes = options.device_cache_bytes.value_or(free_bytes / 2);
+    dev->cache = std::make_unique<DeviceMatrixCache>(
+        cache_bytes, DeviceMatrixCache::Memory{[ordinal](uint64_t bytes) -> void* {
+                                                 void* p = nullptr;
+                                                 cudaSetDevice(ordinal);
+                                                 if (cudaMalloc(&p, bytes) == cudaSuccess) return p;
+                                                 cudaGetLastError();  // out of memory: the request copies as if uncached
+                                                 return nullptr;
+                                               },
+                                               [ordinal](void* p) {
+                                                 cudaSetDevice(ordinal);
+                                                 cudaFree(p);
+                                               }});
     const gemm::DeviceContext& ctx = dev->lanes.front()->ctx;
     for (const gemm::StepInfo& info : gemm::AllSteps()) {
       gemm::StepSupport s = gemm::Supports(info.step, ctx);
@@ -229,7 +244,17 @@ DeviceMemory CudaEngine::memory(int device) const {
   m.total_bytes = dev.desc.memory_bytes;
   cudaMemPoolGetAttribute(dev.pool, cudaMemPoolAttrReservedMemCurrent, &m.pool_bytes);
   cudaMemPoolGetAttribute(dev.pool, cudaMemPoolAttrUsedMemCurrent, &m.used_bytes);
+  const DeviceCacheStats cache = dev.cache->stats();
+  m.cache_bytes = cache.resident_bytes;
+  m.cache_budget_bytes = dev.cache->budget_bytes();
+  m.cache_hits = cache.hits;
+  m.cache_misses = cache.misses;
+  m.cache_evictions = cache.evictions;
   return m;
+}
+
+void CudaEngine::ForgetMatrix(const std::string& handle) {
+  for (auto& dev : devices_) dev->cache->Forget(handle);
 }
 
 std::string CudaEngine::SelfTestStep(int device, int step) {
@@ -402,9 +427,27 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   const uint64_t d_bytes = job.d != nullptr ? d.row_bytes() * d.rows : 0;
   const bool one_stream = HostInputBytes(job) + d_bytes <= kOneStreamBytes && d_bytes <= slot;
   cudaStream_t input_stream = host_inputs && !one_stream ? lane->copy : lane->compute;
+  // A stored operand big enough to go through the copy stream is read from
+  // the device's copy of it when there is one (a hit: no upload), and a
+  // miss fills one, zeroed first so that any padding the vendor's plan
+  // reads is already there (engine/device_matrix_cache.h).
+  DeviceMatrixCache::Lease cached[2];
+  if (input_stream == lane->copy) {
+    for (auto [i, op, dst] : {std::tuple{0, &job.a, &a}, std::tuple{1, &job.b, &b}}) {
+      if (op->kind != OperandView::Kind::kHost || op->cache_key.empty()) continue;
+      cached[i] = dev.cache->Acquire(op->cache_key, CachedMatrixBytes(*dst));
+      if (cached[i]) dst->data = static_cast<__half*>(cached[i].data());
+    }
+    // Every host operand found on the device: nothing goes up, and the
+    // request runs on the compute stream alone, as a small one does.
+    const auto found = [](const OperandView& op, const DeviceMatrixCache::Lease& copy) {
+      return op.kind != OperandView::Kind::kHost || copy.hit();
+    };
+    if (found(job.a, cached[0]) && found(job.b, cached[1])) input_stream = lane->compute;
+  }
   PoolBuffers buffers(dev.pool, input_stream, lane->compute, lane->scratch, kLaneScratchBytes);
-  cudaError_t e = buffers.Allocate(&a.data, a.elements());
-  if (e == cudaSuccess) e = buffers.Allocate(&b.data, (vendor_padded ? VendorB(b, d) : b).elements());
+  cudaError_t e = cached[0] ? cudaSuccess : buffers.Allocate(&a.data, a.elements());
+  if (e == cudaSuccess && !cached[1]) e = buffers.Allocate(&b.data, (vendor_padded ? VendorB(b, d) : b).elements());
   if (e == cudaSuccess) e = buffers.Allocate(&d.data, d.elements());
   if (e == cudaSuccess && job.verify) e = buffers.Allocate(&ref.data, ref.elements());
   if (e == cudaErrorMemoryAllocation) {
@@ -419,11 +462,18 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   }
   if (e != cudaSuccess) return dev.Fail("allocation", e);
   if (input_stream == lane->compute) cudaEventRecord(lane->inputs_start, lane->compute);
-  if (vendor_padded && (e = ZeroVendorPadding(a, b, d, input_stream)) != cudaSuccess) return dev.Fail("padding", e);
+  if (vendor_padded && (e = ZeroVendorPadding(a, b, d, input_stream, !cached[0], !cached[1])) != cudaSuccess) {
+    return dev.Fail("padding", e);
+  }
   // Generated operands in one launch, as RunBatch does; the others staged up.
   gemm::RandomMatrix generated[2];
   size_t fills = 0;
-  for (auto [op, dst, id] : {std::tuple{&job.a, &a, gemm::OperandId::kA}, std::tuple{&job.b, &b, gemm::OperandId::kB}}) {
+  for (auto [i, op, dst, id] : {std::tuple{0, &job.a, &a, gemm::OperandId::kA},
+                                std::tuple{1, &job.b, &b, gemm::OperandId::kB}}) {
+    if (cached[i].hit()) continue;
+    if (cached[i] && (e = cudaMemsetAsync(dst->data, 0, CachedMatrixBytes(*dst), input_stream)) != cudaSuccess) {
+      return dev.Fail("upload", e);
+    }
     if (op->kind == OperandView::Kind::kRandom) {
       generated[fills++] = {dst->data, dst->rows, dst->cols, dst->ld, op->seed, id};
     } else if ((e = StagedUpload(*lane, *dev.copier, *dst, op->host, input_stream)) != cudaSuccess) {
@@ -435,6 +485,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     if (e = cudaEventRecord(lane->inputs_ready, lane->copy); e != cudaSuccess) return dev.Fail("event", e);
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
     report.seconds.upload = SecondsSince(engine_start);
+    for (auto& copy : cached) copy.MarkReady();  // filled: other requests may read it now
     cudaStreamWaitEvent(lane->compute, lane->inputs_ready, 0);
   }
   if (job.should_stop()) return absl::CancelledError("request cancelled before the GEMM ran");

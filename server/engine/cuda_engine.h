@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -34,6 +35,10 @@ struct CudaEngineOptions {
   // request up to this size of buffers takes them from memory already
   // mapped instead of growing the pool on its own path. 0: none.
   uint64_t reserved_pool_bytes = 0;
+  // Stored matrices' copies kept on each device after a request reads them
+  // (engine/device_matrix_cache.h); nullopt: half of the memory free once
+  // start-up is done; 0: none.
+  std::optional<uint64_t> device_cache_bytes;
 };
 
 class CudaEngine final : public Engine {
@@ -52,6 +57,7 @@ class CudaEngine final : public Engine {
   // Small step-0 GEMMs of one shape: one strided batched launch (cuda_batch.cpp).
   std::vector<absl::StatusOr<GemmReport>> RunBatch(int device, const std::vector<const GemmJob*>& jobs) override;
   DeviceMemory memory(int device) const override;
+  void ForgetMatrix(const std::string& handle) override;
   // Keep-warm kernels launched on `device` so far (CudaEngineOptions::keep_warm_ms).
   uint64_t keep_warm_launches(int device) const;
 

@@ -40,6 +40,9 @@ struct OperandView {
   Kind kind = Kind::kRandom;
   HostBytes host;     // kHost: row-major fp16, rows·cols·2 bytes, in one block or in pieces
   uint64_t seed = 0;  // kRandom: see gemm/random_fill.h
+  // kHost from stored matrices: their handles joined by ',' (CacheKey), so
+  // that an engine may keep a device copy of them; empty for inline bytes.
+  std::string cache_key;
 };
 
 struct GemmJob {
@@ -83,6 +86,9 @@ struct DeviceMemory {
   uint64_t total_bytes = 0;  // the device's memory
   uint64_t pool_bytes = 0;   // reserved by the engine's pool
   uint64_t used_bytes = 0;   // in use by requests now
+  // Stored matrices' device copies (engine/device_matrix_cache.h).
+  uint64_t cache_bytes = 0, cache_budget_bytes = 0;
+  uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
 };
 
 struct GemmReport {
@@ -125,6 +131,10 @@ class Engine {
 
   // Device memory, for the metrics; zeros where the engine keeps none.
   virtual DeviceMemory memory(int) const { return {}; }
+
+  // The stored matrix `handle` was deleted: copies the engine keeps of it
+  // (OperandView::cache_key) go.
+  virtual void ForgetMatrix(const std::string& handle) { (void)handle; }
 };
 
 // The engines hand dimensions to BLAS and CUDA APIs that take 32-bit ints:

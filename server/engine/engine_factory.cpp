@@ -19,6 +19,7 @@ absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineO
   copts.keep_warm_ms = options.keep_warm_ms;
   copts.plan_vendor_kernels = options.plan_vendor_kernels;
   copts.reserved_pool_bytes = options.reserved_pool_bytes;
+  copts.device_cache_bytes = options.device_cache_bytes;
   auto cuda = CudaEngine::Create(copts);
   if (cuda.ok()) {
     const size_t n = (*cuda)->devices().size();

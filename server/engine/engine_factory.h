@@ -5,6 +5,7 @@
 #include <absl/status/statusor.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
@@ -23,6 +24,7 @@ struct EngineOptions {
   uint32_t keep_warm_ms = 0;        // CUDA: a tiny kernel after this long idle; 0 = never
   bool plan_vendor_kernels = false;  // CUDA: cuBLAS's kernels loaded at start-up (gemm/vendor_plan.h)
   uint64_t reserved_pool_bytes = 0;  // CUDA: device memory mapped into each GPU's pool at start-up
+  std::optional<uint64_t> device_cache_bytes;  // CUDA: stored matrices kept per GPU; nullopt: half the free memory
 };
 
 absl::StatusOr<EngineChoice> CreateEngine(const std::string& name, const EngineOptions& options);

@@ -100,6 +100,23 @@ Metrics::Metrics()
                               .Name("gemm_device_memory_used_bytes")
                               .Help("Device memory of the pool in use by requests")
                               .Register(*registry_)),
+      device_cache_bytes_(BuildGauge()
+                              .Name("gemm_device_cache_bytes")
+                              .Help("Device memory holding stored matrices' copies (--device-cache-bytes)")
+                              .Register(*registry_)),
+      device_cache_budget_(BuildGauge()
+                               .Name("gemm_device_cache_budget_bytes")
+                               .Help("The most device memory stored matrices' copies may hold")
+                               .Register(*registry_)),
+      device_cache_lookups_(BuildCounter()
+                                .Name("gemm_device_cache_lookups_total")
+                                .Help("Stored operands of big requests looked up among the device's copies: "
+                                      "result=hit (no upload) or miss")
+                                .Register(*registry_)),
+      device_cache_evictions_(BuildCounter()
+                                  .Name("gemm_device_cache_evictions_total")
+                                  .Help("Device copies of stored matrices dropped to make room")
+                                  .Register(*registry_)),
       in_flight_(BuildGauge()
                      .Name("gemm_requests_in_flight")
                      .Help("Multiply requests received and not yet answered")
@@ -185,8 +202,16 @@ void Metrics::RecordGemm(int step, const std::string& device, double kernel_seco
 Metrics::DeviceSeries& Metrics::Device(const std::string& device) {
   return device_series_.Get(device, [&] {
     const prometheus::Labels labels{{"device", device}};
-    return DeviceSeries{&queue_depth_.Add(labels), &device_healthy_.Add(labels), &device_memory_total_.Add(labels),
-                        &device_memory_pool_.Add(labels), &device_memory_used_.Add(labels)};
+    return DeviceSeries{&queue_depth_.Add(labels),
+                        &device_healthy_.Add(labels),
+                        &device_memory_total_.Add(labels),
+                        &device_memory_pool_.Add(labels),
+                        &device_memory_used_.Add(labels),
+                        &device_cache_bytes_.Add(labels),
+                        &device_cache_budget_.Add(labels),
+                        &device_cache_lookups_.Add({{"device", device}, {"result", "hit"}}),
+                        &device_cache_lookups_.Add({{"device", device}, {"result", "miss"}}),
+                        &device_cache_evictions_.Add(labels)};
   });
 }
 
@@ -220,6 +245,19 @@ void Metrics::SetDeviceMemory(const std::string& device, uint64_t total, uint64_
   series.memory_total->Set(static_cast<double>(total));
   series.memory_pool->Set(static_cast<double>(pool));
   series.memory_used->Set(static_cast<double>(used));
+}
+
+void Metrics::SetDeviceCache(const std::string& device, uint64_t resident, uint64_t budget, uint64_t hits,
+                             uint64_t misses, uint64_t evictions) {
+  DeviceSeries& series = Device(device);
+  series.cache_bytes->Set(static_cast<double>(resident));
+  series.cache_budget->Set(static_cast<double>(budget));
+  std::lock_guard lock(device_cache_mu_);
+  for (auto [counter, total] : {std::pair{series.cache_hits, hits}, std::pair{series.cache_misses, misses},
+                                std::pair{series.cache_evictions, evictions}}) {
+    const double behind = static_cast<double>(total) - counter->Value();
+    if (behind > 0) counter->Increment(behind);
+  }
 }
 
 void Metrics::AddInFlight(double delta) { in_flight_.Increment(delta); }

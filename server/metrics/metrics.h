@@ -53,6 +53,10 @@ class Metrics {
   void SetQueueDepth(const std::string& device, size_t depth);
   void SetQueueCapacity(uint32_t requests);
   void SetDeviceMemory(const std::string& device, uint64_t total, uint64_t pool, uint64_t used);
+  // Stored matrices' device copies: bytes held and the budget now, and the
+  // engine's running totals of hits, misses and evictions.
+  void SetDeviceCache(const std::string& device, uint64_t resident, uint64_t budget, uint64_t hits, uint64_t misses,
+                      uint64_t evictions);
   void AddInFlight(double delta);
   // Requests recorded so far, and Multiply calls in flight: what the idle
   // memory trimmer watches (process/memory_trimmer.h).
@@ -95,6 +99,8 @@ class Metrics {
   };
   struct DeviceSeries {
     prometheus::Gauge *queue_depth, *healthy, *memory_total, *memory_pool, *memory_used;
+    prometheus::Gauge *cache_bytes, *cache_budget;
+    prometheus::Counter *cache_hits, *cache_misses, *cache_evictions;
   };
   DeviceSeries& Device(const std::string& device);
 
@@ -117,6 +123,11 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& device_memory_total_;
   prometheus::Family<prometheus::Gauge>& device_memory_pool_;
   prometheus::Family<prometheus::Gauge>& device_memory_used_;
+  prometheus::Family<prometheus::Gauge>& device_cache_bytes_;
+  prometheus::Family<prometheus::Gauge>& device_cache_budget_;
+  prometheus::Family<prometheus::Counter>& device_cache_lookups_;
+  prometheus::Family<prometheus::Counter>& device_cache_evictions_;
+  std::mutex device_cache_mu_;  // the counters follow the engine's totals
   prometheus::Gauge& in_flight_;
   std::atomic<uint64_t> requests_recorded_{0};
   prometheus::Gauge& resident_bytes_;

@@ -423,6 +423,62 @@ TEST(CudaEngineGpu, PlannedStepZeroIsVerifiedAndAPlantedFaultIsCaught) {
   EXPECT_FALSE(faulty->verification.passed);
 }
 
+// Stored operands stay on the device (engine/device_matrix_cache.h): the
+// first request fills a copy, the next reads it without an upload, and
+// both match an fp64 reference; with the vendor plan's padded operands, on
+// a ragged shape, as A of one request and B of another; a ladder step reads
+// the same copies; a deleted matrix's copies go.
+TEST(CudaEngineGpu, StoredOperandsKeptOnTheDeviceGiveTheSameDAndGoWhenDeleted) {
+  SKIP_WITHOUT_GPU();
+  CudaEngineOptions o;
+  o.staging_bytes = 4 << 20;
+  o.plan_vendor_kernels = true;
+  auto created = CudaEngine::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto engine = std::move(*created);
+  ASSERT_TRUE(engine->Warmup(0).ok());
+  const int64_t m = 1001, n = 999, k = 1003;  // ragged: the plan pads, D's pitch differs from n
+  const std::string x = RandomHalfBytes(m, k, 61), y = RandomHalfBytes(n, k, 62);
+  const auto want = ReferenceGemm(ToDouble(x), ToDouble(y), m, n, k);
+  const auto want_swapped = ReferenceGemm(ToDouble(y), ToDouble(x), n, m, k);
+  const DeviceMemory before = engine->memory(0);
+  for (int round = 0; round < 2; ++round) {
+    for (int step : {0, 10}) {
+      if (!engine->availability(step, 0).available) continue;
+      std::string d(m * n * 2, '\0');
+      GemmJob job = HostJob(m, n, k, x, y, d);
+      job.step = step;
+      job.a.cache_key = "m-x";
+      job.b.cache_key = "m-y";
+      auto r = engine->Run(0, job);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_TRUE(r->verification.passed) << "round " << round << " step " << step;
+      EXPECT_EQ(CountMismatches(d, want), 0) << "round " << round << " step " << step;
+    }
+    std::string d(n * m * 2, '\0');  // the same copies the other way round
+    GemmJob swapped = HostJob(n, m, k, y, x, d);
+    swapped.a.cache_key = "m-y";
+    swapped.b.cache_key = "m-x";
+    auto r = engine->Run(0, swapped);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(CountMismatches(d, want_swapped), 0) << "round " << round;
+  }
+  const DeviceMemory kept = engine->memory(0);
+  EXPECT_EQ(kept.cache_misses - before.cache_misses, 2u) << "each matrix copied up once";
+  EXPECT_GE(kept.cache_hits - before.cache_hits, 6u);
+  EXPECT_GT(kept.cache_bytes, static_cast<uint64_t>((m + n) * k * 2) - 1);
+  engine->ForgetMatrix("m-x");
+  engine->ForgetMatrix("m-y");
+  EXPECT_EQ(engine->memory(0).cache_bytes, 0u);
+  std::string d(m * n * 2, '\0');
+  GemmJob job = HostJob(m, n, k, x, y, d);
+  job.a.cache_key = "m-x";
+  auto r = engine->Run(0, job);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(engine->memory(0).cache_misses - kept.cache_misses, 1u) << "a deleted matrix is copied again";
+  EXPECT_EQ(CountMismatches(d, want), 0);
+}
+
 // ---------------------------------------------------------- over gRPC
 
 class GpuServerTest : public ServerFixture {

@@ -470,3 +470,51 @@ def verification_cost(lab):
             lab.note(f"verification cost, {build:12s} {size}^3 step {step:>2}, median of {len(runs)}: kernel "
                      f"{kernel:.3f} ms, verify {verify:.3f} ms (x{verify / kernel:.2f} the kernel), compute phase "
                      f"{compute:.3f} ms; reference {runs[0]['verification']['reference']}")
+
+
+def random_halves(path, elements, seed):
+    """A raw fp16 file of `elements` values in (-1, 1): random bits with the
+    exponent capped (no zeros-only data, no Inf or NaN)."""
+    import random
+    rng = random.Random(seed)
+    bits = rng.getrandbits(16 * elements).to_bytes(2 * elements, "little")
+    mask = (0xBBFF).to_bytes(2, "little") * elements  # sign, exponent below 15, mantissa
+    path.write_bytes((int.from_bytes(bits, "little") & int.from_bytes(mask, "little")).to_bytes(2 * elements, "little"))
+
+
+def device_cache(lab):
+    """Multiply by handles stored once, again and again, as a model server
+    multiplies by its weights: step 10, unverified, the server's total
+    against the kernel. A bundle with bin/gemmd-before measures it too."""
+    builds = ["gemmd"] + (["gemmd-before"] if lab.has_tool("gemmd-before") else [])
+    for size in (4096, 8192):
+        for name in ("a", "b"):
+            random_halves(lab.work / f"{name}{size}.bin", size * size, size + ord(name))
+    for build in builds:
+        with lab.gemmd(f"cache_{build}", "--max-message-bytes", "256M", binary=build) as server:
+            for size in (4096, 8192):
+                handles = []
+                for name in ("a", "b"):
+                    path = lab.work / f"{name}{size}.bin"
+                    out = lab.text([lab.tool("gemm-client"), "--target", server.target, "upload", "--rows", size,
+                                    "--cols", size, "--file", path, "--label", f"{name} {size}"])
+                    handles.append(out.strip().splitlines()[-1] if out.strip() else "")
+                name = f"cache_{build}_{size}.json"
+                for _ in range(8):
+                    lab.client("run", "--m", size, "--n", size, "--k", size, "--step", "10", "--no-verify",
+                               "--a-handle", handles[0], "--b-handle", handles[1], "--json", out=name, append=True)
+                runs = docs(lab, name)[1:]  # the first fills the device's copies
+                if not runs:
+                    lab.note(f"by stored handles, {build} {size}^3: no reply (see {name})")
+                    continue
+                total, kernel = median_by(runs, "totalSeconds") * 1e3, median_by(runs, "kernelSeconds") * 1e3
+                phases = " ".join(f"{p} {median_by(runs, p + 'Seconds') * 1e3:.3f}"
+                                  for p in ("prepare", "queue", "upload", "compute", "download", "reply"))
+                lab.note(f"by stored handles, {build:12s} {size}^3 step 10, median of {len(runs)} after the first: "
+                         f"server total {total:.2f} ms, kernel {kernel:.3f} ms: total x{total / kernel:.2f} the "
+                         f"kernel; phases (ms) {phases}")
+            samples = readers.metric_samples(server.metrics())
+            lookups = {l.get("result"): v for n, l, v in samples if n == "gemm_device_cache_lookups_total"}
+            if lookups:
+                lab.note(f"  {build}: device cache lookups {lookups}, "
+                         f"{readers.metric_sum(samples, 'gemm_device_cache_bytes') / 2**20:.0f} MiB held")

@@ -32,9 +32,17 @@ class FakeEngine final : public Engine {
   bool healthy(int device) const override { return healthy_[device]; }
   absl::Status Warmup(int) override { return absl::OkStatus(); }
   absl::StatusOr<GemmReport> Run(int, const GemmJob&) override { return GemmReport{}; }
+  uint64_t HeldBytes(int device, const std::vector<std::string>& keys) const override {
+    uint64_t bytes = 0;
+    for (const auto& key : keys) {
+      if (auto it = held_.find({device, key}); it != held_.end()) bytes += it->second;
+    }
+    return bytes;
+  }
 
   std::vector<bool> healthy_;
   std::vector<int> no_step_;
+  std::map<std::pair<int, std::string>, uint64_t> held_;  // (device, key): bytes held
 };
 
 TEST(Dispatcher, RunOnEveryWorkerRunsOnceOnEachWorkerOfEachHealthyDevice) {
@@ -220,6 +228,57 @@ TEST(Dispatcher, ANewTaskStartsOnAnIdleDeviceNotBehindARunningOne) {
   release.count_down();
   ASSERT_TRUE(in_time) << "the task waited behind the running one";
   EXPECT_NE(started.get(), busy);
+}
+
+// A task goes where its stored operands already are, even behind work,
+// until that device's work exceeds the other's by more than the copy of
+// those bytes would cost; tasks with nothing held anywhere spread as before.
+TEST(Dispatcher, ATaskGoesWhereItsOperandsAreUnlessThatDeviceIsBehindByMoreThanTheCopy) {
+  FakeEngine engine(2);
+  engine.held_[{1, "m-weights"}] = 1000;  // bytes on device 1
+  DispatcherOptions o;
+  o.queue_capacity = 100;
+  o.copy_flops_per_byte = 10;  // the 1000 bytes held are worth 10,000 FLOPs of device 1's time
+  Dispatcher d(engine, o);
+  std::latch release(1);
+  std::mutex mu;
+  std::vector<std::pair<std::string, int>> ran;  // (name, device) as they ran
+  std::latch blockers_running(2);
+  auto submit = [&](std::string name, double work, std::vector<std::string> keys, bool block) {
+    Dispatcher::Task t;
+    t.work = work;
+    t.operand_keys = std::move(keys);
+    t.run = [&, name, block](int device) {
+      if (block) {
+        blockers_running.count_down();
+        release.wait();
+      }
+      std::lock_guard lock(mu);
+      ran.emplace_back(name, device);
+    };
+    return d.Submit(std::move(t));
+  };
+  // Both devices busy: device 0 with 1,000 FLOPs, device 1 with 6,000.
+  ASSERT_TRUE(submit("busy 0", 1000, {}, true).ok());
+  ASSERT_TRUE(submit("busy 1", 6000, {}, true).ok());
+  blockers_running.wait();
+  std::map<std::string, int> where;
+  // 6,000 - 10,000 < 1,000: device 1, behind by 5,000 but holding the weights.
+  ASSERT_TRUE(submit("by weights", 2000, {"m-weights", "m-other"}, false).ok());
+  // Now device 1 has 8,000 queued and running: 8,000 - 10,000 < 1,000 still.
+  ASSERT_TRUE(submit("by weights again", 4000, {"m-weights"}, false).ok());
+  // 12,000 - 10,000 > 1,000: behind by more than the copy saves: device 0.
+  ASSERT_TRUE(submit("by weights, too far behind", 1, {"m-weights"}, false).ok());
+  // Nothing held anywhere: the least work, device 0 (1,001 against 12,000).
+  ASSERT_TRUE(submit("inline", 1, {"m-nowhere"}, false).ok());
+  release.count_down();
+  d.Shutdown();
+  for (const auto& [name, device] : ran) where[name] = device;
+  EXPECT_EQ(where["busy 1"], 1);
+  EXPECT_EQ(where["by weights"], 1);
+  EXPECT_EQ(where["by weights again"], 1);
+  EXPECT_EQ(where["by weights, too far behind"], 0);
+  EXPECT_EQ(where["inline"], 0);
 }
 
 // Tasks queued on a device that leaves service go to a healthy device

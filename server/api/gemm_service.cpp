@@ -247,6 +247,9 @@ void GemmService::Multiply(QueuedCall* queued) {
   task.step = job.step;
   task.work = 2.0 * job.m * job.n * job.k;
   task.run = [this, call](int device) { RunMultiplies({call}, device); };
+  for (const OperandView* op : {&job.a, &job.b}) {
+    if (!op->cache_key.empty()) task.operand_keys.push_back(op->cache_key);
+  }
   call->batch_key = task.batch_key = BatchKey(job, options_.batching);
   if (task.batch_key != 0) {
     task.payload = call;

@@ -257,6 +257,10 @@ void CudaEngine::ForgetMatrix(const std::string& handle) {
   for (auto& dev : devices_) dev->cache->Forget(handle);
 }
 
+uint64_t CudaEngine::HeldBytes(int device, const std::vector<std::string>& keys) const {
+  return devices_[device]->cache->ReadyBytes(keys);
+}
+
 std::string CudaEngine::SelfTestStep(int device, int step) {
   // Small and ragged shapes against cuBLAS, D poisoned (Run verifies). The
   // long-K one makes step 10 on an H100 or H200 split K (seven ranges). The

@@ -58,6 +58,7 @@ class CudaEngine final : public Engine {
   std::vector<absl::StatusOr<GemmReport>> RunBatch(int device, const std::vector<const GemmJob*>& jobs) override;
   DeviceMemory memory(int device) const override;
   void ForgetMatrix(const std::string& handle) override;
+  uint64_t HeldBytes(int device, const std::vector<std::string>& keys) const override;
   // Keep-warm kernels launched on `device` so far (CudaEngineOptions::keep_warm_ms).
   uint64_t keep_warm_launches(int device) const;
 

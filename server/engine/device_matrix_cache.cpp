@@ -136,6 +136,15 @@ void DeviceMatrixCache::Forget(const std::string& handle) {
   }
 }
 
+uint64_t DeviceMatrixCache::ReadyBytes(const std::vector<std::string>& keys) const {
+  std::lock_guard lock(mu_);
+  uint64_t bytes = 0;
+  for (const std::string& key : keys) {
+    if (auto found = by_key_.find(key); found != by_key_.end() && found->second->ready) bytes += found->second->bytes;
+  }
+  return bytes;
+}
+
 DeviceCacheStats DeviceMatrixCache::stats() const {
   std::lock_guard lock(mu_);
   return stats_;

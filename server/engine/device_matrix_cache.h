@@ -77,6 +77,9 @@ class DeviceMatrixCache {
   // A key names the handles it was made of, joined by ','.
   void Forget(const std::string& handle);
 
+  // The bytes of the ready copies among `keys`.
+  uint64_t ReadyBytes(const std::vector<std::string>& keys) const;
+
   DeviceCacheStats stats() const;
   uint64_t budget_bytes() const { return budget_; }
 

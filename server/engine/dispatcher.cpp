@@ -30,22 +30,39 @@ Dispatcher::Dispatcher(Engine& engine, DispatcherOptions options)
 
 Dispatcher::~Dispatcher() { Shutdown(); }
 
-Dispatcher::Choice Dispatcher::Choose(int step, int except) const {
+Dispatcher::Choice Dispatcher::Choose(const Task& task, int except) const {
+  struct Candidate {
+    int device;
+    bool idle;
+    double load, held;
+  };
   Choice choice;
-  bool best_idle = false;
-  double least = std::numeric_limits<double>::infinity();
+  std::vector<Candidate> candidates;
+  bool any_held = false;
   for (size_t d = 0; d < devices_.size(); ++d) {
     const int di = static_cast<int>(d);
     if (di == except || !engine_.healthy(di)) continue;
     choice.any_healthy = true;
-    if (!engine_.availability(step, di).available) continue;
+    if (!engine_.availability(task.step, di).available) continue;
     const Device& dev = *devices_[d];
-    const bool idle = dev.has_idle_worker();
-    const double load = dev.queued_work + dev.running_work;
-    if ((idle && !best_idle) || (idle == best_idle && load < least)) {
-      best_idle = idle;
-      least = load;
-      choice.device = di;
+    const double held = task.operand_keys.empty() ? 0.0 : static_cast<double>(engine_.HeldBytes(di, task.operand_keys));
+    candidates.push_back({di, dev.has_idle_worker(), dev.queued_work + dev.running_work, held});
+    any_held = any_held || held > 0;
+  }
+  bool best_idle = false;
+  double least = std::numeric_limits<double>::infinity();
+  for (const Candidate& c : candidates) {
+    if (any_held) {  // the work it has, less the copies it saves; idle breaks ties
+      const double score = c.load - c.held * options_.copy_flops_per_byte;
+      if (score < least || (score == least && c.idle && !best_idle)) {
+        least = score;
+        best_idle = c.idle;
+        choice.device = c.device;
+      }
+    } else if ((c.idle && !best_idle) || (c.idle == best_idle && c.load < least)) {
+      best_idle = c.idle;
+      least = c.load;
+      choice.device = c.device;
     }
   }
   return choice;
@@ -99,7 +116,7 @@ absl::Status Dispatcher::Submit(Task task) {
     return absl::ResourceExhaustedError("the server's queue is full (" + std::to_string(options_.queue_capacity) +
                                         " requests waiting); retry later");
   }
-  const Choice choice = Choose(task.step, -1);
+  const Choice choice = Choose(task, -1);
   // Every device lost is this server's state, not the request's fault: a
   // client may retry elsewhere. A step no healthy device offers is.
   if (!choice.any_healthy) {
@@ -188,7 +205,7 @@ void Dispatcher::WorkerLoop(int device) {
     if (!engine_.healthy(device)) {
       // The device left service while this task waited: a healthy one
       // takes it. With none left, it runs here and fails fast as UNAVAILABLE.
-      if (const Choice other = Choose(task.step, device); other.device >= 0) {
+      if (const Choice other = Choose(task, device); other.device >= 0) {
         Enqueue(other.device, std::move(task));
         continue;
       }

@@ -1,7 +1,10 @@
 // Spreads work over an engine's devices: one bounded FIFO per device, a few
 // worker threads per device, each task to a healthy device that can run its
 // step: one with an idle worker first, else the one with the least work
-// (queued and running, in FLOPs). A task queued on a device that has left
+// (queued and running, in FLOPs). A task whose stored operands a device
+// already holds (Engine::HeldBytes) goes there instead, unless that
+// device's work exceeds another's by more than copying the held bytes
+// would cost (DispatcherOptions::copy_flops_per_byte). A task queued on a device that has left
 // service moves to a healthy one when its turn comes. Tasks that share a
 // batch key may run as one: the worker that takes one takes the others of
 // its key queued on that device too (up to max_batch, waiting up to
@@ -19,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -40,6 +44,10 @@ struct DispatcherOptions {
   // queued before them, within the first kBatchScan of the queue.
   size_t max_batch = 1;
   std::chrono::microseconds batch_window{0};
+  // What a byte of operand already on a device saves, in FLOPs of the
+  // device's time: about 20 GB/s of host-to-device copy against about 500
+  // TFLOP/s of GEMM (an H100 or H200 serving through gemmd).
+  double copy_flops_per_byte = 500e12 / 20e9;
 };
 
 class Dispatcher {
@@ -54,6 +62,8 @@ class Dispatcher {
     uint64_t batch_key = 0;
     std::function<void(int, std::vector<Task>&)> run_batch;
     std::shared_ptr<void> payload;
+    // The stored operands' keys (OperandView::cache_key), for affinity.
+    std::vector<std::string> operand_keys;
   };
   // How far down a device's queue a worker looks for tasks of its key.
   static constexpr size_t kBatchScan = 256;
@@ -96,8 +106,8 @@ class Dispatcher {
     int device = -1;
     bool any_healthy = false;
   };
-  // The device for a task of `step`, under mu_; `except` is left out.
-  Choice Choose(int step, int except) const;
+  // The device for `task`, under mu_; `except` is left out.
+  Choice Choose(const Task& task, int except) const;
   void Enqueue(int device, Task task);  // under mu_
   // Takes queue[index] off `device`'s queue with its accounting, under mu_.
   Task Take(int device, size_t index);

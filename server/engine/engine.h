@@ -135,6 +135,13 @@ class Engine {
   // The stored matrix `handle` was deleted: copies the engine keeps of it
   // (OperandView::cache_key) go.
   virtual void ForgetMatrix(const std::string& handle) { (void)handle; }
+  // The bytes of these operands (cache keys) `device` holds ready to read:
+  // the dispatcher sends a request where its operands already are.
+  virtual uint64_t HeldBytes(int device, const std::vector<std::string>& keys) const {
+    (void)device;
+    (void)keys;
+    return 0;
+  }
 };
 
 // The engines hand dimensions to BLAS and CUDA APIs that take 32-bit ints:

@@ -30,8 +30,9 @@ PURPOSES = {
                        "and ncu parts",
     "device_cache": "the GPU harness's tests, verify and cache parts: Multiply by stored handles with the matrices "
                     "kept on the device, beside the build before; the verification cost again",
-    "verification_cost": "the GPU harness's verify part: VERIFICATION_FULL's time beside the kernel's, this build "
-                         "and the one before the comparison's block reduction",
+    "lanes": "the GPU harness's lanes part: delivered TFLOPS with 1, 2 and 3 worker lanes per device",
+    "verification_cost": "the GPU harness's verify part: VERIFICATION_FULL's time and delivered TFLOPS beside the "
+                         "kernel's, this build and the one before the verification changes",
     "harness_service": "the GPU harness's service, tiny (one round), firsttouch and soak (30 s) parts",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",
     "soak_sass_sanitize": "the GPU harness's soak, sass and sanitize parts",

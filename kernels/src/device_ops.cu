@@ -20,29 +20,47 @@ __device__ inline uint64_t PitchedOffset(uint64_t i, uint64_t cols, uint64_t ld)
   return ld == cols ? i : i / cols * ld + i % cols;
 }
 
-__global__ void FillRandomKernel(__half* dst, uint64_t count, uint64_t cols, uint64_t ld, uint64_t seed,
-                                 OperandId operand) {
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < count; i += uint64_t{gridDim.x} * blockDim.x) {
-    dst[PitchedOffset(i, cols, ld)] = __float2half_rn(RandomValue(seed, operand, i));
-  }
-}
-
+// Element i of a generated matrix at its place, eight at a time where rows
+// allow (one 16-byte store, the operand's stream mixed once per thread):
+// generating A and B for 4096³ ran one element and two 64-bit mixes per
+// thread with 2-byte stores.
 struct FillArgs {
   __half* dst;
   uint64_t count, cols, ld, seed;
   OperandId operand;
+  bool vectors;  // rows start on 16 bytes and hold multiples of eight elements
 };
 struct FillList {
   FillArgs matrices[kMaxRandomMatrices];
 };
 
-// blockIdx.y picks the matrix; its blocks stride over it as FillRandomKernel's do.
-__global__ void FillRandomListKernel(const __grid_constant__ FillList list) {
-  const FillArgs& f = list.matrices[blockIdx.y];
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < f.count; i += uint64_t{gridDim.x} * blockDim.x) {
-    f.dst[PitchedOffset(i, f.cols, f.ld)] = __float2half_rn(RandomValue(f.seed, f.operand, i));
+__device__ void FillOne(const FillArgs& f) {
+  const uint64_t stream = RandomStream(f.seed, f.operand);
+  const uint64_t first = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x, step = uint64_t{gridDim.x} * blockDim.x;
+  if (f.vectors) {
+    const uint64_t row_vectors = f.cols / 8;
+    for (uint64_t v = first; v < f.count / 8; v += step) {
+      const uint64_t i = v * 8;
+      const uint64_t at = f.ld == f.cols ? i : v / row_vectors * f.ld + v % row_vectors * 8;
+      uint4 packed;
+      __half2* h = reinterpret_cast<__half2*>(&packed);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        h[j] = __floats2half2_rn(RandomValueIn(stream, i + 2 * j), RandomValueIn(stream, i + 2 * j + 1));
+      }
+      *reinterpret_cast<uint4*>(f.dst + at) = packed;
+    }
+  } else {
+    for (uint64_t i = first; i < f.count; i += step) {
+      f.dst[PitchedOffset(i, f.cols, f.ld)] = __float2half_rn(RandomValueIn(stream, i));
+    }
   }
 }
+
+__global__ void FillRandomKernel(const FillArgs f) { FillOne(f); }
+
+// blockIdx.y picks the matrix; its blocks stride over it as FillRandomKernel's do.
+__global__ void FillRandomListKernel(const __grid_constant__ FillList list) { FillOne(list.matrices[blockIdx.y]); }
 
 // The checks reduce in each block and publish with one atomic per field:
 // an atomic per warp on one address serialized in L2, and at 4096² (524,288
@@ -308,7 +326,8 @@ cudaError_t MaxRowNorms(const __half* a, int64_t a_rows, int64_t lda, const __ha
 
 cudaError_t FillRandom(__half* dst, uint64_t count, uint64_t seed, OperandId operand, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
-  FillRandomKernel<<<Blocks(count), kThreads, 0, stream>>>(dst, count, count, count, seed, operand);
+  const FillArgs f{dst, count, count, count, seed, operand, Vectorizable(count, count, {dst})};
+  FillRandomKernel<<<Blocks(f.vectors ? count / 8 : count), kThreads, 0, stream>>>(f);
   return cudaGetLastError();
 }
 
@@ -317,7 +336,9 @@ cudaError_t FillRandom(__half* dst, int64_t rows, int64_t cols, int64_t ld, uint
   if (rows < 1 || cols < 1) return rows < 0 || cols < 0 ? cudaErrorInvalidValue : cudaSuccess;
   if (ld < cols) return cudaErrorInvalidValue;
   const uint64_t count = static_cast<uint64_t>(rows) * cols;
-  FillRandomKernel<<<Blocks(count), kThreads, 0, stream>>>(dst, count, cols, ld, seed, operand);
+  const FillArgs f{dst, count, static_cast<uint64_t>(cols), static_cast<uint64_t>(ld), seed, operand,
+                   Vectorizable(cols, ld, {dst})};
+  FillRandomKernel<<<Blocks(f.vectors ? count / 8 : count), kThreads, 0, stream>>>(f);
   return cudaGetLastError();
 }
 
@@ -333,8 +354,11 @@ cudaError_t FillRandom(const RandomMatrix* matrices, size_t count, cudaStream_t 
     for (size_t i = first; i < count && i < first + kMaxRandomMatrices; ++i) {
       const RandomMatrix& r = matrices[i];
       const uint64_t elements = static_cast<uint64_t>(r.rows) * static_cast<uint64_t>(r.cols);
-      list.matrices[n++] = {r.dst, elements, static_cast<uint64_t>(r.cols), static_cast<uint64_t>(r.ld), r.seed, r.operand};
-      largest = elements > largest ? elements : largest;
+      const bool vectors = Vectorizable(r.cols, r.ld, {r.dst});
+      list.matrices[n++] = {r.dst, elements, static_cast<uint64_t>(r.cols), static_cast<uint64_t>(r.ld),
+                            r.seed, r.operand, vectors};
+      const uint64_t threads = vectors ? elements / 8 : elements;  // each thread's first write
+      largest = threads > largest ? threads : largest;
     }
     if (largest == 0) continue;
     FillRandomListKernel<<<dim3(Blocks(largest), n), kThreads, 0, stream>>>(list);

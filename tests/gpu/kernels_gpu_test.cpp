@@ -401,6 +401,39 @@ TEST_F(KernelsGpuTest, TheVectorAndElementPathsOfTheChecksFindTheSameFaults) {
   }
 }
 
+// Generation eight elements at a time (rows of multiples of eight at a
+// 16-byte pitch) writes the documented values and never the gaps, one
+// matrix or two in one launch, beside a matrix the element path writes.
+TEST_F(KernelsGpuTest, GeneratedMatricesHoldTheDocumentedValuesOnBothWritePaths) {
+  const int64_t rows = 33, cols = 64, ld = 72, odd_cols = 61;
+  __half *x = nullptr, *y = nullptr;
+  ASSERT_CUDA(cudaMalloc(&x, rows * ld * 2));
+  ASSERT_CUDA(cudaMalloc(&y, rows * ld * 2));
+  ASSERT_CUDA(gemm::Poison(x, rows * ld, stream_));
+  ASSERT_CUDA(gemm::Poison(y, rows * ld, stream_));
+  const gemm::RandomMatrix both[2] = {{x, rows, cols, ld, 21, gemm::OperandId::kA},
+                                      {y, rows, odd_cols, ld, 22, gemm::OperandId::kB}};
+  ASSERT_CUDA(gemm::FillRandom(both, 2, stream_));
+  for (auto [p, c, seed, id] : {std::tuple{x, cols, 21, gemm::OperandId::kA},
+                                std::tuple{y, odd_cols, 22, gemm::OperandId::kB}}) {
+    std::vector<uint16_t> host(rows * ld);
+    ASSERT_CUDA(cudaMemcpyAsync(host.data(), p, host.size() * 2, cudaMemcpyDeviceToHost, stream_));
+    ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t col = 0; col < ld; ++col) {
+        if (col < c) {
+          ASSERT_EQ(gemm::HalfToFloat(host[r * ld + col]), gemm::RandomValue(seed, id, r * c + col))
+              << r << ", " << col;
+        } else {
+          ASSERT_EQ(host[r * ld + col], 0xFFFF) << "a gap was written at " << r << ", " << col;
+        }
+      }
+    }
+  }
+  cudaFree(x);
+  cudaFree(y);
+}
+
 TEST_F(KernelsGpuTest, PitchedFillCompareAndReferenceSkipTheGaps) {
   const int64_t rows = 301, cols = 77, ld = 80, k = 77;
   __half *x = nullptr, *y = nullptr, *b = nullptr;

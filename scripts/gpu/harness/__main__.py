@@ -19,7 +19,7 @@ from pathlib import Path
 from . import kernel_parts, service_part, startup_parts, transport_parts
 from .lab import Lab
 
-PARTS_IN_ORDER = ("diagnose", "tests", "service", "verify", "cache", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "accuracy",
+PARTS_IN_ORDER = ("diagnose", "tests", "service", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "accuracy",
                   "sweep", "sass", "sanitize", "ncu")
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
 KEPT = ("summary.txt", "bench.csv", "bench.md")
@@ -72,7 +72,8 @@ def main():
     runs = {"diagnose": lambda: kernel_parts.diagnose(lab, compute_major), "tests": lambda: kernel_parts.tests(lab),
             "service": lambda: service_part.service(lab, gpus),
             "verify": lambda: service_part.verification_cost(lab),
-            "cache": lambda: service_part.device_cache(lab), "tiny": lambda: transport_parts.tiny(lab),
+            "cache": lambda: service_part.device_cache(lab),
+            "lanes": lambda: service_part.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
             "grpcfloor": lambda: transport_parts.grpcfloor(lab), "firsttouch": lambda: startup_parts.firsttouch(lab),
             "soak": lambda: startup_parts.soak(lab), "bench": lambda: kernel_parts.bench(lab),
             "accuracy": lambda: kernel_parts.accuracy(lab), "sweep": lambda: kernel_parts.sweep(lab),

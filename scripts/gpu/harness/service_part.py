@@ -518,3 +518,33 @@ def device_cache(lab):
             if lookups:
                 lab.note(f"  {build}: device cache lookups {lookups}, "
                          f"{readers.metric_sum(samples, 'gemm_device_cache_bytes') / 2**20:.0f} MiB held")
+
+
+def lanes(lab):
+    """Delivered TFLOPS by worker lanes per device (--workers): with two or
+    more, one lane's inputs are generated and its D copied while another's
+    GEMM runs (GEMMs still one at a time: the device's compute lock). Step
+    10, server-generated inputs, 8 in flight, verified and not, beside
+    gemm-bench's step 10 in the same call; the replies' median kernel time
+    shows what the overlap costs the GEMM itself."""
+    lab.run(["gemm-bench", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10", "--iters", "30",
+             "--csv", lab.out / "lanes_capacity.csv"], out="lanes_capacity.log", timeout=120)
+    try:
+        capacity = {int(r["m"]): float(r["tflops"]) for r in csv.DictReader(open(lab.out / "lanes_capacity.csv"))
+                    if r["step"] == "10"}
+    except OSError:
+        capacity = {}
+    for workers in (1, 2, 3):
+        with lab.gemmd(f"lanes_{workers}", "--workers", workers):
+            for size in (4096, 8192):
+                for verify in ("", "--verify"):
+                    name = f"lanes_{workers}_{size}{verify}"
+                    lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency", "8",
+                               "--duration", "3", *([verify] if verify else []), "--json", lab.out / f"{name}.json",
+                               out=f"{name}.txt")
+                    row = bench_row(lab, name)
+                    tflops = row["rate"] * 2 * size ** 3 / 1e12
+                    cap = capacity.get(size, 0.0)
+                    lab.note(f"lanes {workers}, {size}^3 step 10, 8 in flight, "
+                             f"{'verified' if verify else 'unverified'}: {tflops:.0f} TFLOPS, x{tflops / cap if cap else 0:.2f}"
+                             f" of gemm-bench's {cap:.0f}; kernel median {row.get('kernel_median_ms', 0):.3f} ms")

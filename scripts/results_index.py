@@ -30,6 +30,8 @@ PURPOSES = {
                        "and ncu parts",
     "device_cache": "the GPU harness's tests, verify and cache parts: Multiply by stored handles with the matrices "
                     "kept on the device, beside the build before; the verification cost again",
+    "tiny_now_and_before": "the GPU harness's tiny part, this build and the one before the verification changes, the "
+                           "device cache and the generator, in turn",
     "lanes": "the GPU harness's lanes part: delivered TFLOPS with 1, 2 and 3 worker lanes per device",
     "verification_cost": "the GPU harness's verify part: VERIFICATION_FULL's time and delivered TFLOPS beside the "
                          "kernel's, this build and the one before the verification changes",

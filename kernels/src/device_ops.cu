@@ -208,6 +208,13 @@ bool Vectorizable(uint64_t cols, uint64_t ld, std::initializer_list<const void*>
   return true;
 }
 
+// Whether a generated matrix of `count` elements is written eight at a
+// time: only when that still gives every SM threads to spare, since a small
+// one (a 64³ request's) is done sooner by a thread per element.
+bool FillsInVectors(uint64_t count, uint64_t cols, uint64_t ld, const void* dst) {
+  return count / 8 >= uint64_t{kReduceBlocks} * kThreads && Vectorizable(cols, ld, {dst});
+}
+
 // 128×128 tiles of D per 256-thread block, 8×8 per thread, K in slices of
 // 16 staged through shared memory in the accumulator's type (fp32, or fp64
 // for the exact reference). Out-of-range rows and columns load zeros and
@@ -326,7 +333,7 @@ cudaError_t MaxRowNorms(const __half* a, int64_t a_rows, int64_t lda, const __ha
 
 cudaError_t FillRandom(__half* dst, uint64_t count, uint64_t seed, OperandId operand, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
-  const FillArgs f{dst, count, count, count, seed, operand, Vectorizable(count, count, {dst})};
+  const FillArgs f{dst, count, count, count, seed, operand, FillsInVectors(count, count, count, dst)};
   FillRandomKernel<<<Blocks(f.vectors ? count / 8 : count), kThreads, 0, stream>>>(f);
   return cudaGetLastError();
 }
@@ -337,7 +344,7 @@ cudaError_t FillRandom(__half* dst, int64_t rows, int64_t cols, int64_t ld, uint
   if (ld < cols) return cudaErrorInvalidValue;
   const uint64_t count = static_cast<uint64_t>(rows) * cols;
   const FillArgs f{dst, count, static_cast<uint64_t>(cols), static_cast<uint64_t>(ld), seed, operand,
-                   Vectorizable(cols, ld, {dst})};
+                   FillsInVectors(count, cols, ld, dst)};
   FillRandomKernel<<<Blocks(f.vectors ? count / 8 : count), kThreads, 0, stream>>>(f);
   return cudaGetLastError();
 }
@@ -354,7 +361,7 @@ cudaError_t FillRandom(const RandomMatrix* matrices, size_t count, cudaStream_t 
     for (size_t i = first; i < count && i < first + kMaxRandomMatrices; ++i) {
       const RandomMatrix& r = matrices[i];
       const uint64_t elements = static_cast<uint64_t>(r.rows) * static_cast<uint64_t>(r.cols);
-      const bool vectors = Vectorizable(r.cols, r.ld, {r.dst});
+      const bool vectors = FillsInVectors(elements, r.cols, r.ld, r.dst);
       list.matrices[n++] = {r.dst, elements, static_cast<uint64_t>(r.cols), static_cast<uint64_t>(r.ld),
                             r.seed, r.operand, vectors};
       const uint64_t threads = vectors ? elements / 8 : elements;  // each thread's first write

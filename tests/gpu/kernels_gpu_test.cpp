@@ -401,11 +401,11 @@ TEST_F(KernelsGpuTest, TheVectorAndElementPathsOfTheChecksFindTheSameFaults) {
   }
 }
 
-// Generation eight elements at a time (rows of multiples of eight at a
-// 16-byte pitch) writes the documented values and never the gaps, one
-// matrix or two in one launch, beside a matrix the element path writes.
+// Generation eight elements at a time (big enough, rows of multiples of
+// eight at a 16-byte pitch) writes the documented values and never the
+// gaps, two matrices in one launch, beside one the element path writes.
 TEST_F(KernelsGpuTest, GeneratedMatricesHoldTheDocumentedValuesOnBothWritePaths) {
-  const int64_t rows = 33, cols = 64, ld = 72, odd_cols = 61;
+  const int64_t rows = 2049, cols = 1024, ld = 1032, odd_cols = 1021;  // 2,098,176 elements: written in vectors
   __half *x = nullptr, *y = nullptr;
   ASSERT_CUDA(cudaMalloc(&x, rows * ld * 2));
   ASSERT_CUDA(cudaMalloc(&y, rows * ld * 2));

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <array>
 #include <random>
 #include <thread>
 
@@ -116,6 +117,34 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
     req.set_output(gemm::v1::OUTPUT_INLINE);
   }
 
+  // --stored: each pair's A and B uploaded once, in the server's memory only.
+  std::vector<std::array<std::string, 2>> stored(args.stored ? combos.size() : 0);
+  const auto delete_stored = [&] {
+    for (const auto& pair : stored) {
+      for (const auto& handle : pair) {
+        if (!handle.empty()) client.Delete(handle);
+      }
+    }
+  };
+  for (size_t ci = 0; ci < stored.size(); ++ci) {
+    const Combo& c = combos[ci];
+    for (auto [i, rows, operand] : {std::tuple{0, c.m, gemm::OperandId::kA}, std::tuple{1, c.n, gemm::OperandId::kB}}) {
+      gemm::v1::MatrixHeader header;
+      header.set_rows(rows);
+      header.set_cols(c.k);
+      header.set_label(std::string(i == 0 ? "A" : "B") + " of gemm-client bench --stored");
+      header.set_transient(true);
+      gemm::v1::MatrixInfo info;
+      if (auto st = client.Upload(header, GeneratedOperand(rows, c.k, ci + 1, operand), &info); !st.ok()) {
+        delete_stored();
+        std::cerr << "error: upload of " << (i == 0 ? "A" : "B") << " for --stored: " << CodeName(st.error_code())
+                  << ": " << st.error_message() << "\n";
+        return 1;
+      }
+      stored[ci][i] = info.handle();
+    }
+  }
+
   // The first connection is the caller's; each further one a channel of its own.
   const auto extra = OwnConnections(client, connections - 1);
   std::vector<GemmClient*> clients{&client};
@@ -193,8 +222,13 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
               if (!take(&i)) return false;
               combo_of[slot] = i % combos.size();
               *req = RequestFor(combos[combo_of[slot]], args);
-              req->mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
-              req->mutable_b()->mutable_random()->set_seed(i + 1);
+              if (args.stored) {
+                req->mutable_a()->set_handle(stored[combo_of[slot]][0]);
+                req->mutable_b()->set_handle(stored[combo_of[slot]][1]);
+              } else {
+                req->mutable_a()->mutable_random()->set_seed(i + 1);  // fresh data every request
+                req->mutable_b()->mutable_random()->set_seed(i + 1);
+              }
               return true;
             },
             [&](size_t slot, const grpc::Status& st, const gemm::v1::MultiplyResponse& resp, double seconds,
@@ -209,6 +243,7 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
   }
   for (auto& t : threads) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  delete_stored();
 
   nlohmann::json rows = nlohmann::json::array();
   size_t total_ok = 0;

@@ -46,6 +46,9 @@ struct BenchArgs {
   // A and B sent in each request and D returned in its reply, as a client
   // with its own data sends them, instead of server-generated inputs.
   bool inline_data = false;
+  // A and B uploaded once per shape and multiplied by handle in every
+  // request, as a model server multiplies by its weights.
+  bool stored = false;
   std::string csv_file, json_file;
 };
 

@@ -117,9 +117,14 @@ int main(int argc, char** argv) {
   dur->excludes(cnt);
   bench->add_option("--repeats", bench_args.repeats, "kernel runs per request")->capture_default_str();
   bench->add_flag("--verify", bench_args.verify, "verify every result (slower)");
-  bench->add_flag("--inline", bench_args.inline_data,
-                  "send A and B in each request and take D back in the reply (the matrices a seed makes, once per shape), "
-                  "instead of server-generated inputs and no D");
+  auto* inline_flag = bench->add_flag(
+      "--inline", bench_args.inline_data,
+      "send A and B in each request and take D back in the reply (the matrices a seed makes, once per shape), "
+      "instead of server-generated inputs and no D");
+  bench->add_flag("--stored", bench_args.stored,
+                  "upload A and B once per shape (the matrices a seed makes) and multiply by their handles in every "
+                  "request, as a model server multiplies by its weights; deleted at the end")
+      ->excludes(inline_flag);
   bench->add_flag("--benchmark", bench_args.benchmark,
                   "each request times as gemm-bench does: L2 flushed and D poisoned before every repeat");
   bench->add_option("--csv", bench_args.csv_file, "write per-(shape, step) results as CSV");

@@ -137,6 +137,14 @@ ok "bench"
 grep -q "total: 20 ok of 20" "$work/bench_inline" || { cat "$work/bench_inline"; fail "bench --inline"; }
 ok "bench --inline"
 
+# --stored: A and B uploaded once per shape, multiplied by handle, deleted at the end.
+"$client" bench --shapes 64x64x64,77x100x50 --steps 0 --concurrency 4 --count 40 --verify --stored >"$work/bench_stored"
+grep -q "total: 40 ok of 40" "$work/bench_stored" || { cat "$work/bench_stored"; fail "bench --stored"; }
+"$client" matrices | grep -q "^0 matrices" || { "$client" matrices; fail "bench --stored left matrices behind"; }
+"$client" bench --stored --inline --count 1 2>"$work/both" && fail "--stored with --inline"
+grep -q "excludes" "$work/both" || { cat "$work/both"; fail "no word of --stored excluding --inline"; }
+ok "bench --stored"
+
 
 # Its connections: one per four requests in flight unless asked, counted as
 # the established TCP connections to the server's port while it runs (gRPC

@@ -419,6 +419,10 @@ def batching(lab):
     lab.note(f"batching on: {count:.0f} launches, mean batch {total / count if count else 0:.1f} requests")
 
 
+# gemm-client bench's input modes for the delivered figures, and their names.
+DELIVERED_MODES = {"": "unverified", "--verify": "verified", "--stored": "by stored handles, unverified"}
+
+
 def verification_cost(lab):
     """What VERIFICATION_FULL costs next to the kernel it checks: steps 0 and
     10 at 4096^3 and 8192^3, requests one at a time with server-generated
@@ -434,13 +438,14 @@ def verification_cost(lab):
                     for _ in range(5):
                         lab.client("run", "--m", size, "--n", size, "--k", size, "--step", step, "--json",
                                    out=f"verify_{build}_{size}_{step}.json", append=True)
-                # Delivered: step 10 at 8 in flight, verified and not.
+                # Delivered: step 10 at 8 in flight, verified and not, and
+                # by stored handles (uploaded once) unverified.
                 for size in (4096, 8192):
-                    for verify in ([], ["--verify"]):
-                        name = f"delivered_{build}_{size}{''.join(verify)}_{round}"
+                    for mode in DELIVERED_MODES:
+                        name = f"delivered_{build}_{size}{mode}_{round}"
                         lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency",
-                                   "8", "--duration", "3", *verify, "--json", lab.out / f"{name}.json",
-                                   out=f"{name}.txt")
+                                   "8", "--duration", "3", *([mode] if mode else []), "--json",
+                                   lab.out / f"{name}.json", out=f"{name}.txt")
     # The kernel's capacity in the same call: gemm-bench's step 10.
     lab.run(["gemm-bench", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10", "--iters", "30",
              "--csv", lab.out / "verify_capacity.csv"], out="verify_capacity.log", timeout=120)
@@ -451,12 +456,12 @@ def verification_cost(lab):
         capacity = {}
     for build in builds:
         for size in (4096, 8192):
-            for verify in ("", "--verify"):
+            for mode in DELIVERED_MODES:
                 # Delivered TFLOPS: requests per second times each one's 2·size³ operations.
-                tflops = [bench_row(lab, f"delivered_{build}_{size}{verify}_{r}")["rate"] * 2 * size ** 3 / 1e12
+                tflops = [bench_row(lab, f"delivered_{build}_{size}{mode}_{r}")["rate"] * 2 * size ** 3 / 1e12
                           for r in (1, 2)]
                 cap = capacity.get(size, 0.0)
-                lab.note(f"delivered, {build:12s} {size}^3 step 10, 8 in flight, {'verified' if verify else 'unverified'}:"
+                lab.note(f"delivered, {build:12s} {size}^3 step 10, 8 in flight, {DELIVERED_MODES[mode]}:"
                          f" {', '.join(f'{t:.0f}' for t in tflops)} TFLOPS in two rounds; gemm-bench step 10 {cap:.0f}:"
                          f" x{statistics.median(tflops) / cap if cap else 0:.2f} of the kernel's capacity")
     for build in builds:

@@ -147,10 +147,17 @@ ok "bench --stored"
 
 
 # Its connections: one per four requests in flight unless asked, counted as
-# the established TCP connections to the server's port while it runs (gRPC
-# opens IPv6 sockets, 127.0.0.1 mapped, so both tables are read).
+# the established TCP connections to the server's port that bench's own
+# sockets hold while it runs (gRPC opens IPv6 sockets, 127.0.0.1 mapped, so
+# both tables are read; gemmd's listener probe connects to the same port).
 port_hex=$(printf '%04X' "${GEMM_TARGET##*:}")
-connections_to_server() { cat /proc/net/tcp /proc/net/tcp6 | awk -v p=":$port_hex" '$3 ~ p"$" && $4 == "01"' | wc -l; }
+connections_to_server() {
+  local inodes
+  inodes=$(for fd in /proc/"$1"/fd/*; do readlink "$fd"; done 2>/dev/null | sed -n 's/^socket:\[\([0-9]*\)\]$/\1/p' |
+    tr '\n' ' ')
+  cat /proc/net/tcp /proc/net/tcp6 |
+    awk -v p=":$port_hex" -v own=" $inodes" '$3 ~ p"$" && $4 == "01" && index(own, " " $10 " ")' | wc -l
+}
 for want in "12 3" "12 1 --connections 1" "1 1"; do
   read -r concurrency expected asked <<<"$want"
   # shellcheck disable=SC2086
@@ -158,7 +165,7 @@ for want in "12 3" "12 1 --connections 1" "1 1"; do
     --json "$work/conns.json" >/dev/null 2>"$work/conns.err" &
   bench_pid=$!
   sleep 1
-  seen=$(connections_to_server)
+  seen=$(connections_to_server "$bench_pid")
   wait "$bench_pid" || fail "bench --concurrency $concurrency $asked: $(cat "$work/conns.err")"
   [[ $seen -eq $expected ]] || fail "bench --concurrency $concurrency $asked held $seen connections, not $expected"
   grep -q "over $expected connection(s)" "$work/conns.err" || fail "bench did not say $expected: $(cat "$work/conns.err")"

@@ -16,7 +16,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from . import kernel_parts, service_part, startup_parts, transport_parts
+from . import capacity_parts, kernel_parts, service_part, startup_parts, transport_parts
 from .lab import Lab
 
 PARTS_IN_ORDER = ("diagnose", "tests", "service", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "accuracy",
@@ -71,9 +71,9 @@ def main():
     lab.note(f"host: kernel {os.uname().release}, {os.cpu_count()} cores")
     runs = {"diagnose": lambda: kernel_parts.diagnose(lab, compute_major), "tests": lambda: kernel_parts.tests(lab),
             "service": lambda: service_part.service(lab, gpus),
-            "verify": lambda: service_part.verification_cost(lab),
-            "cache": lambda: service_part.device_cache(lab),
-            "lanes": lambda: service_part.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
+            "verify": lambda: capacity_parts.verification_cost(lab),
+            "cache": lambda: capacity_parts.device_cache(lab),
+            "lanes": lambda: capacity_parts.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
             "grpcfloor": lambda: transport_parts.grpcfloor(lab), "firsttouch": lambda: startup_parts.firsttouch(lab),
             "soak": lambda: startup_parts.soak(lab), "bench": lambda: kernel_parts.bench(lab),
             "accuracy": lambda: kernel_parts.accuracy(lab), "sweep": lambda: kernel_parts.sweep(lab),

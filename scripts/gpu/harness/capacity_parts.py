@@ -1,0 +1,145 @@
+"""What the GPU's capacity reaches a client as: verification's cost beside
+the kernel's, delivered TFLOPS by input mode and by worker lanes, and
+Multiply by stored handles kept on the device. Each part measures a
+bin/gemmd-before added to the bundle in turn with this build."""
+import csv
+import statistics
+
+from . import readers
+from .service_part import bench_row, docs, median_by
+
+
+# gemm-client bench's input modes for the delivered figures, and their names.
+DELIVERED_MODES = {"": "unverified", "--verify": "verified", "--stored": "by stored handles, unverified"}
+
+
+def verification_cost(lab):
+    """What VERIFICATION_FULL costs next to the kernel it checks: steps 0 and
+    10 at 4096^3 and 8192^3, requests one at a time with server-generated
+    inputs, the medians of the reply's kernel and verify times. A bundle with
+    bin/gemmd-before (an earlier build, added by hand) is measured too, in
+    turn with this one."""
+    builds = ["gemmd"] + (["gemmd-before"] if lab.has_tool("gemmd-before") else [])
+    cases = [(size, step) for size in (4096, 8192) for step in (0, 10)]
+    for round in (1, 2):
+        for build in builds if round == 1 else builds[::-1]:
+            with lab.gemmd(f"verify_{build}_{round}", binary=build):
+                for size, step in cases:
+                    for _ in range(5):
+                        lab.client("run", "--m", size, "--n", size, "--k", size, "--step", step, "--json",
+                                   out=f"verify_{build}_{size}_{step}.json", append=True)
+                # Delivered: step 10 at 8 in flight, verified and not, and
+                # by stored handles (uploaded once) unverified.
+                for size in (4096, 8192):
+                    for mode in DELIVERED_MODES:
+                        name = f"delivered_{build}_{size}{mode}_{round}"
+                        lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency",
+                                   "8", "--duration", "3", *([mode] if mode else []), "--json",
+                                   lab.out / f"{name}.json", out=f"{name}.txt")
+    # The kernel's capacity in the same call: gemm-bench's step 10.
+    lab.run(["gemm-bench", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10", "--iters", "30",
+             "--csv", lab.out / "verify_capacity.csv"], out="verify_capacity.log", timeout=120)
+    try:
+        capacity = {int(r["m"]): float(r["tflops"]) for r in csv.DictReader(open(lab.out / "verify_capacity.csv"))
+                    if r["step"] == "10"}
+    except OSError:
+        capacity = {}
+    for build in builds:
+        for size in (4096, 8192):
+            for mode in DELIVERED_MODES:
+                # Delivered TFLOPS: requests per second times each one's 2·size³ operations.
+                tflops = [bench_row(lab, f"delivered_{build}_{size}{mode}_{r}")["rate"] * 2 * size ** 3 / 1e12
+                          for r in (1, 2)]
+                cap = capacity.get(size, 0.0)
+                lab.note(f"delivered, {build:12s} {size}^3 step 10, 8 in flight, {DELIVERED_MODES[mode]}:"
+                         f" {', '.join(f'{t:.0f}' for t in tflops)} TFLOPS in two rounds; gemm-bench step 10 {cap:.0f}:"
+                         f" x{statistics.median(tflops) / cap if cap else 0:.2f} of the kernel's capacity")
+    for build in builds:
+        for size, step in cases:
+            runs = [d for d in docs(lab, f"verify_{build}_{size}_{step}.json") if d["verification"]["passed"]]
+            if not runs:
+                lab.note(f"verification cost, {build}, {size}^3 step {step}: no verified reply")
+                continue
+            kernel, verify = median_by(runs, "kernelSeconds") * 1e3, median_by(runs, "verifySeconds") * 1e3
+            compute = median_by(runs, "computeSeconds") * 1e3
+            lab.note(f"verification cost, {build:12s} {size}^3 step {step:>2}, median of {len(runs)}: kernel "
+                     f"{kernel:.3f} ms, verify {verify:.3f} ms (x{verify / kernel:.2f} the kernel), compute phase "
+                     f"{compute:.3f} ms; reference {runs[0]['verification']['reference']}")
+
+
+def random_halves(path, elements, seed):
+    """A raw fp16 file of `elements` values in (-1, 1): random bits with the
+    exponent capped (no zeros-only data, no Inf or NaN)."""
+    import random
+    rng = random.Random(seed)
+    bits = rng.getrandbits(16 * elements).to_bytes(2 * elements, "little")
+    mask = (0xBBFF).to_bytes(2, "little") * elements  # sign, exponent below 15, mantissa
+    path.write_bytes((int.from_bytes(bits, "little") & int.from_bytes(mask, "little")).to_bytes(2 * elements, "little"))
+
+
+def device_cache(lab):
+    """Multiply by handles stored once, again and again, as a model server
+    multiplies by its weights: step 10, unverified, the server's total
+    against the kernel. A bundle with bin/gemmd-before measures it too."""
+    builds = ["gemmd"] + (["gemmd-before"] if lab.has_tool("gemmd-before") else [])
+    for size in (4096, 8192):
+        for name in ("a", "b"):
+            random_halves(lab.work / f"{name}{size}.bin", size * size, size + ord(name))
+    for build in builds:
+        with lab.gemmd(f"cache_{build}", "--max-message-bytes", "256M", binary=build) as server:
+            for size in (4096, 8192):
+                handles = []
+                for name in ("a", "b"):
+                    path = lab.work / f"{name}{size}.bin"
+                    out = lab.text([lab.tool("gemm-client"), "--target", server.target, "upload", "--rows", size,
+                                    "--cols", size, "--file", path, "--label", f"{name} {size}"])
+                    handles.append(out.strip().splitlines()[-1] if out.strip() else "")
+                name = f"cache_{build}_{size}.json"
+                for _ in range(8):
+                    lab.client("run", "--m", size, "--n", size, "--k", size, "--step", "10", "--no-verify",
+                               "--a-handle", handles[0], "--b-handle", handles[1], "--json", out=name, append=True)
+                runs = docs(lab, name)[1:]  # the first fills the device's copies
+                if not runs:
+                    lab.note(f"by stored handles, {build} {size}^3: no reply (see {name})")
+                    continue
+                total, kernel = median_by(runs, "totalSeconds") * 1e3, median_by(runs, "kernelSeconds") * 1e3
+                phases = " ".join(f"{p} {median_by(runs, p + 'Seconds') * 1e3:.3f}"
+                                  for p in ("prepare", "queue", "upload", "compute", "download", "reply"))
+                lab.note(f"by stored handles, {build:12s} {size}^3 step 10, median of {len(runs)} after the first: "
+                         f"server total {total:.2f} ms, kernel {kernel:.3f} ms: total x{total / kernel:.2f} the "
+                         f"kernel; phases (ms) {phases}")
+            samples = readers.metric_samples(server.metrics())
+            lookups = {l.get("result"): v for n, l, v in samples if n == "gemm_device_cache_lookups_total"}
+            if lookups:
+                lab.note(f"  {build}: device cache lookups {lookups}, "
+                         f"{readers.metric_sum(samples, 'gemm_device_cache_bytes') / 2**20:.0f} MiB held")
+
+
+def lanes(lab):
+    """Delivered TFLOPS by worker lanes per device (--workers): with two or
+    more, one lane's inputs are generated and its D copied while another's
+    GEMM runs (GEMMs still one at a time: the device's compute lock). Step
+    10, server-generated inputs, 8 in flight, verified and not, beside
+    gemm-bench's step 10 in the same call; the replies' median kernel time
+    shows what the overlap costs the GEMM itself."""
+    lab.run(["gemm-bench", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10", "--iters", "30",
+             "--csv", lab.out / "lanes_capacity.csv"], out="lanes_capacity.log", timeout=120)
+    try:
+        capacity = {int(r["m"]): float(r["tflops"]) for r in csv.DictReader(open(lab.out / "lanes_capacity.csv"))
+                    if r["step"] == "10"}
+    except OSError:
+        capacity = {}
+    for workers in (1, 2, 3):
+        with lab.gemmd(f"lanes_{workers}", "--workers", workers):
+            for size in (4096, 8192):
+                for verify in ("", "--verify"):
+                    name = f"lanes_{workers}_{size}{verify}"
+                    lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency", "8",
+                               "--duration", "3", *([verify] if verify else []), "--json", lab.out / f"{name}.json",
+                               out=f"{name}.txt")
+                    row = bench_row(lab, name)
+                    tflops = row["rate"] * 2 * size ** 3 / 1e12
+                    cap = capacity.get(size, 0.0)
+                    lab.note(f"lanes {workers}, {size}^3 step 10, 8 in flight, "
+                             f"{'verified' if verify else 'unverified'}: {tflops:.0f} TFLOPS, x{tflops / cap if cap else 0:.2f}"
+                             f" of gemm-bench's {cap:.0f}; kernel median {row.get('kernel_median_ms', 0):.3f} ms")

@@ -31,40 +31,36 @@ Dispatcher::Dispatcher(Engine& engine, DispatcherOptions options)
 Dispatcher::~Dispatcher() { Shutdown(); }
 
 Dispatcher::Choice Dispatcher::Choose(const Task& task, int except) const {
-  struct Candidate {
-    int device;
-    bool idle;
-    double load, held;
-  };
+  // Two picks in one pass: by idleness then least work, and by the work
+  // less the copies the device's held operands save (idle breaks ties);
+  // the second wins when any device holds any of them.
   Choice choice;
-  std::vector<Candidate> candidates;
-  bool any_held = false;
+  int by_work = -1, by_held = -1;
+  bool work_idle = false, held_idle = false, any_held = false;
+  double least_work = std::numeric_limits<double>::infinity(), least_score = least_work;
   for (size_t d = 0; d < devices_.size(); ++d) {
     const int di = static_cast<int>(d);
     if (di == except || !engine_.healthy(di)) continue;
     choice.any_healthy = true;
     if (!engine_.availability(task.step, di).available) continue;
     const Device& dev = *devices_[d];
+    const bool idle = dev.has_idle_worker();
+    const double load = dev.queued_work + dev.running_work;
     const double held = task.operand_keys.empty() ? 0.0 : static_cast<double>(engine_.HeldBytes(di, task.operand_keys));
-    candidates.push_back({di, dev.has_idle_worker(), dev.queued_work + dev.running_work, held});
     any_held = any_held || held > 0;
-  }
-  bool best_idle = false;
-  double least = std::numeric_limits<double>::infinity();
-  for (const Candidate& c : candidates) {
-    if (any_held) {  // the work it has, less the copies it saves; idle breaks ties
-      const double score = c.load - c.held * options_.copy_flops_per_byte;
-      if (score < least || (score == least && c.idle && !best_idle)) {
-        least = score;
-        best_idle = c.idle;
-        choice.device = c.device;
-      }
-    } else if ((c.idle && !best_idle) || (c.idle == best_idle && c.load < least)) {
-      best_idle = c.idle;
-      least = c.load;
-      choice.device = c.device;
+    if ((idle && !work_idle) || (idle == work_idle && load < least_work)) {
+      work_idle = idle;
+      least_work = load;
+      by_work = di;
+    }
+    const double score = load - held * options_.copy_flops_per_byte;
+    if (score < least_score || (score == least_score && idle && !held_idle)) {
+      least_score = score;
+      held_idle = idle;
+      by_held = di;
     }
   }
+  choice.device = any_held ? by_held : by_work;
   return choice;
 }
 

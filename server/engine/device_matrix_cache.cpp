@@ -1,6 +1,8 @@
 #include "engine/device_matrix_cache.h"
 
-#include <algorithm>
+#include <absl/strings/str_join.h>
+#include <absl/strings/str_split.h>
+
 #include <iterator>
 #include <utility>
 #include <vector>
@@ -119,14 +121,11 @@ void DeviceMatrixCache::Forget(const std::string& handle) {
   std::lock_guard lock(mu_);
   std::vector<Entry*> named;
   for (auto& entry : lru_) {
-    const std::string& key = entry->key;
-    for (size_t start = 0; start <= key.size();) {
-      const size_t end = std::min(key.find(',', start), key.size());
-      if (key.compare(start, end - start, handle) == 0) {
+    for (absl::string_view part : absl::StrSplit(entry->key, ',')) {
+      if (part == handle) {
         named.push_back(entry.get());
         break;
       }
-      start = end + 1;
     }
   }
   for (Entry* entry : named) {
@@ -150,10 +149,6 @@ DeviceCacheStats DeviceMatrixCache::stats() const {
   return stats_;
 }
 
-std::string CacheKey(const std::vector<std::string>& handles) {
-  std::string key;
-  for (const std::string& h : handles) key += (key.empty() ? "" : ",") + h;
-  return key;
-}
+std::string CacheKey(const std::vector<std::string>& handles) { return absl::StrJoin(handles, ","); }
 
 }  // namespace gemmd

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -14,7 +15,6 @@
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <array>
 #include <random>
 #include <thread>
 

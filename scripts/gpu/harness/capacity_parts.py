@@ -13,6 +13,18 @@ from .service_part import bench_row, docs, median_by
 DELIVERED_MODES = {"": "unverified", "--verify": "verified", "--stored": "by stored handles, unverified"}
 
 
+def step10_capacity(lab, name):
+    """The kernel's capacity in this call: gemm-bench's step 10 TFLOPS at
+    4096^3 and 8192^3, by size (NAME.csv and NAME.log under $OUT)."""
+    lab.run(["gemm-bench", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10", "--iters", "30",
+             "--csv", lab.out / f"{name}.csv"], out=f"{name}.log", timeout=120)
+    try:
+        return {int(r["m"]): float(r["tflops"]) for r in csv.DictReader(open(lab.out / f"{name}.csv"))
+                if r["step"] == "10"}
+    except OSError:
+        return {}
+
+
 def verification_cost(lab):
     """What VERIFICATION_FULL costs next to the kernel it checks: steps 0 and
     10 at 4096^3 and 8192^3, requests one at a time with server-generated
@@ -36,14 +48,7 @@ def verification_cost(lab):
                         lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency",
                                    "8", "--duration", "3", *([mode] if mode else []), "--json",
                                    lab.out / f"{name}.json", out=f"{name}.txt")
-    # The kernel's capacity in the same call: gemm-bench's step 10.
-    lab.run(["gemm-bench", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10", "--iters", "30",
-             "--csv", lab.out / "verify_capacity.csv"], out="verify_capacity.log", timeout=120)
-    try:
-        capacity = {int(r["m"]): float(r["tflops"]) for r in csv.DictReader(open(lab.out / "verify_capacity.csv"))
-                    if r["step"] == "10"}
-    except OSError:
-        capacity = {}
+    capacity = step10_capacity(lab, "verify_capacity")
     for build in builds:
         for size in (4096, 8192):
             for mode in DELIVERED_MODES:
@@ -122,13 +127,7 @@ def lanes(lab):
     10, server-generated inputs, 8 in flight, verified and not, beside
     gemm-bench's step 10 in the same call; the replies' median kernel time
     shows what the overlap costs the GEMM itself."""
-    lab.run(["gemm-bench", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10", "--iters", "30",
-             "--csv", lab.out / "lanes_capacity.csv"], out="lanes_capacity.log", timeout=120)
-    try:
-        capacity = {int(r["m"]): float(r["tflops"]) for r in csv.DictReader(open(lab.out / "lanes_capacity.csv"))
-                    if r["step"] == "10"}
-    except OSError:
-        capacity = {}
+    capacity = step10_capacity(lab, "lanes_capacity")
     for workers in (1, 2, 3):
         with lab.gemmd(f"lanes_{workers}", "--workers", workers):
             for size in (4096, 8192):

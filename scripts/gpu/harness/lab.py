@@ -41,13 +41,19 @@ class Lab:
     def has_tool(self, name: str) -> bool:
         return (self.bin / name).is_file() and os.access(self.bin / name, os.X_OK)
 
+    def argv(self, args):
+        """ARGS as strings, argv[0] the bundle's program of that name where
+        the bundle has one (else a system program)."""
+        args = [str(a) for a in args]
+        if (self.bin / args[0]).exists():
+            args[0] = self.tool(args[0])
+        return args
+
     def run(self, args, out=None, append=False, timeout=None, env=None, stderr=True):
         """Runs ARGS (argv[0] a bundle program or a system one), its output to
         OUT under $OUT (a name) or discarded; returns (exit status, CPU seconds
         it spent, user + system). A program past TIMEOUT is killed: 124."""
-        args = [str(a) for a in args]
-        if (self.bin / args[0]).exists():
-            args[0] = self.tool(args[0])
+        args = self.argv(args)
         sink = open(self.out / out, "ab" if append else "wb") if out else subprocess.DEVNULL
         try:
             proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT if stderr else subprocess.DEVNULL,
@@ -59,9 +65,7 @@ class Lab:
 
     def start(self, args, out=None, env=None):
         """ARGS in the background; finish with reap()."""
-        args = [str(a) for a in args]
-        if (self.bin / args[0]).exists():
-            args[0] = self.tool(args[0])
+        args = self.argv(args)
         sink = open(self.out / out, "wb") if out else subprocess.DEVNULL
         proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, env={**self.env, **(env or {})},
                                 start_new_session=True)
@@ -91,9 +95,7 @@ class Lab:
                 proc.sink.close()
 
     def text(self, args, timeout=None) -> str:
-        args = [str(a) for a in args]
-        if (self.bin / args[0]).exists():
-            args[0] = self.tool(args[0])
+        args = self.argv(args)
         try:
             done = subprocess.run(args, capture_output=True, text=True, env=self.env, timeout=timeout)
         except (OSError, subprocess.TimeoutExpired):
@@ -111,9 +113,8 @@ class Lab:
         port_file = self.work / f"port_{name}"
         port_file.unlink(missing_ok=True)
         log = self.out / f"gemmd_{name}.log"
-        path = self.tool(binary) if (self.bin / binary).exists() else binary
         sink = open(log, "wb")
-        proc = subprocess.Popen([path, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+        proc = subprocess.Popen([*self.argv([binary]), "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
                                  "--port-file", str(port_file), *map(str, args)],
                                 stdout=subprocess.DEVNULL, stderr=sink, env=self.env)
         proc.sink = sink

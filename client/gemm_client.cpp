@@ -242,6 +242,18 @@ void GemmClient::SerializeWithoutCopyingData(const gemm::v1::MultiplyRequest& re
   rest.set_repeats(req.repeats());
   rest.set_benchmark(req.benchmark());
   rest.set_transient_output(req.transient_output());
+  rest.set_a_type(req.a_type());
+  rest.set_b_type(req.b_type());
+  rest.set_d_type(req.d_type());
+  rest.set_c_type(req.c_type());
+  rest.set_a_layout(req.a_layout());
+  rest.set_b_layout(req.b_layout());
+  if (req.has_alpha()) rest.set_alpha(req.alpha());
+  rest.set_beta(req.beta());
+  if (req.has_batch()) *rest.mutable_batch() = req.batch();
+  if (req.has_a_scale()) rest.set_a_scale(req.a_scale());
+  if (req.has_b_scale()) rest.set_b_scale(req.b_scale());
+  rest.set_allow_tf32(req.allow_tf32());
   std::vector<std::pair<uint64_t, const std::string*>> inline_data;
   auto take = [&](uint64_t field, const gemm::v1::Operand& op, gemm::v1::Operand* (gemm::v1::MultiplyRequest::*copy)()) {
     if (op.source_case() == gemm::v1::Operand::kData) {
@@ -252,6 +264,7 @@ void GemmClient::SerializeWithoutCopyingData(const gemm::v1::MultiplyRequest& re
   };
   take(2, req.a(), &gemm::v1::MultiplyRequest::mutable_a);
   take(3, req.b(), &gemm::v1::MultiplyRequest::mutable_b);
+  if (req.has_c()) take(18, req.c(), &gemm::v1::MultiplyRequest::mutable_c);
 
   std::vector<grpc::Slice> slices;
   slices.emplace_back(rest.SerializeAsString());

@@ -33,6 +33,19 @@ gemm::v1::MultiplyRequest EveryField() {
   req.set_repeats(9);
   req.set_benchmark(true);
   req.set_transient_output(true);
+  req.set_a_type(gemm::v1::BF16);
+  req.set_b_type(gemm::v1::BF16);
+  req.set_d_type(gemm::v1::FP32);
+  req.set_c_type(gemm::v1::FP32);
+  req.set_a_layout(gemm::v1::LAYOUT_MN_CONTIGUOUS);
+  req.set_b_layout(gemm::v1::LAYOUT_MN_CONTIGUOUS);
+  req.set_alpha(0.5);
+  req.set_beta(2);
+  req.mutable_c()->set_data(std::string(3 * 5 * 4, '\x33'));
+  req.mutable_batch()->set_count(1);
+  req.set_a_scale(2);
+  req.set_b_scale(4);
+  req.set_allow_tf32(true);
   return req;
 }
 
@@ -67,13 +80,15 @@ TEST(ClientSerialize, InlineBytesAreReferencedNotCopied) {
   GemmClient::SerializeWithoutCopyingData(req, &buffer);
   std::vector<grpc::Slice> slices;
   ASSERT_TRUE(buffer.Dump(&slices).ok());
-  bool a_referenced = false, b_referenced = false;
+  bool a_referenced = false, b_referenced = false, c_referenced = false;
   for (const grpc::Slice& s : slices) {
     a_referenced |= s.begin() == reinterpret_cast<const uint8_t*>(req.a().data().data());
     b_referenced |= s.begin() == reinterpret_cast<const uint8_t*>(req.b().data().data());
+    c_referenced |= s.begin() == reinterpret_cast<const uint8_t*>(req.c().data().data());
   }
   EXPECT_TRUE(a_referenced);
   EXPECT_TRUE(b_referenced);
+  EXPECT_TRUE(c_referenced);
 }
 
 }  // namespace

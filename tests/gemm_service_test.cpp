@@ -534,7 +534,7 @@ TEST_F(GemmServiceTest, RefusesBrokenUploads) {
   ExpectError(client().Upload(8, 8, std::string(100, '\0'), "", &info), grpc::StatusCode::INVALID_ARGUMENT,
               "upload ended after 100 of 128 bytes");
   ExpectError(client().Upload(8, 8, std::string(130, '\0'), "", &info), grpc::StatusCode::INVALID_ARGUMENT,
-              "upload sends more than rows*cols*2 = 128 bytes");
+              "upload sends more than the matrix's 128 bytes (8x8 fp16 elements)");
   // 64 MiB quota: a 8192x8192 matrix (128 MiB) does not fit.
   ExpectError(client().Upload(8192, 8192, std::string(2, '\0'), "", &info), grpc::StatusCode::RESOURCE_EXHAUSTED,
               "matrix quota exhausted");

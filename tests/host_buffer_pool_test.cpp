@@ -83,7 +83,7 @@ TEST(HostBufferPool, TheStoreReusesDeletedMatricesAndServesOnlyNewBytes) {
   };
   auto first = store_one('\x11');
   ASSERT_TRUE(first.ok());
-  const uint16_t* first_data = (*store.Get(first->handle, alice))->data();
+  const char* first_data = (*store.Get(first->handle, alice))->data();
   ASSERT_TRUE(store.Delete(first->handle, alice).ok());
   EXPECT_EQ(pool->kept_bytes(), 2 * kMiB);
 

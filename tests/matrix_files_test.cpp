@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "engine/matrix_files.h"
@@ -52,6 +53,43 @@ class MatrixFilesTest : public ::testing::Test {
 
   fs::path dir_;
 };
+
+// Every element type comes back as itself; fp16 is still written as the
+// version-1 file a server older than the types reads.
+TEST_F(MatrixFilesTest, EveryElementTypeComesBackWithItsType) {
+  std::map<std::string, std::pair<gemm::ElementType, std::string>> kept;
+  {
+    auto store = OpenStore();
+    for (auto type : {gemm::ElementType::kF16, gemm::ElementType::kBF16, gemm::ElementType::kF32,
+                      gemm::ElementType::kF8E4M3, gemm::ElementType::kF8E5M2}) {
+      auto pending = store->Reserve(3, 7, "", "alice", false, type);
+      ASSERT_TRUE(pending.ok()) << pending.status();
+      std::string bytes(3 * 7 * gemm::ElementBytes(type), '\0');
+      for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 13 + static_cast<int>(type));
+      ASSERT_TRUE((*pending)->Append(bytes).ok());
+      EXPECT_FALSE((*pending)->Append(std::string(1, 'x')).ok()) << "one byte past its type's size";
+      auto desc = store->Commit(std::move(*pending));
+      ASSERT_TRUE(desc.ok());
+      kept[desc->handle] = {type, bytes};
+    }
+  }
+  for (const auto& [handle, what] : kept) {
+    std::ifstream in(dir_ / (handle + ".gemm"), std::ios::binary);
+    uint32_t version = 0;
+    in.seekg(8);
+    in.read(reinterpret_cast<char*>(&version), 4);
+    EXPECT_EQ(version, what.first == gemm::ElementType::kF16 ? 1u : 2u) << gemm::ElementName(what.first);
+  }
+  size_t loaded = 0;
+  auto store = OpenStore(&loaded);
+  EXPECT_EQ(loaded, kept.size());
+  for (const auto& [handle, what] : kept) {
+    auto m = store->Get(handle, {"alice", false});
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ((*m)->description().type, what.first);
+    EXPECT_EQ(std::string((*m)->data(), (*m)->description().bytes), what.second);
+  }
+}
 
 TEST_F(MatrixFilesTest, ANewStoreServesWhatTheLastOneKeptByteForByte) {
   std::string a, b;

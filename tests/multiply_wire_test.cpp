@@ -45,6 +45,8 @@ MultiplyRequest InlineRequest() {
   req.set_output(gemm::v1::OUTPUT_INLINE);
   req.mutable_a()->set_data(testing::RandomHalfBytes(30, 13, 1));
   req.mutable_b()->set_data(testing::RandomHalfBytes(20, 13, 2));
+  req.set_beta(1);
+  req.mutable_c()->set_data(testing::RandomHalfBytes(30, 20, 3));
   return req;
 }
 
@@ -53,6 +55,7 @@ MultiplyRequest Whole(const MultiplyWireRequest& wire) {
   MultiplyRequest req = wire.fields;
   if (req.a().has_data()) req.mutable_a()->set_data(Gathered(wire.a_data));
   if (req.b().has_data()) req.mutable_b()->set_data(Gathered(wire.b_data));
+  if (req.c().has_data()) req.mutable_c()->set_data(Gathered(wire.c_data));
   return req;
 }
 
@@ -70,6 +73,8 @@ TEST(MultiplyWire, RequestsAsClientsSendThemParseWithTheirBytesLeftInTheSlices) 
       ASSERT_TRUE(ParseMultiplyRequest(Sliced(bytes, cut), &wire).ok()) << cut;
       EXPECT_EQ(Whole(wire).SerializeAsString(), req.SerializeAsString()) << cut;
       EXPECT_TRUE(wire.fields.a().data().empty()) << "the bytes were copied into the message";
+      EXPECT_TRUE(wire.fields.c().data().empty()) << "C's bytes were copied into the message";
+      EXPECT_EQ(wire.c_data.size(), req.c().data().size());
       EXPECT_EQ(wire.a_data.size(), req.a().data().size());
       if (cut < req.a().data().size()) EXPECT_EQ(wire.a_data.block(), nullptr) << "left in pieces";
     }

@@ -9,6 +9,7 @@
 
 #include "api/matrix_streams.h"
 #include "api/multiply_wire.h"
+#include "api/request_form.h"
 #include "client_text.h"
 #include "engine/device_matrix_cache.h"
 #include "engine/permanent_refusal.h"
@@ -83,7 +84,7 @@ struct GemmService::MultiplyCall {
   std::chrono::system_clock::time_point deadline;
   GemmJob job;
   // Keep stored operands alive while the job reads them, even if deleted.
-  std::vector<std::shared_ptr<const StoredMatrix>> a_stored, b_stored;
+  std::vector<std::shared_ptr<const StoredMatrix>> a_stored, b_stored, c_stored;
   std::unique_ptr<PendingMatrix> d_pending;
   std::unique_ptr<ReplyBuffer> d_inline;  // D, when the reply carries it
   std::string device = "-";
@@ -125,13 +126,19 @@ void GemmService::Multiply(QueuedCall* queued) {
   }
   const MultiplyRequest* req = call->req;
   MultiplyResponse* resp = call->resp;
-  const std::array<uint64_t, 2> inline_bytes = {call->wire.a_data.size(), call->wire.b_data.size()};
-  if (auto st = ValidateMultiply(*req, options_.limits, &inline_bytes); !st.ok()) {
+  const std::array<uint64_t, 3> inline_bytes = {call->wire.a_data.size(), call->wire.b_data.size(),
+                                                 call->wire.c_data.size()};
+  GemmJob& job = call->job;
+  if (auto st = ValidateMultiply(*req, options_.limits, &inline_bytes, &job.form); !st.ok()) {
     FinishMultiply(call, st);
     return;
   }
   if (auto avail = AvailabilityOnAnyDevice(engine_, static_cast<int>(req->step())); !avail.available) {
     FinishMultiply(call, absl::FailedPreconditionError("step " + std::to_string(req->step()) + " " + avail.reason));
+    return;
+  }
+  if (auto why = gemm::FormError(static_cast<int>(req->step()), job.form); !why.empty()) {
+    FinishMultiply(call, Permanent(absl::FailedPreconditionError("step " + std::to_string(req->step()) + " " + why)));
     return;
   }
   const auto& s = req->shape();
@@ -140,7 +147,6 @@ void GemmService::Multiply(QueuedCall* queued) {
     return;
   }
 
-  GemmJob& job = call->job;
   job.m = s.m();
   job.n = s.n();
   job.k = s.k();
@@ -154,13 +160,26 @@ void GemmService::Multiply(QueuedCall* queued) {
     const char* name;
     const char* dims;
     const gemm::v1::Operand& op;
-    int64_t rows, cols;
+    gemm::OperandStorage storage;
     const HostBytes& inline_data;  // the wire parser left it in gRPC's slices
     OperandView& view;
     std::vector<std::shared_ptr<const StoredMatrix>>& keep;
   };
-  for (Side side : {Side{"a", "m x k", req->a(), s.m(), s.k(), call->wire.a_data, job.a, call->a_stored},
-                    Side{"b", "n x k", req->b(), s.n(), s.k(), call->wire.b_data, job.b, call->b_stored}}) {
+  const gemm::GemmForm& form = job.form;
+  const bool a_k = form.a_layout == gemm::Layout::kKContiguous, b_k = form.b_layout == gemm::Layout::kKContiguous;
+  std::vector<Side> sides = {
+      Side{"a", a_k ? "m x k" : "k x m", req->a(), gemm::StorageOfA(form, s.m(), s.k()), call->wire.a_data, job.a,
+           call->a_stored},
+      Side{"b", b_k ? "n x k" : "k x n", req->b(), gemm::StorageOfB(form, s.n(), s.k()), call->wire.b_data, job.b,
+           call->b_stored}};
+  if (form.has_c) {
+    sides.push_back(Side{"c", "m x n", req->c(), gemm::StorageOfC(form, s.m(), s.n()), call->wire.c_data, job.c,
+                         call->c_stored});
+  }
+  for (const Side& side : sides) {
+    // What the operand spans: its batch's entries, as rows of its columns.
+    const uint64_t elements = side.storage.Footprint(form.batch);
+    const uint64_t element_bytes = gemm::ElementBytes(side.storage.type);
     switch (side.op.source_case()) {
       case gemm::v1::Operand::kData:
         side.view.kind = OperandView::Kind::kHost;
@@ -176,6 +195,23 @@ void GemmService::Multiply(QueuedCall* queued) {
         // as one operand in pieces, with no copy to join them.
         const bool one = side.op.source_case() == gemm::v1::Operand::kHandle;
         const int blocks = one ? 1 : side.op.row_blocks().handles_size();
+        const int64_t cols = side.storage.cols;
+        const auto shape_text = [&] {
+          return std::string(side.dims) + " = " + std::to_string(side.storage.rows) + "x" + std::to_string(cols) +
+                 " " + gemm::ElementName(side.storage.type) +
+                 (form.batch > 1 && side.storage.stride != 0
+                      ? " over a batch of " + std::to_string(form.batch) + " (" + std::to_string(elements) +
+                            " elements)"
+                      : std::string());
+        };
+        if (elements % static_cast<uint64_t>(cols) != 0) {
+          FinishMultiply(call, absl::InvalidArgumentError(
+                                   std::string(side.name) + " spans " + std::to_string(elements) + " elements (" +
+                                   shape_text() + "), not a whole number of its " + std::to_string(cols) +
+                                   "-element rows: a stored operand needs batch strides that are whole rows"));
+          return;
+        }
+        const int64_t want_rows = static_cast<int64_t>(elements / static_cast<uint64_t>(cols));
         int64_t rows = 0;
         HostBytes pieces;
         for (int i = 0; i < blocks; ++i) {
@@ -191,25 +227,31 @@ void GemmService::Multiply(QueuedCall* queued) {
             return;
           }
           const auto& desc = (*stored)->description();
-          const bool fits = one ? desc.rows == side.rows && desc.cols == side.cols
-                                : desc.cols == side.cols && desc.rows <= side.rows - rows;
+          if (desc.type != side.storage.type) {
+            FinishMultiply(call, absl::InvalidArgumentError(field() + " " + desc.handle + " holds " +
+                                                            gemm::ElementName(desc.type) + ", but " + side.name +
+                                                            " is " + gemm::ElementName(side.storage.type) +
+                                                            " (the request's " + side.name + "_type)"));
+            return;
+          }
+          const bool fits = one ? desc.rows == want_rows && desc.cols == cols
+                                : desc.cols == cols && desc.rows <= want_rows - rows;
           if (!fits) {
             FinishMultiply(call, absl::InvalidArgumentError(
                                      field() + " " + desc.handle + " is " + std::to_string(desc.rows) + "x" +
-                                     std::to_string(desc.cols) + ", but " + side.dims + " = " +
-                                     std::to_string(side.rows) + "x" + std::to_string(side.cols) +
+                                     std::to_string(desc.cols) + ", but " + shape_text() + " needs " +
+                                     std::to_string(want_rows) + "x" + std::to_string(cols) +
                                      (one ? "" : ", and the blocks before it have " + std::to_string(rows) + " rows")));
             return;
           }
           rows += desc.rows;
-          pieces.Append(reinterpret_cast<const char*>((*stored)->data()), static_cast<size_t>(desc.rows) * desc.cols * 2);
+          pieces.Append((*stored)->data(), desc.bytes);
           side.keep.push_back(*stored);
         }
-        if (rows != side.rows) {
+        if (rows != want_rows) {
           FinishMultiply(call, absl::InvalidArgumentError(std::string(side.name) + ".row_blocks have " +
-                                                          std::to_string(rows) + " rows in all, but " + side.dims +
-                                                          " = " + std::to_string(side.rows) + "x" +
-                                                          std::to_string(side.cols)));
+                                                          std::to_string(rows) + " rows in all, but " + shape_text() +
+                                                          " needs " + std::to_string(want_rows)));
           return;
         }
         side.view.kind = OperandView::Kind::kHost;
@@ -218,7 +260,7 @@ void GemmService::Multiply(QueuedCall* queued) {
                                               side.op.row_blocks().handles().end()});
         // One block stays one block: the engine copies a block without
         // walking pieces.
-        side.view.host = blocks == 1 ? HostBytes(side.keep.back()->data(), static_cast<size_t>(rows) * side.cols * 2)
+        side.view.host = blocks == 1 ? HostBytes(side.keep.back()->data(), elements * element_bytes)
                                      : std::move(pieces);
         break;
       }
@@ -228,12 +270,13 @@ void GemmService::Multiply(QueuedCall* queued) {
   }
 
   // Where D goes.
+  const size_t d_bytes = static_cast<size_t>(form.batch) * job.m * job.n * gemm::ElementBytes(form.d);
   if (req->output() == gemm::v1::OUTPUT_INLINE) {
-    call->d_inline = reply_buffers_->Take(static_cast<size_t>(job.m) * job.n * 2);
-    job.d = reinterpret_cast<uint16_t*>(call->d_inline->data());
+    call->d_inline = reply_buffers_->Take(d_bytes);
+    job.d = call->d_inline->data();
   } else if (req->output() == gemm::v1::OUTPUT_HANDLE) {
-    auto pending = store_.Reserve(job.m, job.n, "D of a step " + std::to_string(job.step) + " multiply",
-                                  call->caller.identity, req->transient_output());
+    auto pending = store_.Reserve(form.batch * job.m, job.n, "D of a step " + std::to_string(job.step) + " multiply",
+                                  call->caller.identity, req->transient_output(), form.d);
     if (!pending.ok()) {
       FinishMultiply(call, pending.status());
       return;
@@ -250,6 +293,7 @@ void GemmService::Multiply(QueuedCall* queued) {
   for (const OperandView* op : {&job.a, &job.b}) {
     if (!op->cache_key.empty()) task.operand_keys.push_back(op->cache_key);
   }
+  task.work *= static_cast<double>(form.batch);
   call->batch_key = task.batch_key = BatchKey(job, options_.batching);
   if (task.batch_key != 0) {
     task.payload = call;
@@ -354,8 +398,11 @@ void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, ab
   vr->set_atol(v.atol);
   vr->set_accumulation_atol(v.accumulation_atol);
   vr->set_reference(v.reference);
+  vr->set_tolerance_source(v.tolerance_source);
+  resp->set_d_type(ToProto(job.form.d));
+  resp->set_batch_count(static_cast<uint32_t>(job.form.batch));
 
-  const double flops = 2.0 * job.m * job.n * job.k;
+  const double flops = 2.0 * job.m * job.n * job.k * static_cast<double>(job.form.batch);
   const PhaseSeconds& p = report->seconds;
   auto* t = resp->mutable_timing();
   t->set_prepare_seconds(std::chrono::duration<double>(call->enqueued - call->start).count());
@@ -426,18 +473,21 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
   metrics_.RecordRequest("Multiply", call->req->step(), CodeName(status.code()), total);
   metrics_.AddInFlight(-1);
   const auto& s = call->req->shape();
+  // The form as validation resolved it (gemm/form.h); numbers and names of
+  // this server's own, never the client's text.
+  const std::string form = call->job.form.IsPlain() ? "" : " form=\"" + gemm::FormSummary(call->job.form) + "\"";
   if (status.ok()) {
-    spdlog::info("Multiply step={} shape={}x{}x{} status=OK latency_ms={:.3f} device={} kernel_ms={:.3f} "
+    spdlog::info("Multiply step={} shape={}x{}x{}{} status=OK latency_ms={:.3f} device={} kernel_ms={:.3f} "
                  "tflops={:.2f} verified={} peer={}",
-                 step, s.m(), s.n(), s.k(), total * 1e3, call->device,
+                 step, s.m(), s.n(), s.k(), form, total * 1e3, call->device,
                  call->resp->timing().kernel_seconds() * 1e3, call->resp->tflops(),
                  call->resp->verification().performed()
                      ? (call->resp->verification().passed() ? "passed" : "FAILED")
                      : "skipped",
                  call->context().peer());
   } else {
-    spdlog::info("Multiply step={} shape={}x{}x{} status={} latency_ms={:.3f} device={} peer={} error={}", step,
-                 s.m(), s.n(), s.k(), CodeName(status.code()), total * 1e3, call->device, call->context().peer(),
+    spdlog::info("Multiply step={} shape={}x{}x{}{} status={} latency_ms={:.3f} device={} peer={} error={}", step,
+                 s.m(), s.n(), s.k(), form, CodeName(status.code()), total * 1e3, call->device, call->context().peer(),
                  QuoteClientText(status.message(), kLoggedMessageBytes));
   }
   call->d_pending.reset();  // an unfinished D returns its quota now
@@ -488,6 +538,24 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
     k->mutable_limits()->set_max_m(info.max_m);
     k->mutable_limits()->set_max_n(info.max_n);
     k->mutable_limits()->set_max_k(info.max_k);
+    auto* caps = k->mutable_capabilities();
+    if (gemm::FormsOf(info.step).every_form) {
+      for (auto t : {gemm::v1::FP16, gemm::v1::BF16, gemm::v1::FP32, gemm::v1::FP8_E4M3, gemm::v1::FP8_E5M2}) {
+        caps->add_operand_types(t);
+      }
+      for (auto t : {gemm::v1::FP16, gemm::v1::BF16, gemm::v1::FP32}) caps->add_d_types(t);
+      for (auto l : {gemm::v1::LAYOUT_K_CONTIGUOUS, gemm::v1::LAYOUT_MN_CONTIGUOUS}) {
+        caps->add_a_layouts(l);
+        caps->add_b_layouts(l);
+      }
+      caps->set_alpha_beta_c(true);
+      caps->set_batches(true);
+    } else {
+      caps->add_operand_types(gemm::v1::FP16);
+      caps->add_d_types(gemm::v1::FP16);
+      caps->add_a_layouts(gemm::v1::LAYOUT_K_CONTIGUOUS);
+      caps->add_b_layouts(gemm::v1::LAYOUT_K_CONTIGUOUS);
+    }
     const StepAvailability any = AvailabilityOnAnyDevice(engine_, info.step);
     k->set_available(any.available);
     k->set_unavailable_reason(any.reason);

@@ -9,6 +9,7 @@
 
 #include "api/gemm_service.h"  // ToGrpc
 #include "api/matrix_wire.h"
+#include "api/request_form.h"
 #include "api/upload_session.h"
 #include "client_text.h"
 
@@ -29,6 +30,7 @@ void FillInfo(const MatrixDescription& d, MatrixInfo* out) {
   out->set_handle(d.handle);
   out->set_rows(d.rows);
   out->set_cols(d.cols);
+  out->set_type(ToProto(d.type));
   out->set_bytes(d.bytes);
   out->set_label(d.label);
   out->set_owner(d.owner);

@@ -11,7 +11,7 @@ using gemm::wire::AppendVarint;
 using gemm::wire::CopyField;
 using gemm::wire::SliceReader;
 constexpr int kWireLengthDelimited = gemm::wire::kLengthDelimited;
-constexpr uint64_t kFieldA = 2, kFieldB = 3;       // MultiplyRequest.a, .b
+constexpr uint64_t kFieldA = 2, kFieldB = 3, kFieldC = 18;  // MultiplyRequest.a, .b, .c
 constexpr uint64_t kFieldData = 1;                 // Operand.data
 constexpr uint64_t kFieldHandle = 2, kFieldRandom = 3, kFieldRowBlocks = 4;  // Operand's other oneof members
 
@@ -64,20 +64,21 @@ absl::Status ParseMultiplyRequest(const grpc::ByteBuffer& buffer, MultiplyWireRe
   if (!buffer.Dump(&out->slices).ok()) return Malformed();
   SliceReader r(out->slices);
   std::string rest;
-  OperandParts a, b;
+  OperandParts a, b, c;
   while (r.remaining() > 0) {
     uint64_t tag;
     if (!r.ReadVarint(&tag) || (tag >> 3) == 0) return Malformed();
     const uint64_t field = tag >> 3;
-    if ((field == kFieldA || field == kFieldB) && (tag & 7) == kWireLengthDelimited) {
-      if (!ReadOperand(r, field == kFieldA ? &a : &b)) return Malformed();
+    if ((field == kFieldA || field == kFieldB || field == kFieldC) && (tag & 7) == kWireLengthDelimited) {
+      if (!ReadOperand(r, field == kFieldA ? &a : field == kFieldB ? &b : &c)) return Malformed();
     } else if (!CopyField(r, tag, &rest)) {
       return Malformed();
     }
   }
   if (!out->fields.ParseFromString(rest)) return Malformed();
   for (auto [parts, operand, data] : {std::tuple{&a, out->fields.mutable_a(), &out->a_data},
-                                      std::tuple{&b, out->fields.mutable_b(), &out->b_data}}) {
+                                      std::tuple{&b, out->fields.mutable_b(), &out->b_data},
+                                      std::tuple{&c, out->fields.mutable_c(), &out->c_data}}) {
     if (!parts->seen) continue;
     if (!operand->ParseFromString(parts->other_fields + parts->oneof_fields)) return Malformed();
     if (parts->data_last) {
@@ -87,6 +88,7 @@ absl::Status ParseMultiplyRequest(const grpc::ByteBuffer& buffer, MultiplyWireRe
   }
   if (!a.seen) out->fields.clear_a();
   if (!b.seen) out->fields.clear_b();
+  if (!c.seen) out->fields.clear_c();
   return absl::OkStatus();
 }
 

@@ -20,10 +20,11 @@ namespace gemmd {
 
 struct MultiplyWireRequest {
   // The request as protobuf would parse it, except that an operand sent
-  // inline has its `data` empty here: its bytes are in a_data / b_data.
+  // inline has its `data` empty here: its bytes are in a_data, b_data or
+  // c_data.
   gemm::v1::MultiplyRequest fields;
-  HostBytes a_data, b_data;
-  std::vector<grpc::Slice> slices;  // hold the bytes a_data and b_data point into
+  HostBytes a_data, b_data, c_data;
+  std::vector<grpc::Slice> slices;  // hold the bytes the *_data point into
 };
 
 // INVALID_ARGUMENT when `buffer` is not a MultiplyRequest in the protobuf

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "api/request_form.h"
 #include "engine/permanent_refusal.h"
 #include "gemm/steps.h"
 
@@ -13,21 +14,18 @@ using gemm::v1::Operand;
 
 std::string Dims(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
-absl::Status CheckOperand(const char* name, const char* dims, const Operand& op, int64_t rows, int64_t cols,
+// `want` is the operand's size in bytes, `what` says how it comes about.
+absl::Status CheckOperand(const char* name, const Operand& op, uint64_t want, const std::string& what,
                           const uint64_t* inline_bytes) {
   switch (op.source_case()) {
     case Operand::SOURCE_NOT_SET:
       return absl::InvalidArgumentError(std::string(name) +
                                         ": no input given; set data, handle, row_blocks or random");
     case Operand::kData: {
-      uint64_t want = 0;
-      MatrixBytes(rows, cols, &want);  // cannot overflow: checked by the caller
       const uint64_t have = inline_bytes != nullptr ? *inline_bytes : op.data().size();
       if (have != want) {
-        return absl::InvalidArgumentError(std::string(name) + ".data has " +
-                                          std::to_string(have) + " bytes, but a " + dims +
-                                          " = " + Dims(rows, cols) + " fp16 matrix needs " +
-                                          std::to_string(want));
+        return absl::InvalidArgumentError(std::string(name) + ".data has " + std::to_string(have) + " bytes, but " +
+                                          what + " needs " + std::to_string(want));
       }
       return absl::OkStatus();
     }
@@ -59,13 +57,13 @@ absl::Status CheckOperand(const char* name, const char* dims, const Operand& op,
 
 }  // namespace
 
-bool MatrixBytes(int64_t rows, int64_t cols, uint64_t* bytes) {
+bool MatrixBytes(int64_t rows, int64_t cols, uint64_t* bytes, gemm::ElementType type) {
   return !__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), bytes) &&
-         !__builtin_mul_overflow(*bytes, uint64_t{2}, bytes);
+         !__builtin_mul_overflow(*bytes, uint64_t{gemm::ElementBytes(type)}, bytes);
 }
 
 absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& limits,
-                              const std::array<uint64_t, 2>* inline_bytes) {
+                              const std::array<uint64_t, 3>* inline_bytes, gemm::GemmForm* form_out) {
   if (!req.has_shape()) return absl::InvalidArgumentError("shape is missing: set m, n and k");
   const auto& s = req.shape();
   for (auto [dim, value] : {std::pair{"m", s.m()}, {"n", s.n()}, {"k", s.k()}}) {
@@ -100,17 +98,46 @@ absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& l
                                       std::to_string(limits.max_repeats));
   }
 
-  uint64_t a = 0, b = 0, d = 0, total = 0;
-  if (!MatrixBytes(s.m(), s.k(), &a) || !MatrixBytes(s.n(), s.k(), &b) || !MatrixBytes(s.m(), s.n(), &d) ||
-      __builtin_add_overflow(a, b, &total) || __builtin_add_overflow(total, d, &total)) {
+  auto form = FormOfRequest(req);
+  if (!form.ok()) return form.status();
+  const gemm::GemmForm& f = *form;
+
+  // Each operand's bytes over the whole batch; D is dense.
+  struct Sized {
+    const char* name;
+    const Operand* op;
+    gemm::OperandStorage storage;
+    const char* dims;
+    uint64_t bytes = 0;
+  };
+  Sized sides[3] = {{"a", &req.a(), gemm::StorageOfA(f, s.m(), s.k()),
+                     f.a_layout == gemm::Layout::kKContiguous ? "m x k" : "k x m"},
+                    {"b", &req.b(), gemm::StorageOfB(f, s.n(), s.k()),
+                     f.b_layout == gemm::Layout::kKContiguous ? "n x k" : "k x n"},
+                    {"c", &req.c(), gemm::StorageOfC(f, s.m(), s.n()), "m x n"}};
+  const auto overflow = [&s] {
     return Permanent(absl::ResourceExhaustedError("shape " + std::to_string(s.m()) + "x" + std::to_string(s.n()) +
                                                   "x" + std::to_string(s.k()) + " overflows 64-bit byte counts"));
+  };
+  uint64_t total = 0, d = 0;
+  for (Sized& side : sides) {
+    if (side.name[0] == 'c' && !f.has_c) continue;
+    const uint64_t elements = side.storage.Footprint(f.batch);
+    if (elements == 0 || __builtin_mul_overflow(elements, uint64_t{gemm::ElementBytes(side.storage.type)}, &side.bytes) ||
+        __builtin_add_overflow(total, side.bytes, &total)) {
+      return overflow();
+    }
+  }
+  if (!MatrixBytes(s.m(), s.n(), &d, f.d) || __builtin_mul_overflow(d, static_cast<uint64_t>(f.batch), &d) ||
+      __builtin_add_overflow(total, d, &total)) {
+    return overflow();
   }
   if (total > limits.max_request_bytes) {
     return Permanent(absl::ResourceExhaustedError(
         "shape " + std::to_string(s.m()) + "x" + std::to_string(s.n()) + "x" + std::to_string(s.k()) +
-        " needs " + std::to_string(total) + " bytes for A, B and D, above this server's limit of " +
-        std::to_string(limits.max_request_bytes)));
+        (f.batch > 1 ? " times a batch of " + std::to_string(f.batch) : std::string()) + " needs " +
+        std::to_string(total) + " bytes for A, B" + (f.has_c ? ", C" : "") +
+        " and D, above this server's limit of " + std::to_string(limits.max_request_bytes)));
   }
   // Room for the rest of the reply (report, field tags) beside D.
   constexpr uint64_t kReplyOverhead = 64 * 1024;
@@ -120,11 +147,23 @@ absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& l
         std::to_string(limits.max_message_bytes) + " bytes; ask for OUTPUT_HANDLE and DownloadMatrix"));
   }
 
-  if (auto st = CheckOperand("a", "m x k", req.a(), s.m(), s.k(), inline_bytes ? &(*inline_bytes)[0] : nullptr);
-      !st.ok()) {
-    return st;
+  for (int i = 0; i < 3; ++i) {
+    const Sized& side = sides[i];
+    if (i == 2 && !f.has_c) break;
+    const std::string what =
+        "a " + std::string(side.dims) + " = " + Dims(side.storage.rows, side.storage.cols) + " " +
+        gemm::ElementName(side.storage.type) + " matrix" +
+        (f.batch > 1 ? (side.storage.stride == 0 ? " (shared by the batch)"
+                                                 : " times a batch of " + std::to_string(f.batch) + " entries " +
+                                                       std::to_string(side.storage.stride) + " elements apart")
+                     : std::string());
+    if (auto st = CheckOperand(side.name, *side.op, side.bytes, what, inline_bytes ? &(*inline_bytes)[i] : nullptr);
+        !st.ok()) {
+      return st;
+    }
   }
-  return CheckOperand("b", "n x k", req.b(), s.n(), s.k(), inline_bytes ? &(*inline_bytes)[1] : nullptr);
+  if (form_out != nullptr) *form_out = f;
+  return absl::OkStatus();
 }
 
 }  // namespace gemmd

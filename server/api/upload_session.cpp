@@ -1,5 +1,7 @@
 #include "api/upload_session.h"
 
+#include "api/request_form.h"
+
 namespace gemmd {
 
 absl::Status UploadSession::OnMessage(const gemm::v1::UploadMatrixRequest& msg, const HostBytes& data) {
@@ -10,10 +12,13 @@ absl::Status UploadSession::OnMessage(const gemm::v1::UploadMatrixRequest& msg, 
       return absl::InvalidArgumentError("header.rows and header.cols must be >= 1, got " + std::to_string(h.rows()) +
                                         "x" + std::to_string(h.cols()));
     }
-    auto pending = store_.ReserveUpload(h.rows(), h.cols(), h.label(), owner_.identity, h.transient());
+    auto type = ElementTypeOf(h.type(), gemm::ElementType::kF16, "header.type");
+    if (!type.ok()) return type.status();
+    auto pending = store_.ReserveUpload(h.rows(), h.cols(), h.label(), owner_.identity, h.transient(), *type);
     if (!pending.ok()) return pending.status();
     pending_ = std::move(*pending);
     detail_ = "shape=" + std::to_string(h.rows()) + "x" + std::to_string(h.cols()) +
+              (*type != gemm::ElementType::kF16 ? std::string(" type=") + gemm::ElementName(*type) : "") +
               (h.transient() ? " transient=true" : "");
   }
   return pending_->Append(data);

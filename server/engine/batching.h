@@ -1,6 +1,7 @@
 // Which Multiply requests may share one launch (the Dispatcher's batching):
 // small step-0 GEMMs of one shape, which cuBLAS runs as one strided batched
-// GEMM. The ladder's kernels take one problem each; benchmark timing and
+// GEMM, in gemmd's original fp16 form (a request with its own batch, type or
+// C runs alone). The ladder's kernels take one problem each; benchmark timing and
 // repeats time single launches: those requests always run alone.
 #pragma once
 
@@ -25,7 +26,8 @@ struct BatchPolicy {
 // together, 0 for one that runs alone. Different shapes can share a key
 // (it is a hash); an engine checks the shapes before it batches.
 inline uint64_t BatchKey(const GemmJob& job, const BatchPolicy& policy) {
-  if (policy.max_batch < 2 || job.step != 0 || job.repeats != 1 || job.benchmark || job.k > policy.max_k ||
+  if (policy.max_batch < 2 || job.step != 0 || !job.form.IsPlain() || job.repeats != 1 || job.benchmark ||
+      job.k > policy.max_k ||
       static_cast<double>(job.m) * job.n * job.k > policy.max_multiply_adds) {
     return 0;
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/blas_api.h"
+#include "engine/cpu_forms.h"
 #include "engine/median.h"
 #include "engine/verify.h"
 #include "gemm/half.h"
@@ -93,6 +94,7 @@ absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
   std::string error;
   const BlasApi* blas = Blas(&error);
   if (blas == nullptr) return absl::FailedPreconditionError(error);
+  if (!job.form.IsPlain()) return RunFormOnCpu(*blas, job);
   const size_t m = job.m, n = job.n, k = job.k;
   GemmReport report;
 
@@ -120,7 +122,7 @@ absl::StatusOr<GemmReport> CpuEngine::Run(int, const GemmJob& job) {
 
   t = Clock::now();
   std::unique_ptr<uint16_t[]> scratch;
-  uint16_t* d = job.d;
+  uint16_t* d = static_cast<uint16_t*>(job.d);
   if (d == nullptr && job.verify) {
     scratch.reset(new uint16_t[m * n]);
     d = scratch.get();

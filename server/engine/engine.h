@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/host_bytes.h"
+#include "gemm/form.h"
 
 namespace gemmd {
 
@@ -38,7 +39,7 @@ struct StepAvailability {
 struct OperandView {
   enum class Kind { kHost, kRandom };
   Kind kind = Kind::kRandom;
-  HostBytes host;     // kHost: row-major fp16, rows·cols·2 bytes, in one block or in pieces
+  HostBytes host;     // kHost: the operand's bytes in its type and layout, in one block or in pieces
   uint64_t seed = 0;  // kRandom: see gemm/random_fill.h
   // kHost from stored matrices: their handles joined by ',' (CacheKey), so
   // that an engine may keep a device copy of them; empty for inline bytes.
@@ -46,14 +47,21 @@ struct OperandView {
 };
 
 struct GemmJob {
-  int64_t m = 0, n = 0, k = 0;
+  int64_t m = 0, n = 0, k = 0;  // of one batch entry
   int step = 0;
-  OperandView a, b;  // A is m×k, B is n×k
+  // Types, layouts, alpha/beta/C and batch (gemm/form.h), as validation
+  // resolved them; IsPlain() for gemmd's original fp16 D = A·Bᵀ, which the
+  // fast paths serve.
+  gemm::GemmForm form;
+  OperandView a, b;  // plain: A is m×k, B is n×k
+  OperandView c;     // read when form.ReadsC()
   bool verify = true;
   uint32_t repeats = 1;
   // gemm-bench's hygiene: L2 flushed and D poisoned before every repeat.
   bool benchmark = false;
-  uint16_t* d = nullptr;  // where D goes (m·n fp16), or nullptr if not wanted
+  // Where D goes (form.batch·m·n elements of form.d's type), or nullptr if
+  // not wanted.
+  void* d = nullptr;
   // Polled between phases: a cancelled or expired request is dropped early.
   std::function<bool()> should_stop = [] { return false; };
 };
@@ -67,6 +75,7 @@ struct VerificationResult {
   uint64_t elements = 0;
   double rtol = 1e-3;
   double atol = 1e-2;
+  std::string tolerance_source;  // where rtol and atol come from (gemm/form.h)
   // The bound's K-aware term, added to atol (gemm/tolerance.h).
   double accumulation_atol = 0;
   std::string reference;

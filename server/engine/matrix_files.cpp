@@ -16,7 +16,11 @@ namespace gemmd {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'E', 'M', 'M', 'D', 'M', 'A', 'T'};
-constexpr uint32_t kVersion = 1;
+// Version 1 holds fp16 and nothing else (its `type` field was written 0);
+// version 2 names the element type. An fp16 matrix is still written as
+// version 1, so that a server older than the types reads it.
+constexpr uint32_t kFp16Version = 1;
+constexpr uint32_t kTypedVersion = 2;
 
 // The fixed part of the header, little-endian as written by this x86/ARM host.
 struct Header {
@@ -24,11 +28,19 @@ struct Header {
   uint32_t version;
   uint32_t owner_bytes;
   uint32_t label_bytes;
-  uint32_t reserved;
+  uint32_t type;  // gemm::ElementType's value (version 2)
   int64_t rows;
   int64_t cols;
 };
+
+bool KnownVersion(const Header& h) {
+  return h.version == kFp16Version || (h.version == kTypedVersion && h.type < gemm::kElementTypes);
+}
 static_assert(sizeof(Header) == 40);
+
+gemm::ElementType TypeOf(const Header& h) {
+  return h.version == kFp16Version ? gemm::ElementType::kF16 : static_cast<gemm::ElementType>(h.type);
+}
 
 uint32_t Crc(uint32_t crc, const void* data, size_t bytes) {
   return static_cast<uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), bytes));
@@ -107,10 +119,11 @@ MatrixFiles::~MatrixFiles() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
 }
 
-absl::Status MatrixFiles::Write(const MatrixDescription& desc, const uint16_t* data) const {
+absl::Status MatrixFiles::Write(const MatrixDescription& desc, const void* data) const {
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
-  h.version = kVersion;
+  h.version = desc.type == gemm::ElementType::kF16 ? kFp16Version : kTypedVersion;
+  h.type = static_cast<uint32_t>(desc.type);
   h.owner_bytes = static_cast<uint32_t>(desc.owner.size());
   h.label_bytes = static_cast<uint32_t>(desc.label.size());
   h.rows = desc.rows;
@@ -154,7 +167,7 @@ std::string OwnerOf(const std::string& bytes) {
   Header h{};
   if (bytes.size() < sizeof h) return "";
   std::memcpy(&h, bytes.data(), sizeof h);
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion) return "";
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || !KnownVersion(h)) return "";
   if (h.owner_bytes > bytes.size() - sizeof h) return "";
   return bytes.substr(sizeof h, h.owner_bytes);
 }
@@ -197,10 +210,12 @@ std::map<std::string, LostMatrix, std::less<>> MatrixFiles::LoadAll(const Loader
       const uint64_t body = bytes.size() - sizeof h - sizeof(uint32_t);
       uint32_t stored = 0;
       std::memcpy(&stored, bytes.data() + bytes.size() - sizeof stored, sizeof stored);
-      if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion) {
-        why = "not a gemmd matrix file of version " + std::to_string(kVersion);
+      if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || !KnownVersion(h)) {
+        why = "not a gemmd matrix file of version " + std::to_string(kFp16Version) + " or " +
+              std::to_string(kTypedVersion);
       } else if (h.rows < 1 || h.cols < 1 || uint64_t{h.owner_bytes} + h.label_bytes > body ||
-                 body - h.owner_bytes - h.label_bytes != static_cast<uint64_t>(h.rows) * h.cols * 2) {
+                 body - h.owner_bytes - h.label_bytes !=
+                     static_cast<uint64_t>(h.rows) * h.cols * gemm::ElementBytes(TypeOf(h))) {
         why = "its size does not match its header";
       } else if (Crc(0, bytes.data(), bytes.size() - sizeof stored) != stored) {
         why = "its checksum does not match its contents";
@@ -217,7 +232,8 @@ std::map<std::string, LostMatrix, std::less<>> MatrixFiles::LoadAll(const Loader
     desc.handle = handle;
     desc.rows = h.rows;
     desc.cols = h.cols;
-    desc.bytes = static_cast<uint64_t>(h.rows) * h.cols * 2;
+    desc.type = TypeOf(h);
+    desc.bytes = static_cast<uint64_t>(h.rows) * h.cols * gemm::ElementBytes(desc.type);
     desc.owner = bytes.substr(sizeof h, h.owner_bytes);
     desc.label = bytes.substr(sizeof h + h.owner_bytes, h.label_bytes);
     load(desc, std::string_view(bytes).substr(sizeof h + h.owner_bytes + h.label_bytes, desc.bytes));

@@ -1,7 +1,7 @@
 // Stored matrices on disk (--matrix-dir), so that handles outlive the
 // process: a crash, a kill -9, an exit 3 after a sticky GPU fault, a
 // container restart. One file per matrix, `<handle>.gemm`: a header (magic,
-// version, shape, owner, label), the fp16 data, and a CRC-32 of everything
+// version, element type, shape, owner, label), the data, and a CRC-32 of everything
 // before it. A file is written under a temporary name, fsynced, renamed
 // and its directory fsynced before the upload is acknowledged, so a file
 // with the final name is always whole; a torn write leaves a `.tmp`, which
@@ -36,7 +36,7 @@ class MatrixFiles {
   MatrixFiles& operator=(const MatrixFiles&) = delete;
 
   // Writes `desc`'s matrix durably (returns once it is on disk).
-  absl::Status Write(const MatrixDescription& desc, const uint16_t* data) const;
+  absl::Status Write(const MatrixDescription& desc, const void* data) const;
   // Removes the matrix's file; OK if there is none.
   void Remove(const std::string& handle) const;
   // Removes a lost matrix's set-aside `.gemm.corrupt` file.

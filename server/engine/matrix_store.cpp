@@ -123,8 +123,10 @@ void PendingMatrix::MarkFilled() {
 absl::Status PendingMatrix::Append(const HostBytes& bytes) {
   const uint64_t received = received_.load();
   if (bytes.size() > this->bytes() - received) {
-    return absl::InvalidArgumentError("upload sends more than rows*cols*2 = " +
-                                      std::to_string(this->bytes()) + " bytes");
+    const MatrixDescription& d = matrix_->description();
+    return absl::InvalidArgumentError("upload sends more than the matrix's " + std::to_string(this->bytes()) +
+                                      " bytes (" + std::to_string(d.rows) + "x" + std::to_string(d.cols) + " " +
+                                      gemm::ElementName(d.type) + " elements)");
   }
   if (charged_as_received_) {
     if (auto st = matrix_->reservation_->Grow(bytes.size()); !st.ok()) {
@@ -132,7 +134,7 @@ absl::Status PendingMatrix::Append(const HostBytes& bytes) {
                                           std::to_string(this->bytes()) + " bytes, " + std::string(st.message()));
     }
   }
-  bytes.CopyTo(reinterpret_cast<char*>(data()) + received, 0, bytes.size());
+  bytes.CopyTo(data() + received, 0, bytes.size());
   received_ = received + bytes.size();
   if (received_ == this->bytes()) matrix_->data_.MarkWritten();
   return absl::OkStatus();
@@ -168,19 +170,21 @@ void MatrixStore::SetIdentityLimits(uint64_t identity_quota_bytes, size_t max_up
 }
 
 absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::Reserve(int64_t rows, int64_t cols, std::string label,
-                                                                     std::string owner, bool transient) {
-  return ReserveCharged(rows, cols, std::move(label), std::move(owner), transient, /*upload=*/false);
+                                                                     std::string owner, bool transient,
+                                                                     gemm::ElementType type) {
+  return ReserveCharged(rows, cols, std::move(label), std::move(owner), transient, /*upload=*/false, type);
 }
 
 absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::ReserveUpload(int64_t rows, int64_t cols,
                                                                            std::string label, std::string owner,
-                                                                           bool transient) {
-  return ReserveCharged(rows, cols, std::move(label), std::move(owner), transient, /*upload=*/true);
+                                                                           bool transient, gemm::ElementType type) {
+  return ReserveCharged(rows, cols, std::move(label), std::move(owner), transient, /*upload=*/true, type);
 }
 
 absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::ReserveCharged(int64_t rows, int64_t cols,
                                                                             std::string label, std::string owner,
-                                                                            bool transient, bool upload) {
+                                                                            bool transient, bool upload,
+                                                                            gemm::ElementType type) {
   if (rows < 1 || cols < 1) {
     return absl::InvalidArgumentError("a matrix needs rows >= 1 and cols >= 1, got " +
                                       std::to_string(rows) + "x" + std::to_string(cols));
@@ -189,10 +193,10 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::ReserveCharged(int64
   // Past the quota is refused here, before Charge() adds the bookkeeping:
   // a size near 2^64 would wrap that sum to a small charge that passes.
   if (__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), &bytes) ||
-      __builtin_mul_overflow(bytes, uint64_t{2}, &bytes) || bytes > quota_) {
+      __builtin_mul_overflow(bytes, uint64_t{gemm::ElementBytes(type)}, &bytes) || bytes > quota_) {
     return Permanent(absl::ResourceExhaustedError("matrix quota exhausted: a " + std::to_string(rows) + "x" +
-                                                  std::to_string(cols) +
-                                                  " fp16 matrix is larger than the whole quota of " +
+                                                  std::to_string(cols) + " " + gemm::ElementName(type) +
+                                                  " matrix is larger than the whole quota of " +
                                                   std::to_string(quota_) + " bytes"));
   }
   if (label.size() > kMaxLabelBytes) {
@@ -219,6 +223,7 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::ReserveCharged(int64
   m.reservation_ = std::make_unique<QuotaReservation>(usage_, owner, charge, [this] { Publish(); });
   m.desc_.rows = rows;
   m.desc_.cols = cols;
+  m.desc_.type = type;
   m.desc_.bytes = bytes;
   m.desc_.label = std::move(label);
   m.desc_.owner = std::move(owner);
@@ -246,9 +251,11 @@ void MatrixStore::Unlist(uint64_t upload_id) {
 
 absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMatrix> pending) {
   if (pending->received() != pending->bytes()) {
-    return absl::InvalidArgumentError("upload ended after " + std::to_string(pending->received()) +
-                                      " of " + std::to_string(pending->bytes()) +
-                                      " bytes (rows*cols*2); the matrix was discarded");
+    const MatrixDescription& d = pending->matrix_->description();
+    return absl::InvalidArgumentError("upload ended after " + std::to_string(pending->received()) + " of " +
+                                      std::to_string(pending->bytes()) + " bytes (" + std::to_string(d.rows) + "x" +
+                                      std::to_string(d.cols) + " " + gemm::ElementName(d.type) +
+                                      " elements); the matrix was discarded");
   }
   if (pending->listed_in_ != nullptr) {
     Unlist(pending->upload_id_);

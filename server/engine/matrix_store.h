@@ -19,6 +19,7 @@
 
 #include "engine/host_buffer_pool.h"
 #include "engine/host_bytes.h"
+#include "gemm/element_type.h"
 
 namespace gemmd {
 
@@ -27,7 +28,8 @@ struct MatrixDescription {
   enum class State { kStored, kUploading, kLost };
   std::string handle;  // "" while uploading
   int64_t rows = 0, cols = 0;
-  uint64_t bytes = 0;
+  gemm::ElementType type = gemm::ElementType::kF16;
+  uint64_t bytes = 0;  // rows·cols·ElementBytes(type)
   std::string label;
   std::string owner;  // the identity that stored it ("" on a server without authentication)
   // Kept in memory only, never on disk: gone after a restart. For scratch
@@ -124,8 +126,9 @@ class QuotaReservation {
 class StoredMatrix {
  public:
   const MatrixDescription& description() const { return desc_; }
-  const uint16_t* data() const { return data_.get(); }
-  uint16_t* mutable_data() { return data_.get(); }
+  // rows·cols elements of description().type, description().bytes in all.
+  const char* data() const { return reinterpret_cast<const char*>(data_.get()); }
+  char* mutable_data() { return reinterpret_cast<char*>(data_.get()); }
   uint64_t elements() const { return static_cast<uint64_t>(desc_.rows) * desc_.cols; }
 
  private:
@@ -147,7 +150,7 @@ class PendingMatrix {
   absl::Status Append(std::string_view bytes) { return Append(HostBytes(bytes.data(), bytes.size())); }
   uint64_t received() const { return received_.load(); }
   uint64_t bytes() const { return matrix_->description().bytes; }
-  uint16_t* data() { return matrix_->mutable_data(); }
+  char* data() { return matrix_->mutable_data(); }
   // Marks every byte as written (for results the engine filled in place).
   void MarkFilled();
   // New memory faulted in from now until the engine writes it (host_buffer_pool.h).
@@ -187,12 +190,13 @@ class MatrixStore {
   MatrixStore(const MatrixStore&) = delete;
   MatrixStore& operator=(const MatrixStore&) = delete;
 
-  // Reserves Charge(rows·cols·2, label). INVALID_ARGUMENT for a bad shape
+  // Reserves Charge(rows·cols·ElementBytes(type), label). INVALID_ARGUMENT for a bad shape
   // or a label over kMaxLabelBytes, RESOURCE_EXHAUSTED when the quota or
   // the matrix count cannot hold it. A `transient` matrix is never written
   // to the attached files (MatrixDescription::transient).
   absl::StatusOr<std::unique_ptr<PendingMatrix>> Reserve(int64_t rows, int64_t cols, std::string label,
-                                                         std::string owner, bool transient = false);
+                                                         std::string owner, bool transient = false,
+                                                         gemm::ElementType type = gemm::ElementType::kF16);
   // The same for an upload, which may wait on its client: checks that the
   // whole matrix fits now, but charges the quota only as bytes arrive
   // (PendingMatrix::Append). Against the owner's own limits it counts in
@@ -200,7 +204,8 @@ class MatrixStore {
   // headers sent without data cost their sender, not everyone else.
   // ListMatrices shows it to its owner until it is committed.
   absl::StatusOr<std::unique_ptr<PendingMatrix>> ReserveUpload(int64_t rows, int64_t cols, std::string label,
-                                                               std::string owner, bool transient = false);
+                                                               std::string owner, bool transient = false,
+                                                               gemm::ElementType type = gemm::ElementType::kF16);
 
   // Publishes a fully written matrix under a new handle. INVALID_ARGUMENT
   // when bytes are missing.
@@ -236,7 +241,8 @@ class MatrixStore {
  private:
   friend class PendingMatrix;
   absl::StatusOr<std::unique_ptr<PendingMatrix>> ReserveCharged(int64_t rows, int64_t cols, std::string label,
-                                                                std::string owner, bool transient, bool upload);
+                                                                std::string owner, bool transient, bool upload,
+                                                                gemm::ElementType type);
   void Publish() const;
   std::string NewHandle();
   void Unlist(uint64_t upload_id);

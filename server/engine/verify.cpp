@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "gemm/half.h"
 
@@ -14,6 +15,7 @@ VerificationResult CompareWithReference(const uint16_t* d, const double* ref, si
   r.elements = count;
   r.rtol = kRtol;
   r.atol = kAtol;
+  r.tolerance_source = gemm::FormTolerance{}.source;
   r.accumulation_atol = accumulation_atol;
   const double atol = kAtol + accumulation_atol;
   for (size_t i = 0; i < count; ++i) {
@@ -29,6 +31,43 @@ VerificationResult CompareWithReference(const uint16_t* d, const double* ref, si
   }
   r.passed = r.mismatches == 0;
   return r;
+}
+
+VerificationResult CompareWithReference(const void* d, gemm::ElementType type, const double* ref, size_t count,
+                                        const gemm::FormTolerance& tolerance, double accumulation_atol) {
+  VerificationResult r;
+  r.performed = true;
+  r.elements = count;
+  r.rtol = tolerance.rtol;
+  r.atol = tolerance.atol;
+  r.tolerance_source = tolerance.source;
+  r.accumulation_atol = accumulation_atol;
+  const double atol = tolerance.atol + accumulation_atol;
+  for (size_t i = 0; i < count; ++i) {
+    const double value = gemm::LoadElement(type, d, i);
+    if (!std::isfinite(value)) {
+      ++r.non_finite;
+      ++r.mismatches;
+      continue;
+    }
+    const double err = std::fabs(value - ref[i]);
+    if (err > r.max_abs_error) r.max_abs_error = err;
+    if (err > atol + tolerance.rtol * std::fabs(ref[i])) ++r.mismatches;
+  }
+  r.passed = r.mismatches == 0;
+  return r;
+}
+
+double MaxOperandNorm(const float* x, int64_t vectors, int64_t k, bool k_contiguous) {
+  if (k_contiguous) return MaxRowNorm(x, static_cast<size_t>(vectors), static_cast<size_t>(k));
+  std::vector<double> sums(static_cast<size_t>(vectors), 0.0);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const float* row = x + kk * vectors;
+    for (int64_t v = 0; v < vectors; ++v) sums[v] += double{row[v]} * row[v];
+  }
+  double largest = 0;
+  for (double s : sums) largest = std::max(largest, std::sqrt(s));
+  return largest;
 }
 
 double MaxRowNorm(const float* x, size_t rows, size_t cols) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "engine/engine.h"
+#include "gemm/form.h"
 #include "gemm/tolerance.h"
 
 namespace gemmd {
@@ -19,7 +20,17 @@ using gemm::kRtol;
 VerificationResult CompareWithReference(const uint16_t* d, const double* ref, size_t count,
                                         double accumulation_atol = 0);
 
+// Any form's D (`count` elements of `type`) against an fp64 reference,
+// under that form's tolerance (gemm/form.h) plus `accumulation_atol`.
+VerificationResult CompareWithReference(const void* d, gemm::ElementType type, const double* ref, size_t count,
+                                        const gemm::FormTolerance& tolerance, double accumulation_atol);
+
 // The largest ‖row‖₂ of a rows×cols row-major matrix.
 double MaxRowNorm(const float* x, size_t rows, size_t cols);
+
+// The largest ‖v‖₂ over `vectors` vectors of length k: the rows of x when
+// k is contiguous (x is vectors×k), else its columns (x is k×vectors).
+// op(A)'s rows and op(B)'s columns, as the verification bound wants them.
+double MaxOperandNorm(const float* x, int64_t vectors, int64_t k, bool k_contiguous);
 
 }  // namespace gemmd

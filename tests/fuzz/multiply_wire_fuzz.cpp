@@ -43,8 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The inline bytes go back where protobuf keeps them, then the two must match.
   if (mine.a().has_data()) mine.mutable_a()->set_data(Gather(wire.a_data));
   if (mine.b().has_data()) mine.mutable_b()->set_data(Gather(wire.b_data));
+  if (mine.c().has_data()) mine.mutable_c()->set_data(Gather(wire.c_data));
   if (!mine.a().has_data() && wire.a_data.size() != 0) std::abort();
   if (!mine.b().has_data() && wire.b_data.size() != 0) std::abort();
+  if (!mine.c().has_data() && wire.c_data.size() != 0) std::abort();
   mine.DiscardUnknownFields();
   reference.DiscardUnknownFields();
   if (mine.SerializeAsString() != reference.SerializeAsString()) std::abort();

@@ -13,7 +13,7 @@
 
 namespace gemm {
 
-enum class OperandId : uint32_t { kA = 0, kB = 1 };
+enum class OperandId : uint32_t { kA = 0, kB = 1, kC = 2 };
 
 // splitmix64's finaliser: a strong 64-bit mix, cheap on both CPU and GPU.
 GEMM_HOST_DEVICE inline uint64_t Mix64(uint64_t x) {

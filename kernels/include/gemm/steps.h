@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "gemm/form.h"
+
 namespace gemm {
 
 inline constexpr int kVendorStep = 0;
@@ -40,6 +42,18 @@ std::string_view GpuFamilies(int step);
 // Empty when the step takes an m×n×k problem; otherwise a sentence saying
 // which limit the shape breaks.
 std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k);
+
+// What a step computes beyond gemmd's original fp16 A·Bᵀ (gemm/form.h):
+// step 0, the vendor library, every form; the ladder's steps the plain one.
+struct StepForms {
+  bool every_form = false;
+};
+StepForms FormsOf(int step);
+
+// "" when `step` computes `form`; otherwise a sentence, as a predicate of
+// "step N", saying what the request asks that the step lacks and which
+// step has it.
+std::string FormError(int step, const GemmForm& form);
 
 // Leading dimensions (elements from one row to the next) of row-major A
 // (m×k), B (n×k) and D (m×n): 0 stands for dense, and is replaced by k, k or

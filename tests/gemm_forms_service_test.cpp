@@ -1,0 +1,219 @@
+// gemm.v1's whole GEMM end to end: a real server (CPU engine) on a loopback
+// port, requests in every source an operand has, D checked against an fp64
+// product computed here, not by gemmd's verification.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "gemm/form.h"
+#include "gemm/steps.h"
+#include "server_fixture.h"
+
+namespace gemmd::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using gemm::ElementType;
+using gemm::v1::MultiplyRequest;
+using gemm::v1::MultiplyResponse;
+
+std::string RandomBytes(ElementType type, uint64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::string bytes(count * gemm::ElementBytes(type), '\0');
+  for (uint64_t i = 0; i < count; ++i) gemm::StoreElement(type, bytes.data(), i, u(rng));
+  return bytes;
+}
+
+class GemmFormsTest : public ServerFixture {
+ protected:
+  void SetUp() override { StartServer(); }
+};
+
+// The example: y = x @ W + 0.5·r in bf16, W stored K×N and shared
+// by a batch of 4, W uploaded once by handle, C inline.
+TEST_F(GemmFormsTest, Bf16XTimesWPlusBetaCBatchedWithASharedWMatchesFp64) {
+  const int64_t batch = 4, m = 24, n = 40, k = 72;
+  const std::string x = RandomBytes(ElementType::kBF16, batch * m * k, 1);
+  const std::string w = RandomBytes(ElementType::kBF16, k * n, 2);
+  const std::string r = RandomBytes(ElementType::kBF16, batch * m * n, 3);
+  gemm::v1::MatrixHeader header;
+  header.set_rows(k);
+  header.set_cols(n);
+  header.set_type(gemm::v1::BF16);
+  gemm::v1::MatrixInfo w_info;
+  ASSERT_TRUE(client().Upload(header, w, &w_info).ok());
+  EXPECT_EQ(w_info.type(), gemm::v1::BF16);
+  EXPECT_EQ(w_info.bytes(), w.size());
+
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.set_a_type(gemm::v1::BF16);
+  req.set_b_type(gemm::v1::BF16);
+  req.set_b_layout(gemm::v1::LAYOUT_MN_CONTIGUOUS);
+  req.mutable_a()->set_data(x);
+  req.mutable_b()->set_handle(w_info.handle());
+  req.set_beta(0.5);
+  req.mutable_c()->set_data(r);
+  req.mutable_batch()->set_count(batch);
+  req.mutable_batch()->set_stride_b(0);
+  req.set_output(gemm::v1::OUTPUT_INLINE);
+  MultiplyResponse resp;
+  ASSERT_TRUE(client().Multiply(req, &resp).ok());
+  EXPECT_EQ(resp.d_type(), gemm::v1::BF16);
+  EXPECT_EQ(resp.batch_count(), batch);
+  EXPECT_TRUE(resp.verification().passed());
+  EXPECT_DOUBLE_EQ(resp.verification().rtol(), 1.6e-2);
+  EXPECT_THAT(resp.verification().tolerance_source(), HasSubstr("bfloat16"));
+  ASSERT_EQ(resp.d().size(), static_cast<size_t>(batch * m * n * 2));
+
+  double worst = 0;
+  for (int64_t e = 0; e < batch; ++e) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0, magnitude = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const double p = double{gemm::LoadElement(ElementType::kBF16, x.data(), (e * m + i) * k + kk)} *
+                           gemm::LoadElement(ElementType::kBF16, w.data(), kk * n + j);
+          want += p;
+          magnitude += std::fabs(p);
+        }
+        const double c = gemm::LoadElement(ElementType::kBF16, r.data(), (e * m + i) * n + j);
+        want += 0.5 * c;
+        const double got = gemm::LoadElement(ElementType::kBF16, resp.d().data(), (e * m + i) * n + j);
+        // bf16's rounding of D (2^-8 relative) and fp32 sums of 72 terms.
+        const double err = std::fabs(got - want) / (0x1p-8 * std::fabs(want) + 80 * 0x1p-23 * (magnitude + std::fabs(c)));
+        worst = std::max(worst, err);
+      }
+    }
+  }
+  EXPECT_LE(worst, 1.0) << "worst error in units of the bound";
+}
+
+TEST_F(GemmFormsTest, Fp8WithScalesAndFp32DOfFp16AndStoredDsKeepTheirType) {
+  const int64_t m = 16, n = 8, k = 32;
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.set_a_type(gemm::v1::FP8_E4M3);
+  req.set_b_type(gemm::v1::FP8_E5M2);
+  req.set_a_scale(0.5);
+  req.set_b_scale(3);
+  req.set_d_type(gemm::v1::FP16);
+  req.mutable_a()->mutable_random()->set_seed(4);
+  req.mutable_b()->mutable_random()->set_seed(4);
+  req.set_output(gemm::v1::OUTPUT_HANDLE);
+  MultiplyResponse resp;
+  ASSERT_TRUE(client().Multiply(req, &resp).ok());
+  EXPECT_TRUE(resp.verification().passed());
+  std::string d;
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Download(resp.d_handle(), &d, &info).ok());
+  EXPECT_EQ(info.type(), gemm::v1::FP16);
+  EXPECT_EQ(d.size(), static_cast<size_t>(m * n * 2));
+  // D[0][0] from the documented generator, rounded to each operand's type.
+  const uint64_t sa = gemm::RandomStream(4, gemm::OperandId::kA), sb = gemm::RandomStream(4, gemm::OperandId::kB);
+  double want = 0;
+  for (int kk = 0; kk < k; ++kk) {
+    want += double{gemm::RandomValueAs(ElementType::kF8E4M3, sa, kk)} * gemm::RandomValueAs(ElementType::kF8E5M2, sb, kk);
+  }
+  want *= 1.5;
+  EXPECT_NEAR(gemm::LoadElement(ElementType::kF16, d.data(), 0), want, std::fabs(want) * 0x1p-10 + 1e-4);
+
+  // The stored fp16 D, as C of an fp32-D request with an fp32 C type mismatch refused.
+  MultiplyRequest next;
+  *next.mutable_shape() = req.shape();
+  next.mutable_a()->mutable_random()->set_seed(5);
+  next.mutable_b()->mutable_random()->set_seed(5);
+  next.set_beta(1);
+  next.mutable_c()->set_handle(resp.d_handle());
+  next.set_c_type(gemm::v1::FP32);
+  next.set_d_type(gemm::v1::FP32);
+  grpc::Status st = client().Multiply(next, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("holds fp16, but c is fp32"));
+  next.clear_c_type();  // C in D's type: fp32, still not what the handle holds
+  next.set_d_type(gemm::v1::FP16);
+  ASSERT_TRUE(client().Multiply(next, &resp).ok()) << resp.DebugString();
+  EXPECT_TRUE(resp.verification().passed());
+}
+
+TEST_F(GemmFormsTest, ALadderStepRefusesWhatItLacksAndNamesStepZero) {
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(8);
+  req.mutable_shape()->set_n(8);
+  req.mutable_shape()->set_k(8);
+  req.set_step(10);
+  req.set_a_type(gemm::v1::BF16);
+  req.set_b_type(gemm::v1::BF16);
+  req.mutable_a()->mutable_random();
+  req.mutable_b()->mutable_random();
+  MultiplyResponse resp;
+  const grpc::Status st = client().Multiply(req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  // The CPU engine offers no ladder step: that refusal comes first.
+  EXPECT_THAT(st.error_message(), HasSubstr("step 10"));
+  EXPECT_EQ(gemm::FormError(10, gemm::GemmForm{}), "");
+  gemm::GemmForm bf16;
+  bf16.a = bf16.b = bf16.d = ElementType::kBF16;
+  EXPECT_THAT(gemm::FormError(10, bf16), HasSubstr("bf16 x bf16 operands"));
+  EXPECT_THAT(gemm::FormError(10, bf16), HasSubstr("step 0 computes every form"));
+}
+
+TEST_F(GemmFormsTest, ListKernelsSaysWhatEachStepComputes) {
+  gemm::v1::ListKernelsResponse list;
+  ASSERT_TRUE(client().ListKernels(&list).ok());
+  ASSERT_GE(list.kernels_size(), 2);
+  const auto& vendor = list.kernels(0).capabilities();
+  EXPECT_EQ(vendor.operand_types_size(), 5);
+  EXPECT_TRUE(vendor.alpha_beta_c());
+  EXPECT_TRUE(vendor.batches());
+  EXPECT_EQ(vendor.b_layouts_size(), 2);
+  const auto& ladder = list.kernels(10).capabilities();
+  ASSERT_EQ(ladder.operand_types_size(), 1);
+  EXPECT_EQ(ladder.operand_types(0), gemm::v1::FP16);
+  EXPECT_FALSE(ladder.alpha_beta_c());
+  EXPECT_FALSE(ladder.batches());
+}
+
+TEST_F(GemmFormsTest, AStoredOperandMustHoldTheRequestsTypeAndSize) {
+  gemm::v1::MatrixHeader header;
+  header.set_rows(8);
+  header.set_cols(4);
+  header.set_type(gemm::v1::FP32);
+  gemm::v1::MatrixInfo info;
+  ASSERT_TRUE(client().Upload(header, RandomBytes(ElementType::kF32, 32, 9), &info).ok());
+  EXPECT_EQ(info.bytes(), 128u);
+  MultiplyRequest req;
+  req.mutable_shape()->set_m(4);
+  req.mutable_shape()->set_n(3);
+  req.mutable_shape()->set_k(4);
+  req.set_a_type(gemm::v1::FP32);
+  req.set_b_type(gemm::v1::FP32);
+  req.mutable_a()->set_handle(info.handle());  // 8x4 is a batch of two 4x4 A
+  req.mutable_b()->mutable_random();
+  MultiplyResponse resp;
+  grpc::Status st = client().Multiply(req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("needs 4x4"));
+  req.mutable_batch()->set_count(2);
+  ASSERT_TRUE(client().Multiply(req, &resp).ok()) << resp.DebugString();
+  EXPECT_TRUE(resp.verification().passed());
+  req.set_a_type(gemm::v1::FP16);
+  req.set_b_type(gemm::v1::FP16);
+  st = client().Multiply(req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("holds fp32, but a is fp16"));
+  // An upload's bytes are counted in its type: 8x4 fp32 is 128 bytes, not 64.
+  gemm::v1::MatrixInfo short_info;
+  st = client().Upload(header, std::string(64, '\0'), &short_info);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace gemmd::testing

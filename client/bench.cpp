@@ -47,22 +47,33 @@ struct Combo {
   uint32_t step;
 };
 
-// A rows×cols operand as --inline sends it: the matrix the server would
-// generate from `seed` (gemm/random_fill.h), as little-endian fp16 bytes.
-std::string GeneratedOperand(int64_t rows, int64_t cols, uint64_t seed, gemm::OperandId operand) {
-  const auto count = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
-  std::string bytes(count * 2, '\0');
-  for (uint64_t i = 0; i < count; ++i) {
-    const uint16_t h = gemm::FloatToHalf(gemm::RandomValue(seed, operand, i));
-    bytes[2 * i] = static_cast<char>(h & 0xFF);
-    bytes[2 * i + 1] = static_cast<char>(h >> 8);
-  }
-  return bytes;
+// A request for `c` with the run's settings and form; its operands are the
+// caller's (a C, when the form reads one, is generated from `seed`).
+gemm::v1::MultiplyRequest RequestFor(const Combo& c, const BenchArgs& args, uint64_t seed = 1,
+                                     gemm::GemmForm* form = nullptr) {
+  gemm::v1::MultiplyRequest req = MultiplyRequestFor(c.m, c.n, c.k, c.step, args.repeats, args.benchmark, args.verify);
+  gemm::GemmForm resolved;
+  ApplyForm(args.form, &req, &resolved);  // checked once before the run
+  if (resolved.ReadsC()) req.mutable_c()->mutable_random()->set_seed(seed);
+  if (form != nullptr) *form = resolved;
+  return req;
 }
 
-// A request for `c` with the run's settings; its operands are the caller's.
-gemm::v1::MultiplyRequest RequestFor(const Combo& c, const BenchArgs& args) {
-  return MultiplyRequestFor(c.m, c.n, c.k, c.step, args.repeats, args.benchmark, args.verify);
+// Operand `id` of `c` (A or B) as --inline and --stored send it: what the
+// server would generate from `seed`, in the form's type, over its batch.
+struct OperandBytes {
+  std::string bytes;
+  int64_t rows = 0, cols = 0;  // as uploaded
+  gemm::ElementType type = gemm::ElementType::kF16;
+};
+OperandBytes GeneratedOperand(const Combo& c, const gemm::GemmForm& form, uint64_t seed, gemm::OperandId id) {
+  const gemm::OperandStorage s = id == gemm::OperandId::kA ? gemm::StorageOfA(form, c.m, c.k)
+                                                           : gemm::StorageOfB(form, c.n, c.k);
+  OperandBytes out;
+  out.type = s.type;
+  if (!StoredShapeOf(s, form.batch, &out.rows, &out.cols)) out.rows = 1, out.cols = 0;
+  out.bytes = GeneratedBytes(s.type, s.Footprint(form.batch), seed, id);
+  return out;
 }
 
 // Nearest-rank percentile of sorted values.
@@ -77,6 +88,14 @@ double Percentile(const std::vector<double>& sorted, double p) {
 uint32_t AutoConnections(uint32_t concurrency) { return std::clamp((concurrency + 3) / 4, 1u, 8u); }
 
 int CmdBench(GemmClient& client, const BenchArgs& args) {
+  {
+    gemm::v1::MultiplyRequest probe = MultiplyRequestFor(8, 8, 16, 0, 1, false, false);
+    gemm::GemmForm form;
+    if (auto err = ApplyForm(args.form, &probe, &form); !err.empty()) {
+      std::cerr << "error: " << err << "\n";
+      return 2;
+    }
+  }
   std::vector<Combo> combos;
   for (const auto& s : args.shapes) {
     Combo c{};
@@ -111,9 +130,10 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
   std::vector<gemm::v1::MultiplyRequest> inline_requests(args.inline_data ? combos.size() : 0);
   for (size_t ci = 0; ci < inline_requests.size(); ++ci) {
     const Combo& c = combos[ci];
-    gemm::v1::MultiplyRequest& req = inline_requests[ci] = RequestFor(c, args);
-    req.mutable_a()->set_data(GeneratedOperand(c.m, c.k, ci + 1, gemm::OperandId::kA));
-    req.mutable_b()->set_data(GeneratedOperand(c.n, c.k, ci + 1, gemm::OperandId::kB));
+    gemm::GemmForm form;
+    gemm::v1::MultiplyRequest& req = inline_requests[ci] = RequestFor(c, args, ci + 1, &form);
+    req.mutable_a()->set_data(GeneratedOperand(c, form, ci + 1, gemm::OperandId::kA).bytes);
+    req.mutable_b()->set_data(GeneratedOperand(c, form, ci + 1, gemm::OperandId::kB).bytes);
     req.set_output(gemm::v1::OUTPUT_INLINE);
   }
 
@@ -128,14 +148,23 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
   };
   for (size_t ci = 0; ci < stored.size(); ++ci) {
     const Combo& c = combos[ci];
-    for (auto [i, rows, operand] : {std::tuple{0, c.m, gemm::OperandId::kA}, std::tuple{1, c.n, gemm::OperandId::kB}}) {
+    gemm::GemmForm form;
+    RequestFor(c, args, 1, &form);
+    for (auto [i, operand] : {std::pair{0, gemm::OperandId::kA}, std::pair{1, gemm::OperandId::kB}}) {
+      const OperandBytes generated = GeneratedOperand(c, form, ci + 1, operand);
+      if (generated.cols == 0) {
+        delete_stored();
+        std::cerr << "error: --stored needs batch strides of whole rows\n";
+        return 2;
+      }
       gemm::v1::MatrixHeader header;
-      header.set_rows(rows);
-      header.set_cols(c.k);
+      header.set_rows(generated.rows);
+      header.set_cols(generated.cols);
+      header.set_type(ToProtoType(generated.type));
       header.set_label(std::string(i == 0 ? "A" : "B") + " of gemm-client bench --stored");
       header.set_transient(true);
       gemm::v1::MatrixInfo info;
-      if (auto st = client.Upload(header, GeneratedOperand(rows, c.k, ci + 1, operand), &info); !st.ok()) {
+      if (auto st = client.Upload(header, generated.bytes, &info); !st.ok()) {
         delete_stored();
         std::cerr << "error: upload of " << (i == 0 ? "A" : "B") << " for --stored: " << CodeName(st.error_code())
                   << ": " << st.error_message() << "\n";
@@ -221,7 +250,7 @@ int CmdBench(GemmClient& client, const BenchArgs& args) {
               uint64_t i = 0;
               if (!take(&i)) return false;
               combo_of[slot] = i % combos.size();
-              *req = RequestFor(combos[combo_of[slot]], args);
+              *req = RequestFor(combos[combo_of[slot]], args, i + 1);
               if (args.stored) {
                 req->mutable_a()->set_handle(stored[combo_of[slot]][0]);
                 req->mutable_b()->set_handle(stored[combo_of[slot]][1]);

@@ -51,8 +51,9 @@ void PrintReport(const gemm::v1::MultiplyResponse& r, const gemmc::ClientTiming&
   const auto& s = r.shape();
   const auto& v = r.verification();
   const auto& t = r.timing();
-  std::printf("gemm %ldx%ldx%ld step %u on %s (%s engine)\n", s.m(), s.n(), s.k(), r.step(), r.device().c_str(),
-              r.engine().c_str());
+  const std::string batch = r.batch_count() > 1 ? " x " + std::to_string(r.batch_count()) + " (a batch)" : "";
+  std::printf("gemm %ldx%ldx%ld%s step %u on %s (%s engine), D %s\n", s.m(), s.n(), s.k(), batch.c_str(), r.step(),
+              r.device().c_str(), r.engine().c_str(), TypeName(r.d_type()));
   if (v.performed()) {
     // The bound's K-aware term, where it is not negligible (docs/verification.md).
     char accumulation[48] = "";
@@ -197,6 +198,9 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
   const uint64_t max_message = std::min(kernels.limits().max_message_bytes(), client.options().max_message_bytes);
 
   gemm::v1::MultiplyRequest req = MultiplyRequestFor(a.m, a.n, a.k, a.step, a.repeats, a.benchmark, !a.no_verify);
+  gemm::GemmForm form;
+  if (auto err = ApplyForm(a.form, &req, &form); !err.empty()) return std::cerr << "error: " << err << "\n", 2;
+  const gemm::OperandStorage a_storage = gemm::StorageOfA(form, a.m, a.k), b_storage = gemm::StorageOfB(form, a.n, a.k);
 
   // The connections beyond the caller's, when asked for.
   const auto own = OwnConnections(client, a.connections - 1);
@@ -232,7 +236,8 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
         const char* name;
         gemm::v1::Operand* op;  // named by this block's handle
         bool alone;             // the operand's only block: a plain handle
-        int64_t rows;
+        int64_t rows, cols;
+        gemm::v1::ElementType type;
         std::string_view bytes;
         GemmClient* via;
         gemm::v1::MatrixInfo info;
@@ -241,14 +246,19 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
       std::vector<Block> blocks;
       const size_t a_blocks = std::max<size_t>(1, clients.size() / 2);
       const size_t b_blocks = std::max<size_t>(1, clients.size() - a_blocks);
-      for (auto [name, op, rows, bytes, count] : {std::tuple{"A", req.mutable_a(), a.m, &abytes, a_blocks},
-                                                 std::tuple{"B", req.mutable_b(), a.n, &bbytes, b_blocks}}) {
+      for (auto [name, op, storage, bytes, count] : {std::tuple{"A", req.mutable_a(), a_storage, &abytes, a_blocks},
+                                                    std::tuple{"B", req.mutable_b(), b_storage, &bbytes, b_blocks}}) {
+        int64_t rows = 0, cols = 0;
+        if (!StoredShapeOf(storage, form.batch, &rows, &cols)) {
+          return std::cerr << "error: " << name << "'s batch stride is not a whole number of its rows; send it "
+                           << "inline (--transport inline)\n", 2;
+        }
         count = std::min<size_t>(count, static_cast<size_t>(rows));
-        const int64_t row_bytes = a.k * 2;
+        const int64_t row_bytes = cols * static_cast<int64_t>(gemm::ElementBytes(storage.type));
         for (size_t i = 0; i < count; ++i) {
           const int64_t r0 = rows * static_cast<int64_t>(i) / static_cast<int64_t>(count);
           const int64_t r1 = rows * static_cast<int64_t>(i + 1) / static_cast<int64_t>(count);
-          blocks.push_back({name, op, count == 1, r1 - r0,
+          blocks.push_back({name, op, count == 1, r1 - r0, cols, ToProtoType(storage.type),
                             std::string_view(*bytes).substr(r0 * row_bytes, (r1 - r0) * row_bytes),
                             clients[blocks.size() % clients.size()], {}, {}});
         }
@@ -260,7 +270,8 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
       const auto upload = [&](Block& b) {
         gemm::v1::MatrixHeader header;
         header.set_rows(b.rows);
-        header.set_cols(a.k);
+        header.set_cols(b.cols);
+        header.set_type(b.type);
         header.set_label(std::string(b.name) + " of gemm-client run");
         header.set_transient(true);
         b.status = b.via->Upload(header, b.bytes, &b.info,
@@ -297,7 +308,40 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
     req.mutable_a()->mutable_random()->set_seed(seed);
     req.mutable_b()->mutable_random()->set_seed(seed);
   }
-  const uint64_t d_bytes = static_cast<uint64_t>(a.m) * a.n * 2;
+  if (form.ReadsC()) {  // C: a stored matrix, a file (inline, or uploaded when too big), or generated
+    if (!a.form.c_handle.empty()) {
+      req.mutable_c()->set_handle(a.form.c_handle);
+    } else if (!a.form.c_file.empty()) {
+      std::string cbytes;
+      if (!ReadFile(a.form.c_file, &cbytes)) return std::cerr << "error: cannot read " << a.form.c_file << "\n", 2;
+      if (cbytes.size() + req.ByteSizeLong() + kReplyOverhead <= max_message) {
+        req.mutable_c()->set_data(std::move(cbytes));
+      } else {
+        gemm::v1::MatrixHeader header;
+        const gemm::OperandStorage c_storage = gemm::StorageOfC(form, a.m, a.n);
+        int64_t rows = 0, cols = 0;
+        if (!StoredShapeOf(c_storage, form.batch, &rows, &cols)) {
+          return std::cerr << "error: C's batch stride is not a whole number of its rows\n", 2;
+        }
+        header.set_rows(rows);
+        header.set_cols(cols);
+        header.set_type(ToProtoType(c_storage.type));
+        header.set_label("C of gemm-client run");
+        header.set_transient(true);
+        gemm::v1::MatrixInfo info;
+        if (auto st = client.Upload(header, cbytes, &info, ProgressPrinter("upload C")); !st.ok()) {
+          for (const auto& h : uploaded) client.Delete(h);
+          return Fail("upload C", st);
+        }
+        uploaded.push_back(info.handle());
+        req.mutable_c()->set_handle(info.handle());
+      }
+    } else {
+      req.mutable_c()->mutable_random()->set_seed(a.seed ? a.seed : std::random_device{}());
+    }
+  }
+  const uint64_t d_bytes =
+      static_cast<uint64_t>(form.batch) * static_cast<uint64_t>(a.m) * a.n * gemm::ElementBytes(form.d);
   if (!a.out_file.empty()) {
     const bool d_fits = d_bytes + kReplyOverhead <= max_message;
     req.set_output(d_fits && !parallel ? gemm::v1::OUTPUT_INLINE : gemm::v1::OUTPUT_HANDLE);
@@ -369,10 +413,13 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
 }
 
 int CmdUpload(GemmClient& client, int64_t rows, int64_t cols, const std::string& file, const std::string& label,
-              bool transient) {
+              bool transient, const std::string& type) {
   std::string bytes;
   if (!ReadFile(file, &bytes)) return std::cerr << "error: cannot read " << file << "\n", 2;
   gemm::v1::MatrixHeader header;
+  gemm::v1::ElementType element = gemm::v1::FP16;
+  if (!ParseElementType(type, &element)) return std::cerr << "error: unknown --type " << type << "\n", 2;
+  header.set_type(element);
   header.set_rows(rows);
   header.set_cols(cols);
   header.set_label(label);
@@ -392,7 +439,7 @@ int CmdDownload(GemmClient& client, const std::string& handle, const std::string
     return Fail("download", st);
   }
   if (!WriteFile(file, bytes)) return std::cerr << "error: cannot write " << file << "\n", 2;
-  std::printf("%s: %ldx%ld fp16, %s -> %s\n", handle.c_str(), info.rows(), info.cols(),
+  std::printf("%s: %ldx%ld %s, %s -> %s\n", handle.c_str(), info.rows(), info.cols(), TypeName(info.type()),
               HumanBytes(info.bytes()).c_str(), file.c_str());
   return 0;
 }
@@ -408,8 +455,8 @@ int CmdMatrices(GemmClient& client) {
   gemm::v1::ListMatricesResponse r;
   if (auto st = client.ListMatrices(&r); !st.ok()) return Fail("ListMatrices", st);
   for (const auto& m : r.matrices()) {
-    std::printf("%s  %ldx%ld  %s%s  %s\n", m.handle().c_str(), m.rows(), m.cols(), HumanBytes(m.bytes()).c_str(),
-                m.transient() ? "  transient" : "", m.label().c_str());
+    std::printf("%s  %ldx%ld %s  %s%s  %s\n", m.handle().c_str(), m.rows(), m.cols(), TypeName(m.type()),
+                HumanBytes(m.bytes()).c_str(), m.transient() ? "  transient" : "", m.label().c_str());
   }
   std::printf("%d matrices, %s of %s quota used\n", r.matrices_size(), HumanBytes(r.used_bytes()).c_str(),
               HumanBytes(r.quota_bytes()).c_str());

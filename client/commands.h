@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "form_options.h"
 #include "gemm_client.h"
 
 namespace gemmc {
@@ -30,6 +31,7 @@ struct RunArgs {
   uint32_t connections = 1;
   bool json = false;
   bool benchmark = false;  // gemm-bench's hygiene on the server: L2 flushed, D poisoned per repeat
+  FormArgs form;           // types, layouts, alpha/beta/C, batch
 };
 
 struct BenchArgs {
@@ -50,13 +52,14 @@ struct BenchArgs {
   // request, as a model server multiplies by its weights.
   bool stored = false;
   std::string csv_file, json_file;
+  FormArgs form;  // the same form in every request
 };
 
 int CmdList(GemmClient& client);
 int CmdHealth(GemmClient& client, const std::string& service, double wait_seconds);
 int CmdRun(GemmClient& client, const RunArgs& args);
 int CmdUpload(GemmClient& client, int64_t rows, int64_t cols, const std::string& file, const std::string& label,
-              bool transient);
+              bool transient, const std::string& type = "fp16");
 int CmdDownload(GemmClient& client, const std::string& handle, const std::string& file);
 int CmdDelete(GemmClient& client, const std::string& handle);
 int CmdMatrices(GemmClient& client);

@@ -61,15 +61,17 @@ int main(int argc, char** argv) {
   run->add_option("--k", run_args.k, "columns of A and B")->capture_default_str();
   run->add_option("--step", run_args.step, "kernel step: 0 vendor library, 1-10 the ladder")->capture_default_str();
   run->add_option("--seed", run_args.seed, "server-generated random inputs from this seed (default: fresh)");
-  auto* a_opt = run->add_option("--a", run_args.a_file, "A from a raw little-endian fp16 file (m*k*2 bytes)");
-  auto* b_opt = run->add_option("--b", run_args.b_file, "B from a raw little-endian fp16 file (n*k*2 bytes)");
+  auto* a_opt = run->add_option("--a", run_args.a_file, "A from a raw little-endian file of --type (m*k elements)");
+  auto* b_opt = run->add_option("--b", run_args.b_file, "B from a raw little-endian file of --type (n*k elements)");
   a_opt->needs(b_opt);
   b_opt->needs(a_opt);
-  auto* a_handle = run->add_option("--a-handle", run_args.a_handle, "A: a stored matrix (m x k), e.g. from upload");
-  auto* b_handle = run->add_option("--b-handle", run_args.b_handle, "B: a stored matrix (n x k)");
+  auto* a_handle = run->add_option("--a-handle", run_args.a_handle,
+                                   "A: a stored matrix (m x k, or as --a-layout says), e.g. from upload");
+  auto* b_handle = run->add_option("--b-handle", run_args.b_handle, "B: a stored matrix (n x k, or as --b-layout says)");
   a_handle->needs(b_handle)->excludes(a_opt);
   b_handle->needs(a_handle)->excludes(b_opt);
-  run->add_option("--out", run_args.out_file, "write D (raw fp16) to this file");
+  run->add_option("--out", run_args.out_file, "write D (raw, in D's type) to this file");
+  gemmc::AddFormOptions(run, &run_args.form, /*with_c=*/true);
   run->add_flag("--no-verify", run_args.no_verify, "skip the check against the reference");
   run->add_option("--repeats", run_args.repeats, "kernel runs; the report gives the median")->capture_default_str();
   run->add_option("--transport", run_args.transport,
@@ -85,16 +87,19 @@ int main(int argc, char** argv) {
 
   int64_t rows = 0, cols = 0;
   std::string file, label, handle;
-  auto* upload = app.add_subcommand("upload", "upload a raw fp16 matrix in chunks; prints its handle");
+  std::string upload_type = "fp16";
+  auto* upload = app.add_subcommand("upload", "upload a raw matrix in chunks; prints its handle");
   upload->add_option("--rows", rows)->required();
   upload->add_option("--cols", cols)->required();
+  upload->add_option("--type", upload_type, "its element type")
+      ->check(CLI::IsMember({"fp16", "bf16", "fp32", "fp8_e4m3", "fp8_e5m2"}))->capture_default_str();
   upload->add_option("--file", file)->required()->check(CLI::ExistingFile);
   upload->add_option("--label", label);
   bool transient = false;
   upload->add_flag("--transient", transient,
                    "keep it in the server's memory only, not in its matrix directory: quicker to store, lost when "
                    "the server restarts");
-  auto* download = app.add_subcommand("download", "download a stored matrix to a raw fp16 file");
+  auto* download = app.add_subcommand("download", "download a stored matrix to a raw file (in its type)");
   download->add_option("--handle", handle)->required();
   download->add_option("--out", file)->required();
   auto* del = app.add_subcommand("delete", "delete a stored matrix");
@@ -127,6 +132,7 @@ int main(int argc, char** argv) {
       ->excludes(inline_flag);
   bench->add_flag("--benchmark", bench_args.benchmark,
                   "each request times as gemm-bench does: L2 flushed and D poisoned before every repeat");
+  gemmc::AddFormOptions(bench, &bench_args.form, /*with_c=*/false);
   bench->add_option("--csv", bench_args.csv_file, "write per-(shape, step) results as CSV");
   bench->add_option("--json", bench_args.json_file, "write per-(shape, step) results as JSON");
 
@@ -148,7 +154,7 @@ int main(int argc, char** argv) {
   if (*list) return gemmc::CmdList(client);
   if (*health) return gemmc::CmdHealth(client, service, wait);
   if (*run) return gemmc::CmdRun(client, run_args);
-  if (*upload) return gemmc::CmdUpload(client, rows, cols, file, label, transient);
+  if (*upload) return gemmc::CmdUpload(client, rows, cols, file, label, transient, upload_type);
   if (*download) return gemmc::CmdDownload(client, handle, file);
   if (*del) return gemmc::CmdDelete(client, handle);
   if (*matrices) return gemmc::CmdMatrices(client);

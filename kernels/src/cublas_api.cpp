@@ -67,6 +67,7 @@ const CublasLtApi* CublasLt(std::string* error) {
         bind(api.MatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute");
         bind(api.MatrixLayoutCreate, "cublasLtMatrixLayoutCreate");
         bind(api.MatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy");
+        bind(api.MatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
         bind(api.MatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate");
         bind(api.MatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy");
         bind(api.MatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");

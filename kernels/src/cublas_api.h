@@ -36,8 +36,9 @@ struct CublasApi {
 // Loads libcublas.so.13 once; nullptr (and *error set) when it cannot.
 const CublasApi* Cublas(std::string* error);
 
-// The few cuBLASLt calls vendor_warmup.cpp makes: its heuristic (the one
-// cublasGemmEx consults) and its matmul.
+// The cuBLASLt calls step 0 makes: its heuristic (the one cublasGemmEx
+// consults) and its matmul, for the plan (vendor_plan.cpp) and for every
+// form beyond fp16 A·Bᵀ (vendor_forms.cpp).
 struct CublasLtApi {
   decltype(&cublasLtCreate) Create;
   decltype(&cublasLtDestroy) Destroy;
@@ -46,6 +47,7 @@ struct CublasLtApi {
   decltype(&cublasLtMatmulDescSetAttribute) MatmulDescSetAttribute;
   decltype(&cublasLtMatrixLayoutCreate) MatrixLayoutCreate;
   decltype(&cublasLtMatrixLayoutDestroy) MatrixLayoutDestroy;
+  decltype(&cublasLtMatrixLayoutSetAttribute) MatrixLayoutSetAttribute;
   decltype(&cublasLtMatmulPreferenceCreate) MatmulPreferenceCreate;
   decltype(&cublasLtMatmulPreferenceDestroy) MatmulPreferenceDestroy;
   decltype(&cublasLtMatmulPreferenceSetAttribute) MatmulPreferenceSetAttribute;

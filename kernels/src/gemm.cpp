@@ -6,6 +6,7 @@
 
 #include "common/split_k.h"
 #include "cublas_api.h"
+#include "gemm/vendor_forms.h"
 #include "gemm/vendor_plan.h"
 #include "gemm/steps.h"
 #include "gemm/test_hooks.h"
@@ -79,6 +80,10 @@ std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_
 
 void testing::PlantVendorFault(bool on) { vendor_fault = on; }
 
+int64_t detail::VendorKUsed(int64_t k) {
+  return vendor_fault.load(std::memory_order_relaxed) ? std::max<int64_t>(k / 2, 1) : k;
+}
+
 namespace {
 std::atomic<int> planted_step{-1};                                  // testing::PlantStepFault
 std::atomic<testing::StepFault> planted_fault{testing::StepFault::kNone};
@@ -138,6 +143,7 @@ std::string CreateContext(int device, DeviceContext* ctx) {
       s != CUBLAS_STATUS_SUCCESS) {
     return CublasError("cublasSetMathMode", s);
   }
+  if (auto err = detail::CreateVendorForms(&ctx->vendor_forms); !err.empty()) return err;
   // Split-K's workspace and the padded copies come from the stream-ordered
   // pool, which by default hands its memory back at every synchronize, so
   // that each launch maps pages again: split-K launches took 40 µs or more
@@ -167,6 +173,7 @@ std::string CreateContext(int device, DeviceContext* ctx) {
 }
 
 void DestroyContext(DeviceContext* ctx) {
+  detail::DestroyVendorForms(ctx->vendor_forms);
   if (ctx->cublas) detail::Cublas(nullptr)->Destroy(ctx->cublas);
   if (ctx->cublas_workspace) cudaFree(ctx->cublas_workspace);
   *ctx = DeviceContext{};

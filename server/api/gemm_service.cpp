@@ -9,7 +9,7 @@
 
 #include "api/matrix_streams.h"
 #include "api/multiply_wire.h"
-#include "api/request_form.h"
+#include "form/request_form.h"
 #include "client_text.h"
 #include "engine/device_matrix_cache.h"
 #include "engine/permanent_refusal.h"

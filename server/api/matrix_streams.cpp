@@ -9,7 +9,7 @@
 
 #include "api/gemm_service.h"  // ToGrpc
 #include "api/matrix_wire.h"
-#include "api/request_form.h"
+#include "form/request_form.h"
 #include "api/upload_session.h"
 #include "client_text.h"
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "api/request_form.h"
+#include "form/request_form.h"
 #include "engine/permanent_refusal.h"
 #include "gemm/steps.h"
 

@@ -1,6 +1,6 @@
 #include "api/upload_session.h"
 
-#include "api/request_form.h"
+#include "form/request_form.h"
 
 namespace gemmd {
 

@@ -86,7 +86,8 @@ cudaError_t StagedUpload(Lane& lane, HostCopier& copier, const DeviceMatrix& dst
     cudaError_t e = dst.ld == dst.cols
                         ? cudaMemcpyAsync(reinterpret_cast<char*>(dst.data) + off, buf, len, cudaMemcpyHostToDevice,
                                           stream)
-                        : cudaMemcpy2DAsync(dst.data + off / row * dst.ld, dst.ld * 2, buf, row, row, len / row,
+                        : cudaMemcpy2DAsync(reinterpret_cast<char*>(dst.data) + off / row * dst.ld * dst.element_bytes,
+                                            dst.ld * dst.element_bytes, buf, row, row, len / row,
                                             cudaMemcpyHostToDevice, stream);
     if (e != cudaSuccess) return e;
     if (auto e = cudaEventRecord(lane.staged[s], stream); e != cudaSuccess) return e;
@@ -113,8 +114,11 @@ cudaError_t StagedDownload(Lane& lane, HostCopier& copier, void* dst, const Devi
       cudaError_t e = src.ld == src.cols
                           ? cudaMemcpyAsync(buf, reinterpret_cast<const char*>(src.data) + off, len,
                                             cudaMemcpyDeviceToHost, lane.copy)
-                          : cudaMemcpy2DAsync(buf, row, src.data + off / row * src.ld, src.ld * 2, row, len / row,
-                                              cudaMemcpyDeviceToHost, lane.copy);
+                          : cudaMemcpy2DAsync(buf, row,
+                                              reinterpret_cast<const char*>(src.data) +
+                                                  off / row * src.ld * src.element_bytes,
+                                              src.ld * src.element_bytes, row, len / row, cudaMemcpyDeviceToHost,
+                                              lane.copy);
       if (e != cudaSuccess) return e;
       if (auto e = cudaEventRecord(lane.staged[slot_of(i)], lane.copy); e != cudaSuccess) return e;
     }
@@ -132,7 +136,8 @@ cudaError_t QueueSmallDownload(Lane& lane, const DeviceMatrix& src, cudaStream_t
   char* buf = lane.staging + s * lane.slot_bytes();
   if (auto e = cudaEventSynchronize(lane.staged[s]); e != cudaSuccess) return e;
   const uint64_t row = src.row_bytes();
-  cudaError_t e = cudaMemcpy2DAsync(buf, row, src.data, src.ld * 2, row, src.rows, cudaMemcpyDeviceToHost, stream);
+  cudaError_t e =
+      cudaMemcpy2DAsync(buf, row, src.data, src.ld * src.element_bytes, row, src.rows, cudaMemcpyDeviceToHost, stream);
   if (e == cudaSuccess) e = cudaEventRecord(lane.staged[s], stream);
   *staged = buf;
   return e;

@@ -207,9 +207,16 @@ class PoolBuffers {
     for (void* p : ptrs_) cudaFreeAsync(p, free_);
   }
   cudaError_t Allocate(__half** out, uint64_t elements) {
-    const uint64_t bytes = (std::max<uint64_t>(elements, 1) * sizeof(__half) + 255) / 256 * 256;
+    void* p = nullptr;
+    const cudaError_t e = AllocateBytes(&p, elements * sizeof(__half));
+    *out = static_cast<__half*>(p);
+    return e;
+  }
+  // 256-byte aligned, as cuBLASLt's fastest kernels want.
+  cudaError_t AllocateBytes(void** out, uint64_t bytes) {
+    bytes = (std::max<uint64_t>(bytes, 1) + 255) / 256 * 256;
     if (bytes <= scratch_left_) {
-      *out = reinterpret_cast<__half*>(scratch_);
+      *out = scratch_;
       scratch_ += bytes;
       scratch_left_ -= bytes;
       return cudaSuccess;
@@ -217,7 +224,7 @@ class PoolBuffers {
     void* p = nullptr;
     cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_, alloc_);
     if (e == cudaSuccess) ptrs_.push_back(p);
-    *out = static_cast<__half*>(p);
+    *out = p;
     return e;
   }
 
@@ -239,8 +246,10 @@ class PoolBuffers {
 struct DeviceMatrix {
   __half* data = nullptr;
   int64_t rows = 0, cols = 0, ld = 0;
+  // fp16 but for the forms' operands (cuda_forms.cpp), which are dense.
+  uint32_t element_bytes = 2;
   uint64_t elements() const { return static_cast<uint64_t>(rows) * ld; }
-  uint64_t row_bytes() const { return static_cast<uint64_t>(cols) * 2; }
+  uint64_t row_bytes() const { return static_cast<uint64_t>(cols) * element_bytes; }
 };
 
 // The layout the engine stores a rows×cols matrix in (see DeviceMatrix).

@@ -411,10 +411,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     return absl::FailedPreconditionError("step " + std::to_string(job.step) + " " + a.reason);
   }
   if (auto st = CheckDimensionsFitInt32(job, name()); !st.ok()) return st;
-  if (!job.form.IsPlain()) {
-    return absl::UnimplementedError("the cuda engine computes fp16 D = A·Bᵀ only so far; the CPU engine "
-                                    "(gemmd --engine cpu) computes every form");
-  }
+  if (!job.form.IsPlain()) return RunForm(dev, job);
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return dev.Fail("cudaSetDevice", e);
   const double timeout = options_.sync_timeout_seconds;

@@ -73,6 +73,9 @@ class CudaEngine final : public Engine {
   // Takes `step` away from `device` for the process's life, with `reason`.
   void Withdraw(int device, int step, const std::string& reason);
   void KeepWarm();  // the keep-warm thread's loop
+  // Step 0 for the forms beyond fp16 A·Bᵀ (cuda_forms.cpp): cuBLASLt,
+  // checked against an fp64 SIMT reference.
+  absl::StatusOr<GemmReport> RunForm(Device& dev, const GemmJob& job);
   // What checks step 0 on `device`: the top ladder step it offers, or
   // kVendorStep for the SIMT reference kernel.
   int VendorReferenceStep(int device) const;

@@ -26,7 +26,7 @@ namespace gemm {
 enum class ElementType : uint8_t { kF16 = 0, kBF16 = 1, kF32 = 2, kF8E4M3 = 3, kF8E5M2 = 4 };
 inline constexpr int kElementTypes = 5;
 
-constexpr size_t ElementBytes(ElementType t) {
+GEMM_HOST_DEVICE constexpr size_t ElementBytes(ElementType t) {
   switch (t) {
     case ElementType::kF32: return 4;
     case ElementType::kF8E4M3:
@@ -46,7 +46,7 @@ constexpr const char* ElementName(ElementType t) {
   return "unknown";
 }
 
-constexpr bool IsFp8(ElementType t) { return t == ElementType::kF8E4M3 || t == ElementType::kF8E5M2; }
+GEMM_HOST_DEVICE constexpr bool IsFp8(ElementType t) { return t == ElementType::kF8E4M3 || t == ElementType::kF8E5M2; }
 
 namespace element_detail {
 

@@ -50,8 +50,10 @@ struct GemmForm {
            beta == 0 && batch == 1;
   }
   // What scales the product: α and the fp8 scales.
-  double ProductScale() const { return alpha * (IsFp8(a) ? a_scale : 1) * (IsFp8(b) ? b_scale : 1); }
-  bool ReadsC() const { return has_c && beta != 0; }
+  GEMM_HOST_DEVICE double ProductScale() const {
+    return alpha * (IsFp8(a) ? a_scale : 1) * (IsFp8(b) ? b_scale : 1);
+  }
+  GEMM_HOST_DEVICE bool ReadsC() const { return has_c && beta != 0; }
 };
 
 // For logs: "bf16xbf16->bf16 b=KxN beta=0.5 batch=4"; only what differs
@@ -71,6 +73,18 @@ inline std::string FormSummary(const GemmForm& f) {
   if (f.batch != 1) s += " batch=" + std::to_string(f.batch);
   return s;
 }
+
+// A form's problem on a device: A, B and C each batch entry `stride`
+// elements after the one before (form.stride_*), D dense batch·m·n. C is
+// read only when form.ReadsC().
+struct FormProblem {
+  int64_t m = 0, n = 0, k = 0;
+  GemmForm form;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* c = nullptr;
+  void* d = nullptr;
+};
 
 // One operand's storage: each batch entry is rows×cols row-major.
 struct OperandStorage {
@@ -101,10 +115,10 @@ inline OperandStorage StorageOfC(const GemmForm& f, int64_t m, int64_t n) { retu
 
 // Where element (row i of op(A), k index kk) lies within A's batch entry,
 // and (kk, column j) of op(B) within B's.
-inline uint64_t IndexInA(const GemmForm& f, int64_t m, int64_t k, int64_t i, int64_t kk) {
+GEMM_HOST_DEVICE inline uint64_t IndexInA(const GemmForm& f, int64_t m, int64_t k, int64_t i, int64_t kk) {
   return f.a_layout == Layout::kKContiguous ? static_cast<uint64_t>(i) * k + kk : static_cast<uint64_t>(kk) * m + i;
 }
-inline uint64_t IndexInB(const GemmForm& f, int64_t n, int64_t k, int64_t kk, int64_t j) {
+GEMM_HOST_DEVICE inline uint64_t IndexInB(const GemmForm& f, int64_t n, int64_t k, int64_t kk, int64_t j) {
   return f.b_layout == Layout::kKContiguous ? static_cast<uint64_t>(j) * k + kk : static_cast<uint64_t>(kk) * n + j;
 }
 

@@ -26,6 +26,7 @@ namespace gemm {
 // pitched buffers are); otherwise D goes through a copy and comes back n
 // columns wide.
 class VendorPlan;
+struct VendorForms;  // gemm/vendor_forms.h
 
 // The smallest pitch of at least `row` fp16 elements that the TMA steps take
 // in place: a whole number of 16 bytes.
@@ -53,6 +54,8 @@ struct DeviceContext {
   // When set, step 0 runs the kernel this plan picked and loaded ahead
   // (gemm/vendor_plan.h); otherwise cublasGemmEx picks at each call.
   const VendorPlan* vendor_plan = nullptr;
+  // Step 0's cuBLASLt handle and picks for the forms beyond fp16 A·Bᵀ.
+  VendorForms* vendor_forms = nullptr;
 };
 
 // Fills the device facts, creates the cuBLAS handle and its workspace, and

@@ -6,8 +6,9 @@
 
 namespace gemm::testing {
 
-// While on, step 0 (cuBLAS) multiplies over the first half of K only: a
-// wrong result that a comparison with cuBLAS itself could never catch.
+// While on, step 0 (cuBLAS, and cuBLASLt for every form) multiplies over
+// the first half of K only: a wrong result that a comparison with cuBLAS
+// itself could never catch.
 void PlantVendorFault(bool on);
 
 // While planted, ladder step `step` computes a wrong D as a kernel with a

@@ -25,7 +25,8 @@ def diagnose(lab, compute_major):
         lab.note(*[f"| {s} | {p} | {d} |" for s, p, d in rows if d != "exact"][:40])
 
 
-GPU_TESTS = ("kernels_gpu_test", "cuda_engine_gpu_test", "device_fault_gpu_test", "step_gate_gpu_test")
+GPU_TESTS = ("kernels_gpu_test", "cuda_engine_gpu_test", "forms_gpu_test", "device_fault_gpu_test",
+             "step_gate_gpu_test")
 
 
 def tests(lab):

@@ -1,4 +1,4 @@
-#include "api/request_form.h"
+#include "form/request_form.h"
 
 #include <cmath>
 #include <string>

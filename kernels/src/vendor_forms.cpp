@@ -1,0 +1,245 @@
+// gemm/vendor_forms.h says what this is.
+#include "gemm/vendor_forms.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cublas_api.h"
+#include "gemm/form_ops.h"
+
+namespace gemm {
+
+// Per device context: the cuBLASLt handle step 0's forms run through, and
+// the heuristic's pick per form and shape (none: cuBLASLt has no kernel).
+struct VendorForms {
+  cublasLtHandle_t handle = nullptr;
+  std::mutex mu;
+  std::map<std::string, cublasLtMatmulAlgo_t> picks;
+};
+
+namespace detail {
+
+std::string CreateVendorForms(VendorForms** out) {
+  std::string error;
+  const CublasLtApi* lt = CublasLt(&error);
+  if (lt == nullptr) return error;
+  auto forms = std::make_unique<VendorForms>();
+  if (lt->Create(&forms->handle) != CUBLAS_STATUS_SUCCESS) return "cublasLtCreate failed";
+  *out = forms.release();
+  return "";
+}
+
+void DestroyVendorForms(VendorForms* forms) {
+  if (forms == nullptr) return;
+  if (forms->handle) CublasLt(nullptr)->Destroy(forms->handle);
+  delete forms;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::CublasLtApi;
+
+cudaDataType CudaType(ElementType t) {
+  switch (t) {
+    case ElementType::kF16: return CUDA_R_16F;
+    case ElementType::kBF16: return CUDA_R_16BF;
+    case ElementType::kF32: return CUDA_R_32F;
+    case ElementType::kF8E4M3: return CUDA_R_8F_E4M3;
+    case ElementType::kF8E5M2: return CUDA_R_8F_E5M2;
+  }
+  return CUDA_R_16F;
+}
+
+// D is computed in fp32 into the scratch, then rounded: cuBLASLt takes C
+// only in D's type, and a request may give an fp32 C for a 16-bit D.
+bool DThroughScratch(const GemmForm& f) { return f.ReadsC() && f.c == ElementType::kF32 && f.d != ElementType::kF32; }
+
+// The largest power of two up to 256 that divides `bytes` (0: 256): what a
+// batch entry's start is aligned to, for the heuristic's alignment filter.
+uint32_t AlignmentOf(uint64_t bytes) {
+  uint32_t a = 256;
+  while (a > 1 && bytes % a != 0) a /= 2;
+  return a;
+}
+
+// Descriptors of one matmul, destroyed with this object.
+class Matmul {
+ public:
+  // `k_used` below p.k only for a planted fault (gemm/test_hooks.h): the
+  // operands keep their pitches, the sums stop halfway.
+  Matmul(const CublasLtApi& lt, const FormProblem& p, int64_t k_used) : lt_(lt) {
+    const GemmForm& f = p.form;
+    const bool scratch = DThroughScratch(f);
+    d_type_ = scratch ? CUDA_R_32F : CudaType(f.d);
+    c_type_ = f.ReadsC() ? CudaType(f.c) : d_type_;
+    const cublasComputeType_t compute = f.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    ok_ = lt.MatmulDescCreate(&desc_, compute, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
+    // Row-major D = op(A)·op(B) is column-major Dᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's
+    // "A" is our B and its "B" our A, each read as stored.
+    const bool b_k = f.b_layout == Layout::kKContiguous, a_k = f.a_layout == Layout::kKContiguous;
+    const cublasOperation_t ta = b_k ? CUBLAS_OP_T : CUBLAS_OP_N, tb = a_k ? CUBLAS_OP_N : CUBLAS_OP_T;
+    if (ok_) {
+      lt.MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+      lt.MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    }
+    const int64_t k = k_used;
+    ok_ = ok_ && Layout(&a_, CudaType(f.b), b_k ? k : p.n, b_k ? p.n : k, b_k ? p.k : p.n, f.stride_b, f.batch);
+    ok_ = ok_ && Layout(&b_, CudaType(f.a), a_k ? k : p.m, a_k ? p.m : k, a_k ? p.k : p.m, f.stride_a, f.batch);
+    ok_ = ok_ && Layout(&c_, c_type_, p.n, p.m, p.n, f.ReadsC() ? f.stride_c : p.m * p.n, f.batch);
+    ok_ = ok_ && Layout(&d_, d_type_, p.n, p.m, p.n, p.m * p.n, f.batch);
+  }
+  ~Matmul() {
+    for (auto l : {a_, b_, c_, d_}) {
+      if (l) lt_.MatrixLayoutDestroy(l);
+    }
+    if (desc_) lt_.MatmulDescDestroy(desc_);
+  }
+  Matmul(const Matmul&) = delete;
+  Matmul& operator=(const Matmul&) = delete;
+
+  bool ok() const { return ok_; }
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr, d_ = nullptr;
+  cudaDataType c_type_, d_type_;
+
+ private:
+  // Column-major rows×cols, columns `ld` apart.
+  bool Layout(cublasLtMatrixLayout_t* out, cudaDataType type, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
+              int64_t batch) {
+    if (lt_.MatrixLayoutCreate(out, type, rows, cols, ld) != CUBLAS_STATUS_SUCCESS) return false;
+    if (batch > 1) {
+      const int32_t count = static_cast<int32_t>(batch);
+      lt_.MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+      lt_.MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+    }
+    return true;
+  }
+  const CublasLtApi& lt_;
+  bool ok_ = false;
+};
+
+std::string Key(const FormProblem& p, const uint32_t (&align)[4]) {
+  const GemmForm& f = p.form;
+  std::string key;
+  for (int64_t v : {static_cast<int64_t>(f.a), static_cast<int64_t>(f.b), static_cast<int64_t>(f.c),
+                    static_cast<int64_t>(f.d), static_cast<int64_t>(f.a_layout), static_cast<int64_t>(f.b_layout),
+                    static_cast<int64_t>(f.ReadsC()), static_cast<int64_t>(f.allow_tf32), f.batch, f.stride_a,
+                    f.stride_b, f.stride_c, p.m, p.n, p.k, detail::VendorKUsed(p.k), static_cast<int64_t>(align[0]),
+                    static_cast<int64_t>(align[1]), static_cast<int64_t>(align[2]),
+                    static_cast<int64_t>(align[3])}) {
+    key += std::to_string(v);
+    key += ',';
+  }
+  return key;
+}
+
+}  // namespace
+
+std::string VendorFormError(const FormProblem& p, const DeviceContext& ctx) {
+  const GemmForm& f = p.form;
+  if (IsFp8(f.a)) {
+    if (ctx.cc_major * 10 + ctx.cc_minor < 89) {
+      return "fp8 operands need an sm_89 or later GPU (Ada, Hopper, Blackwell); this one is sm_" +
+             std::to_string(ctx.cc_major) + std::to_string(ctx.cc_minor);
+    }
+    if (f.a_layout != Layout::kKContiguous || f.b_layout != Layout::kKContiguous) {
+      return "fp8 operands on a GPU are taken with K contiguous only (A stored m x k, B stored n x k: "
+             "LAYOUT_K_CONTIGUOUS for both), the one form cuBLASLt's fp8 matmul has";
+    }
+    if (p.k % 16 != 0) {
+      return "fp8 operands on a GPU need k a multiple of 16 (cuBLASLt's fp8 matmul reads whole 16-byte rows), "
+             "got k = " + std::to_string(p.k);
+    }
+  }
+  return "";
+}
+
+uint64_t VendorFormScratchBytes(const FormProblem& p) {
+  return DThroughScratch(p.form) ? static_cast<uint64_t>(p.form.batch) * p.m * p.n * 4 : 0;
+}
+
+namespace {
+
+// The heuristic's pick for p, asked once per form and shape and kept.
+std::string FindPick(const FormProblem& p, const DeviceContext& ctx, const Matmul& mm, cublasLtMatmulAlgo_t* algo) {
+  const CublasLtApi& lt = *detail::CublasLt(nullptr);
+  const GemmForm& f = p.form;
+  const uint32_t align[4] = {
+      AlignmentOf((f.batch > 1 ? f.stride_b : 0) * ElementBytes(f.b)),
+      AlignmentOf((f.batch > 1 ? f.stride_a : 0) * ElementBytes(f.a)),
+      AlignmentOf((f.batch > 1 && f.ReadsC() ? f.stride_c : 0) * (f.ReadsC() ? ElementBytes(f.c) : 4)),
+      AlignmentOf(f.batch > 1 ? static_cast<uint64_t>(p.m) * p.n * ElementBytes(f.d) : 0)};
+  VendorForms& forms = *ctx.vendor_forms;
+  const std::string key = Key(p, align);
+  {
+    std::lock_guard lock(forms.mu);
+    if (auto it = forms.picks.find(key); it != forms.picks.end()) {
+      *algo = it->second;
+      return "";
+    }
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  if (lt.MatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmulPreferenceCreate failed";
+  const uint64_t workspace = ctx.cublas_workspace_bytes;
+  lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  const cublasLtMatmulPreferenceAttributes_t which[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i) lt.MatmulPreferenceSetAttribute(pref, which[i], &align[i], sizeof align[i]);
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  const cublasStatus_t s =
+      lt.MatmulAlgoGetHeuristic(forms.handle, mm.desc_, mm.a_, mm.b_, mm.c_, mm.d_, pref, 1, &result, &count);
+  lt.MatmulPreferenceDestroy(pref);
+  if (s != CUBLAS_STATUS_SUCCESS || count == 0) {
+    return "cuBLASLt has no kernel on this GPU for " + FormSummary(f) + " at " + std::to_string(p.m) + "x" +
+           std::to_string(p.n) + "x" + std::to_string(p.k) + " (heuristic status " +
+           std::to_string(static_cast<int>(s)) + ")";
+  }
+  *algo = result.algo;
+  std::lock_guard lock(forms.mu);
+  forms.picks[key] = result.algo;
+  return "";
+}
+
+}  // namespace
+
+std::string PrepareVendorForm(const FormProblem& p, const DeviceContext& ctx) {
+  if (auto why = VendorFormError(p, ctx); !why.empty()) return why;
+  if (ctx.vendor_forms == nullptr) return "this device context has no cuBLASLt handle";
+  Matmul mm(*detail::CublasLt(nullptr), p, detail::VendorKUsed(p.k));
+  if (!mm.ok()) return "cuBLASLt refused the matrix descriptions of this form";
+  cublasLtMatmulAlgo_t algo;
+  return FindPick(p, ctx, mm, &algo);
+}
+
+std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, void* scratch, cudaStream_t stream) {
+  if (auto why = VendorFormError(p, ctx); !why.empty()) return why;
+  if (ctx.vendor_forms == nullptr) return "this device context has no cuBLASLt handle";
+  const CublasLtApi& lt = *detail::CublasLt(nullptr);
+  const GemmForm& f = p.form;
+  VendorForms& forms = *ctx.vendor_forms;
+  Matmul mm(lt, p, detail::VendorKUsed(p.k));
+  if (!mm.ok()) return "cuBLASLt refused the matrix descriptions of this form";
+  cublasLtMatmulAlgo_t algo{};
+  if (auto why = FindPick(p, ctx, mm, &algo); !why.empty()) return why;
+  const float alpha = static_cast<float>(f.ProductScale());
+  const float beta = f.ReadsC() ? static_cast<float>(f.beta) : 0.0f;
+  void* d = DThroughScratch(f) ? scratch : p.d;
+  const void* c = f.ReadsC() ? p.c : d;
+  const cublasStatus_t s = lt.Matmul(forms.handle, mm.desc_, &alpha, p.b, mm.a_, p.a, mm.b_, &beta, c, mm.c_, d,
+                                     mm.d_, &algo, ctx.cublas_workspace, ctx.cublas_workspace_bytes, stream);
+  if (s != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmul failed (status " + std::to_string(static_cast<int>(s)) + ")";
+  if (DThroughScratch(f)) {
+    const cudaError_t e = ConvertFromFloat(static_cast<const float*>(scratch), f.d, p.d,
+                                           static_cast<uint64_t>(f.batch) * p.m * p.n, stream);
+    if (e != cudaSuccess) return std::string("rounding D to its type: ") + cudaGetErrorString(e);
+  }
+  return "";
+}
+
+}  // namespace gemm

@@ -1,0 +1,59 @@
+"""Step 0's forms beyond fp16 A·Bᵀ (cuBLASLt): each form's first request
+against its steady state (target <= 1.2x), its kernel time and TFLOPS beside
+the plain fp16 GEMM of the same shape in the same server, and one verified
+request each."""
+import statistics
+
+from .service_part import docs
+
+# (label, shape, gemm-client options). The plain fp16 row is the baseline:
+# the path gemmd had before the forms (cuBLAS through its plan).
+FORMS = (
+    ("fp16 (plain)", (4096, 4096, 4096), ()),
+    ("fp16, B k x n", (4096, 4096, 4096), ("--b-layout", "kxn")),
+    ("bf16", (4096, 4096, 4096), ("--type", "bf16")),
+    ("bf16 x @ W + 0.5 C", (4096, 4096, 4096), ("--type", "bf16", "--b-layout", "kxn", "--beta", "0.5")),
+    ("bf16 batch 8, W shared", (1024, 4096, 4096), ("--type", "bf16", "--b-layout", "kxn", "--batch", "8",
+                                                    "--stride-b", "0")),
+    ("fp32", (4096, 4096, 4096), ("--type", "fp32")),
+    ("fp32, tf32 allowed", (4096, 4096, 4096), ("--type", "fp32", "--tf32")),
+    ("fp8 e4m3 -> bf16", (4096, 4096, 4096), ("--type", "fp8_e4m3")),
+    ("fp8 e4m3 x e5m2 -> fp16", (4096, 4096, 4096), ("--type", "fp8_e4m3", "--b-type", "fp8_e5m2", "--d-type", "fp16")),
+)
+STEADY = 8
+
+
+def forms(lab):
+    rows = []
+    with lab.gemmd("forms", "--keep-warm-ms", "2"):
+        # Warm the plain path once: the service part measures start-up.
+        lab.client("run", "--m", "1024", "--n", "1024", "--k", "1024", "--no-verify", "--json")
+        for i, (label, (m, n, k), options) in enumerate(FORMS):
+            name = f"forms_{i}.json"
+            shape = ("--m", m, "--n", n, "--k", k)
+            for _ in range(1 + STEADY):
+                lab.client("run", *shape, *options, "--no-verify", "--repeats", "5", "--json", out=name, append=True)
+            lab.client("run", *shape, *options, "--json", out=f"forms_{i}_verified.json")
+            reports = docs(lab, name)
+            checked = docs(lab, f"forms_{i}_verified.json")
+            if len(reports) < 1 + STEADY or not checked:
+                lab.note(f"  forms {label}: no reply (see {name})")
+                continue
+            first, steady = reports[0], reports[1:]
+            total = statistics.median(r["timing"]["totalSeconds"] for r in steady)
+            kernel = statistics.median(r["timing"]["kernelSeconds"] for r in steady)
+            tflops = statistics.median(r["tflops"] for r in steady)
+            v = checked[0]["verification"]
+            rows.append((label, m, n, k, first["timing"]["totalSeconds"] / total, kernel * 1e3, tflops,
+                         v.get("passed", False), v.get("maxAbsError", 0), checked[0]["timing"].get("verifySeconds", 0)))
+    if not rows:
+        return
+    base = rows[0][6]
+    lab.note("  form | shape | first/steady total | kernel ms | TFLOPS | vs plain fp16 | verified (max err, verify ms)")
+    for label, m, n, k, first, kernel, tflops, passed, err, verify in rows:
+        lab.note(f"  {label} | {m}x{n}x{k} | x{first:.2f} | {kernel:.3f} | {tflops:.0f} | {tflops / base:.2f} | "
+                 f"{'passed' if passed else 'FAILED'} ({err:.3g}, {verify * 1e3:.1f})")
+    worst = max(r[4] for r in rows)
+    failed = [r[0] for r in rows if not r[7]]
+    lab.note(f"forms: worst first request x{worst:.2f} of steady (target <= 1.2); "
+             f"{len(rows) - len(failed)} of {len(rows)} verified" + (f"; FAILED: {', '.join(failed)}" if failed else ""))

@@ -1,0 +1,151 @@
+// Step 0 on a real GPU for every form of GEMM beyond fp16 A·Bᵀ (cuBLASLt,
+// engine/cuda_forms.cpp): every case of tests/form_cases.h on ragged
+// shapes, D poisoned and checked against an fp64 product on the host; the
+// refusals cuBLASLt's fp8 imposes; a planted fault caught in every type;
+// and the x @ W request through a real server.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "engine/cuda_engine.h"
+#include "form_cases.h"
+#include "gemm/test_hooks.h"
+#include "gpu_test_util.h"
+#include "server_fixture.h"
+
+namespace gemmd::testing {
+namespace {
+
+std::unique_ptr<CudaEngine> MakeEngine() {
+  CudaEngineOptions o;
+  o.staging_bytes = 4 << 20;  // small, so uploads take several chunks
+  auto e = CudaEngine::Create(o);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+bool GpuTakes(const Case& c) {
+  return !gemm::IsFp8(c.types.a) || (c.a_layout == Layout::kKContiguous && c.b_layout == Layout::kKContiguous);
+}
+
+TEST(FormsGpu, EveryCaseOnStepZeroMatchesAnFp64Product) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  uint32_t seed = 100;
+  int ran = 0;
+  for (const Case& c : AllCases()) {
+    if (!GpuTakes(c)) continue;
+    // fp8 rows are whole 16-byte pieces on the GPU (k % 16 == 0); the rest
+    // also run on a shape with every dimension odd.
+    RunCase(*engine, c, seed += 3, {130, 72, 96});
+    if (!gemm::IsFp8(c.types.a)) RunCase(*engine, c, seed += 3, {67, 33, 45});
+    ++ran;
+  }
+  EXPECT_EQ(ran, 324 - 3 * 3 * 3 * 3);  // all but fp8 with an MN-contiguous operand
+}
+
+TEST(FormsGpu, Fp8OutsideCublasLtsFormIsRefusedWithWhatItNeeds) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  for (const Case& c : AllCases()) {
+    if (GpuTakes(c) || c.c_mode != 0 || c.batch_mode != 0) continue;
+    GemmJob job;
+    job.m = 32, job.n = 32, job.k = 32;
+    job.form = FormOf(c, {32, 32, 32});
+    auto r = engine->Run(0, job);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << Name(c);
+    EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("K contiguous")) << Name(c);
+  }
+  GemmJob ragged;
+  ragged.m = ragged.n = 32;
+  ragged.k = 40;
+  ragged.form.a = ragged.form.b = gemm::ElementType::kF8E4M3;
+  ragged.form.d = gemm::ElementType::kBF16;
+  auto r = engine->Run(0, ragged);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("multiple of 16"));
+}
+
+// Step 0 summing only half of K: verification catches it in every type.
+TEST(FormsGpu, APlantedVendorFaultIsCaughtInEveryType) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  gemm::testing::PlantVendorFault(true);
+  for (const Types& t : AllTypes()) {
+    const Case c{t, Layout::kKContiguous, Layout::kMnContiguous, 0, 0};
+    if (!GpuTakes(c)) continue;
+    GemmJob job;
+    job.m = 64, job.n = 48, job.k = 128;
+    job.form = FormOf(c, {64, 48, 128});
+    job.a.seed = job.b.seed = 7;
+    auto r = engine->Run(0, job);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_FALSE(r->verification.passed) << Name(c);
+    EXPECT_GT(r->verification.mismatches, 0u) << Name(c);
+    EXPECT_EQ(r->verification.reference, "gpu-simt-fp64");
+  }
+  gemm::testing::PlantVendorFault(false);
+  GemmJob job;
+  job.m = 64, job.n = 48, job.k = 128;
+  job.form = FormOf({AllTypes()[2], Layout::kKContiguous, Layout::kMnContiguous, 0, 0}, {64, 48, 128});
+  auto r = engine->Run(0, job);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->verification.passed) << "unplanted, the same request passes";
+}
+
+class FormsServerGpu : public ServerFixture {};
+
+// y = x @ W + 0.5·r in bf16, W uploaded once (K×N) and shared by a batch.
+TEST_F(FormsServerGpu, Bf16XTimesWPlusBetaCBatchedThroughTheServer) {
+  SKIP_WITHOUT_GPU();
+  StartServer(LoopbackConfig(), MakeEngine());
+  const int64_t batch = 8, m = 200, n = 136, k = 264;
+  const std::string x = RandomBytes(ElementType::kBF16, batch * m * k, 1);
+  const std::string w = RandomBytes(ElementType::kBF16, k * n, 2);
+  const std::string r = RandomBytes(ElementType::kBF16, batch * m * n, 3);
+  gemm::v1::MatrixHeader header;
+  header.set_rows(k);
+  header.set_cols(n);
+  header.set_type(gemm::v1::BF16);
+  gemm::v1::MatrixInfo w_info;
+  ASSERT_TRUE(client().Upload(header, w, &w_info).ok());
+  gemm::v1::MultiplyRequest req;
+  req.mutable_shape()->set_m(m);
+  req.mutable_shape()->set_n(n);
+  req.mutable_shape()->set_k(k);
+  req.set_a_type(gemm::v1::BF16);
+  req.set_b_type(gemm::v1::BF16);
+  req.set_b_layout(gemm::v1::LAYOUT_MN_CONTIGUOUS);
+  req.mutable_a()->set_data(x);
+  req.mutable_b()->set_handle(w_info.handle());
+  req.set_beta(0.5);
+  req.mutable_c()->set_data(r);
+  req.mutable_batch()->set_count(batch);
+  req.mutable_batch()->set_stride_b(0);
+  req.set_output(gemm::v1::OUTPUT_INLINE);
+  gemm::v1::MultiplyResponse resp;
+  ASSERT_TRUE(client().Multiply(req, &resp).ok());
+  EXPECT_TRUE(resp.verification().passed());
+  EXPECT_EQ(resp.verification().reference(), "gpu-simt-fp64");
+  EXPECT_EQ(resp.engine(), "cuda");
+  int wrong = 0;
+  for (int64_t e = 0; e < batch; ++e) {
+    for (int64_t i = 0; i < m; i += 7) {
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0, magnitude = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const double p = double{gemm::LoadElement(ElementType::kBF16, x.data(), (e * m + i) * k + kk)} *
+                           gemm::LoadElement(ElementType::kBF16, w.data(), kk * n + j);
+          want += p;
+          magnitude += std::fabs(p);
+        }
+        want += 0.5 * gemm::LoadElement(ElementType::kBF16, r.data(), (e * m + i) * n + j);
+        const double got = gemm::LoadElement(ElementType::kBF16, resp.d().data(), (e * m + i) * n + j);
+        if (std::fabs(got - want) > 0x1p-8 * std::fabs(want) + (k + 2) * 0x1p-23 * (magnitude + 1)) ++wrong;
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+}  // namespace
+}  // namespace gemmd::testing

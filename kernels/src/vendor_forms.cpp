@@ -242,4 +242,64 @@ std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, voi
   return "";
 }
 
+std::string WarmVendorForms(const DeviceContext& ctx, cudaStream_t stream, int* forms) {
+  struct Types {
+    ElementType a, b, d;
+    bool tf32;
+  };
+  const Types types[] = {{ElementType::kF16, ElementType::kF16, ElementType::kF16, false},
+                         {ElementType::kF16, ElementType::kF16, ElementType::kF32, false},
+                         {ElementType::kBF16, ElementType::kBF16, ElementType::kBF16, false},
+                         {ElementType::kBF16, ElementType::kBF16, ElementType::kF32, false},
+                         {ElementType::kF32, ElementType::kF32, ElementType::kF32, false},
+                         {ElementType::kF32, ElementType::kF32, ElementType::kF32, true},
+                         {ElementType::kF8E4M3, ElementType::kF8E4M3, ElementType::kBF16, false},
+                         {ElementType::kF8E4M3, ElementType::kF8E4M3, ElementType::kF16, false},
+                         {ElementType::kF8E4M3, ElementType::kF8E5M2, ElementType::kF16, false},
+                         {ElementType::kF8E5M2, ElementType::kF8E4M3, ElementType::kBF16, false}};
+  constexpr int64_t kLargest = 4096;
+  constexpr uint64_t kBytes = uint64_t{kLargest} * kLargest * 4;  // an fp32 4096² operand
+  void* buffers[5] = {};
+  std::string error;
+  for (void*& b : buffers) {
+    if (error.empty() && cudaMallocAsync(&b, kBytes, stream) != cudaSuccess) error = "no device memory to warm with";
+    if (error.empty()) cudaMemsetAsync(b, 0, kBytes, stream);
+  }
+  *forms = 0;
+  for (const Types& t : types) {
+    for (int layouts = 0; layouts < 4 && error.empty(); ++layouts) {
+      GemmForm f;
+      f.a = t.a, f.b = t.b, f.d = f.c = t.d;
+      f.allow_tf32 = t.tf32;
+      f.a_layout = layouts & 1 ? Layout::kMnContiguous : Layout::kKContiguous;
+      f.b_layout = layouts & 2 ? Layout::kMnContiguous : Layout::kKContiguous;
+      if (IsFp8(f.a) && layouts != 0) continue;
+      for (int64_t size : {int64_t{1024}, kLargest}) {
+        for (int extra = 0; extra < 3 && error.empty(); ++extra) {  // none, C, a batch of 8 sharing B
+          if (extra == 2 && size != 1024) continue;
+          FormProblem p{extra == 2 ? 512 : size, size, size, f, buffers[0], buffers[1], buffers[2], buffers[3]};
+          p.form.has_c = extra == 1;
+          p.form.beta = extra == 1 ? 1 : 0;
+          p.form.batch = extra == 2 ? 8 : 1;
+          p.form.stride_a = p.m * p.k;
+          p.form.stride_b = extra == 2 ? 0 : p.n * p.k;
+          p.form.stride_c = p.m * p.n;
+          if (p.form.IsPlain()) continue;                    // the vendor plan's
+          if (!PrepareVendorForm(p, ctx).empty()) continue;  // a form this GPU refuses: nothing to load
+          if (auto err = LaunchVendorForm(p, ctx, buffers[4], stream); !err.empty()) error = err;
+          ++*forms;
+        }
+      }
+    }
+  }
+  if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess && error.empty()) {
+    error = cudaGetErrorString(e);
+  }
+  for (void* b : buffers) {
+    if (b) cudaFreeAsync(b, stream);
+  }
+  cudaStreamSynchronize(stream);
+  return error;
+}
+
 }  // namespace gemm

@@ -20,6 +20,7 @@
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
 #include "gemm/steps.h"
+#include "gemm/vendor_forms.h"
 #include "thread_name.h"
 
 namespace gemmd {
@@ -367,6 +368,21 @@ absl::Status CudaEngine::Warmup(int device) {
                    "loading)", dev.desc.id, stats.picks, stats.shapes, stats.loaded, stats.heuristic_seconds * 1e3,
                    stats.load_seconds * 1e3);
     }
+    // The other forms' kernels (bf16, fp32, fp8, the other layouts, C,
+    // batches) through cuBLASLt, on every lane: each lane's context keeps
+    // its own heuristic picks.
+    const auto start = Clock::now();
+    int forms = 0;
+    for (auto& l : dev.lanes) {
+      int lane_forms = 0;
+      if (auto err = gemm::WarmVendorForms(l->ctx, l->compute, &lane_forms); !err.empty()) {
+        spdlog::warn("{}: step 0's other forms not loaded ahead: {}", dev.desc.id, err);
+        break;
+      }
+      forms += lane_forms;
+    }
+    spdlog::info("{}: step 0's other forms loaded ahead: {} matmuls over {} lanes in {:.0f} ms", dev.desc.id, forms,
+                 dev.lanes.size(), SecondsSince(start) * 1e3);
   }
   // Every lane runs step 0 once on a ragged and two square shapes: the pool
   // grows to a working size, and no lane's first request pays a first use

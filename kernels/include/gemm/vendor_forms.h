@@ -32,6 +32,18 @@ std::string PrepareVendorForm(const FormProblem& p, const DeviceContext& ctx);
 std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, void* scratch, cudaStream_t stream);
 uint64_t VendorFormScratchBytes(const FormProblem& p);
 
+// Loads ahead what a form's first request would: every type combination
+// and layout, alone and with C at 1024³ and 4096³, and as a batch of 8
+// sharing B, each asked of the heuristic and run once on `stream` (then
+// waited for). The first bf16 matmul of a process otherwise paid 158 ms
+// and the first fp32 one 97 ms on an H200. Only those shapes are warm: a
+// form's first request of another shape still pays about 3 ms once, for
+// the heuristic and what cuBLASLt sets up per kernel and shape (a grid of
+// shapes whose picks ran once did not remove it: the kernel a pick
+// launches depends on the shape too). `forms` counts the matmuls run; ""
+// or what failed.
+std::string WarmVendorForms(const DeviceContext& ctx, cudaStream_t stream, int* forms);
+
 namespace detail {
 // CreateContext and DestroyContext keep one per device context.
 std::string CreateVendorForms(VendorForms** out);

@@ -14,10 +14,13 @@ packages=(
   libgtest-dev libgmock-dev python3
 )
 if [[ ${1:-all} != build ]]; then
-  # Tests: the Python client, the ladder plot, TLS certificates made per run,
-  # a real Prometheus (and promtool) scraping the server, manifest linting,
-  # clang and its libFuzzer runtime for the fuzz targets.
+  # Tests: the Python package (pip-installed into a virtual environment;
+  # torch, CPU-only, for its tensor tests), the ladder plot, TLS
+  # certificates made per run, a real Prometheus (and promtool) scraping the
+  # server, manifest linting, clang and its libFuzzer runtime for the fuzz
+  # targets.
   packages+=(curl openssl python3-grpcio python3-protobuf python3-numpy python3-matplotlib python3-yaml
+             python3-venv python3-setuptools python3-torch
              prometheus yamllint clang libclang-rt-14-dev)
 fi
 missing=()

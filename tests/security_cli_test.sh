@@ -39,9 +39,9 @@ check "token from GEMM_TOKEN" 0 "verification" -- env GEMM_TOKEN=right-token "$c
 check "client cert without key" 2 "go together" -- "$client" --tls-ca ca.pem --tls-cert ca.pem list
 check "unreadable CA file" 2 "cannot read nope.pem" -- "$client" --tls-ca nope.pem list
 check "health needs no token" 0 "SERVING" -- "$client" --tls-ca ca.pem health
-check "python: right token" 0 "ok" -- /usr/bin/python3 - <<'PY'
+check "python: right token" 0 "ok" -- "${GEMMD_PYTHON:-python3}" - <<'PY'
 import os, grpc
-from gemm_client import GemmClient
+from gemmd import GemmClient
 ca = open("ca.pem", "rb").read()
 c = GemmClient(os.environ["GEMM_TARGET"], root_certificates=ca, token="right-token")
 assert c.list_kernels().kernels

@@ -4,6 +4,7 @@
 // the engines can take.
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
 #include <cstdlib>
 
 #include "api/request_validation.h"
@@ -17,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_request_bytes = 64 << 20;
   limits.max_message_bytes = 8 << 20;
   limits.max_repeats = 100;
-  if (!gemmd::ValidateMultiply(req, limits).ok()) return 0;
+  gemm::GemmForm form;
+  if (!gemmd::ValidateMultiply(req, limits, nullptr, &form).ok()) return 0;
   const auto& s = req.shape();
   // Accepted: the dimensions are positive and within the limit, and inline
   // operands hold exactly their matrices' bytes.
@@ -25,7 +27,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.k() > limits.max_dim || req.repeats() > limits.max_repeats) {
     std::abort();
   }
-  if (req.a().has_data() && req.a().data().size() != static_cast<size_t>(s.m() * s.k() * 2)) std::abort();
-  if (req.b().has_data() && req.b().data().size() != static_cast<size_t>(s.n() * s.k() * 2)) std::abort();
+  // The form is one the engines take: its types combine, its batch is
+  // at least one, its strides share or keep entries apart, and each inline
+  // operand holds exactly what the batch spans in its type.
+  if (!gemm::CombinationError(form).empty() || form.batch < 1 || !std::isfinite(form.alpha) ||
+      !std::isfinite(form.beta) || (form.beta != 0 && !form.has_c)) {
+    std::abort();
+  }
+  const gemm::OperandStorage storages[3] = {gemm::StorageOfA(form, s.m(), s.k()), gemm::StorageOfB(form, s.n(), s.k()),
+                                            gemm::StorageOfC(form, s.m(), s.n())};
+  const gemm::v1::Operand* operands[3] = {&req.a(), &req.b(), &req.c()};
+  for (int i = 0; i < 3; ++i) {
+    const gemm::OperandStorage& st = storages[i];
+    if (st.stride < 0 || (st.stride != 0 && static_cast<uint64_t>(st.stride) < st.EntryElements())) std::abort();
+    if (i == 2 && !form.has_c) continue;
+    if (operands[i]->has_data() &&
+        operands[i]->data().size() != st.Footprint(form.batch) * gemm::ElementBytes(st.type)) {
+      std::abort();
+    }
+  }
   return 0;
 }

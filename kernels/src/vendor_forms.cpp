@@ -243,20 +243,6 @@ std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, voi
 }
 
 std::string WarmVendorForms(const DeviceContext& ctx, cudaStream_t stream, int* forms) {
-  struct Types {
-    ElementType a, b, d;
-    bool tf32;
-  };
-  const Types types[] = {{ElementType::kF16, ElementType::kF16, ElementType::kF16, false},
-                         {ElementType::kF16, ElementType::kF16, ElementType::kF32, false},
-                         {ElementType::kBF16, ElementType::kBF16, ElementType::kBF16, false},
-                         {ElementType::kBF16, ElementType::kBF16, ElementType::kF32, false},
-                         {ElementType::kF32, ElementType::kF32, ElementType::kF32, false},
-                         {ElementType::kF32, ElementType::kF32, ElementType::kF32, true},
-                         {ElementType::kF8E4M3, ElementType::kF8E4M3, ElementType::kBF16, false},
-                         {ElementType::kF8E4M3, ElementType::kF8E4M3, ElementType::kF16, false},
-                         {ElementType::kF8E4M3, ElementType::kF8E5M2, ElementType::kF16, false},
-                         {ElementType::kF8E5M2, ElementType::kF8E4M3, ElementType::kBF16, false}};
   constexpr int64_t kLargest = 4096;
   constexpr uint64_t kBytes = uint64_t{kLargest} * kLargest * 4;  // an fp32 4096² operand
   void* buffers[5] = {};
@@ -266,7 +252,7 @@ std::string WarmVendorForms(const DeviceContext& ctx, cudaStream_t stream, int* 
     if (error.empty()) cudaMemsetAsync(b, 0, kBytes, stream);
   }
   *forms = 0;
-  for (const Types& t : types) {
+  for (const TypeCombination& t : kTypeCombinations) {
     for (int layouts = 0; layouts < 4 && error.empty(); ++layouts) {
       GemmForm f;
       f.a = t.a, f.b = t.b, f.d = f.c = t.d;

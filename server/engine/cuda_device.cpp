@@ -1,5 +1,9 @@
 #include "engine/cuda_device.h"
 
+#include <vector>
+
+#include "engine/median.h"
+
 #include <algorithm>
 
 #include "gemm/steps.h"
@@ -156,6 +160,48 @@ absl::Status LaunchVendorReference(CudaEngine::Device& dev, Lane& lane, int refe
     return absl::InternalError(dev.desc.id + ": " + what + ": " + err);
   }
   return absl::OkStatus();
+}
+
+cudaError_t EnsureRepeatEvents(Lane& lane, uint32_t repeats) {
+  while (lane.starts.size() < repeats) {
+    cudaEvent_t start, stop;
+    if (auto e = cudaEventCreate(&start); e != cudaSuccess) return e;
+    if (auto e = cudaEventCreate(&stop); e != cudaSuccess) {
+      cudaEventDestroy(start);
+      return e;
+    }
+    lane.starts.push_back(start);
+    lane.stops.push_back(stop);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t MedianRepeatSeconds(const Lane& lane, uint32_t repeats, double* median) {
+  std::vector<double> seconds;
+  for (uint32_t r = 0; r < repeats; ++r) {
+    float ms = 0;
+    if (auto e = cudaEventElapsedTime(&ms, lane.starts[r], lane.stops[r]); e != cudaSuccess) return e;
+    seconds.push_back(ms * 1e-3);
+  }
+  *median = Median(seconds);
+  return cudaSuccess;
+}
+
+VerificationResult LaneVerification(const Lane& lane, uint64_t elements, const gemm::FormTolerance& tolerance,
+                                    std::string reference) {
+  VerificationResult v;
+  v.performed = true;
+  v.mismatches = lane.cmp_host->mismatches;
+  v.non_finite = lane.cmp_host->non_finite;
+  v.max_abs_error = lane.cmp_host->max_abs_error;
+  v.accumulation_atol = lane.cmp_host->accumulation_atol;
+  v.elements = elements;
+  v.rtol = tolerance.rtol;
+  v.atol = tolerance.atol;
+  v.tolerance_source = tolerance.source;
+  v.reference = std::move(reference);
+  v.passed = v.mismatches == 0;
+  return v;
 }
 
 std::string VendorReferenceName(int reference_step) {

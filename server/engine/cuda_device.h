@@ -285,6 +285,26 @@ absl::Status LaunchVendorReference(CudaEngine::Device& dev, Lane& lane, int refe
 // Its name in VerificationResult::reference.
 std::string VendorReferenceName(int reference_step);
 
+// Seconds from one recorded event to another on the device's clock (0 if
+// either has not completed).
+inline double SecondsBetween(cudaEvent_t from, cudaEvent_t to) {
+  float ms = 0;
+  return cudaEventElapsedTime(&ms, from, to) == cudaSuccess ? ms * 1e-3 : 0.0;
+}
+
+// A start and a stop event for each of `repeats` timed runs, made once
+// and kept by the lane.
+cudaError_t EnsureRepeatEvents(Lane& lane, uint32_t repeats);
+
+// The median of the lane's `repeats` timed runs (its start and stop
+// events), once the stream has passed them.
+cudaError_t MedianRepeatSeconds(const Lane& lane, uint32_t repeats, double* median);
+
+// The lane's comparison result, read back into cmp_host, as a report of
+// `elements` checked under `tolerance` against `reference`.
+VerificationResult LaneVerification(const Lane& lane, uint64_t elements, const gemm::FormTolerance& tolerance,
+                                    std::string reference);
+
 // Host -> device through the lane's pinned staging, one slot per chunk, the
 // slots in turn, the DMA on `stream`; `copier` moves each chunk into pinned
 // memory on several threads. Whole rows per chunk, unless the matrix is

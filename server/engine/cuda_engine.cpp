@@ -516,14 +516,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   {
     std::lock_guard compute(dev.compute_mu);
     const uint32_t repeats = std::max<uint32_t>(job.repeats, 1);
-    while (lane->starts.size() < repeats) {
-      cudaEvent_t s0, s1;
-      if ((e = cudaEventCreate(&s0)) != cudaSuccess || (e = cudaEventCreate(&s1)) != cudaSuccess) {
-        return dev.Fail("event", e);
-      }
-      lane->starts.push_back(s0);
-      lane->stops.push_back(s1);
-    }
+    if ((e = EnsureRepeatEvents(*lane, repeats)) != cudaSuccess) return dev.Fail("event", e);
     // D's row tails are this engine's padding: nothing reads them back.
     const gemm::Problem problem = vendor_padded && job.step == gemm::kVendorStep
                                       ? VendorProblem(a, b, d.data, d.ld)
@@ -598,34 +591,16 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       if (e != cudaSuccess) return dev.Fail("download", e);
     }
     if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
-    std::vector<double> seconds;
-    for (uint32_t r = 0; r < repeats; ++r) {
-      float ms = 0;
-      if ((e = cudaEventElapsedTime(&ms, lane->starts[r], lane->stops[r])) != cudaSuccess) return dev.Fail("timing", e);
-      seconds.push_back(ms * 1e-3);
-    }
-    report.seconds.kernel = Median(seconds);
+    if ((e = MedianRepeatSeconds(*lane, repeats, &report.seconds.kernel)) != cudaSuccess) return dev.Fail("timing", e);
     report.seconds.repeats = repeats;
     if (input_stream == lane->compute) {  // made or staged on the compute stream: until the first repeat started
-      float ms = 0;
-      cudaEventElapsedTime(&ms, lane->inputs_start, lane->starts[0]);
-      report.seconds.upload = ms * 1e-3;
+      report.seconds.upload = SecondsBetween(lane->inputs_start, lane->starts[0]);
     }
     if (job.verify) {
-      float ms = 0;
-      cudaEventElapsedTime(&ms, lane->stops[repeats - 1], lane->verified);
-      report.seconds.verify = ms * 1e-3;
-      VerificationResult& v = report.verification;
-      v.performed = true;
-      v.mismatches = lane->cmp_host->mismatches;
-      v.non_finite = lane->cmp_host->non_finite;
-      v.max_abs_error = lane->cmp_host->max_abs_error;
-      v.elements = static_cast<uint64_t>(job.m) * job.n;
-      v.rtol = kRtol;
-      v.atol = kAtol;
-      v.accumulation_atol = lane->cmp_host->accumulation_atol;
-      v.reference = job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step);
-      v.passed = v.mismatches == 0;
+      report.seconds.verify = SecondsBetween(lane->stops[repeats - 1], lane->verified);
+      report.verification =
+          LaneVerification(*lane, static_cast<uint64_t>(job.m) * job.n, gemm::FormTolerance{},
+                           job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step));
     }
   }
 

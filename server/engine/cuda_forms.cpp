@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "engine/cuda_device.h"
-#include "engine/median.h"
 #include "engine/permanent_refusal.h"
 #include "gemm/form_ops.h"
 #include "gemm/vendor_forms.h"
@@ -91,14 +90,7 @@ absl::StatusOr<GemmReport> CudaEngine::RunForm(Device& dev, const GemmJob& job) 
   {  // the GEMMs and their check, one request at a time per device
     std::lock_guard compute(dev.compute_mu);
     const uint32_t repeats = std::max<uint32_t>(job.repeats, 1);
-    while (lane->starts.size() < repeats) {
-      cudaEvent_t s0, s1;
-      if ((e = cudaEventCreate(&s0)) != cudaSuccess || (e = cudaEventCreate(&s1)) != cudaSuccess) {
-        return dev.Fail("event", e);
-      }
-      lane->starts.push_back(s0);
-      lane->stops.push_back(s1);
-    }
+    if ((e = EnsureRepeatEvents(*lane, repeats)) != cudaSuccess) return dev.Fail("event", e);
     // D poisoned (all bits set: NaN in every type) so that an element the
     // GEMM does not write fails verification; before every repeat, with L2
     // flushed, when timed as a benchmark.
@@ -137,33 +129,12 @@ absl::StatusOr<GemmReport> CudaEngine::RunForm(Device& dev, const GemmJob& job) 
       if (e != cudaSuccess) return dev.Fail("verification", e);
     }
     if (auto st = dev.Wait(stream, timeout); !st.ok()) return st;
-    std::vector<double> seconds;
-    for (uint32_t r = 0; r < repeats; ++r) {
-      float ms = 0;
-      if ((e = cudaEventElapsedTime(&ms, lane->starts[r], lane->stops[r])) != cudaSuccess) return dev.Fail("timing", e);
-      seconds.push_back(ms * 1e-3);
-    }
-    report.seconds.kernel = Median(seconds);
+    if ((e = MedianRepeatSeconds(*lane, repeats, &report.seconds.kernel)) != cudaSuccess) return dev.Fail("timing", e);
     report.seconds.repeats = repeats;
-    float upload_ms = 0;
-    cudaEventElapsedTime(&upload_ms, lane->inputs_start, lane->starts[0]);
-    report.seconds.upload = upload_ms * 1e-3;
+    report.seconds.upload = SecondsBetween(lane->inputs_start, lane->starts[0]);
     if (job.verify) {
-      float ms = 0;
-      cudaEventElapsedTime(&ms, lane->stops[repeats - 1], lane->verified);
-      report.seconds.verify = ms * 1e-3;
-      VerificationResult& v = report.verification;
-      v.performed = true;
-      v.mismatches = lane->cmp_host->mismatches;
-      v.non_finite = lane->cmp_host->non_finite;
-      v.max_abs_error = lane->cmp_host->max_abs_error;
-      v.accumulation_atol = lane->cmp_host->accumulation_atol;
-      v.elements = d_count;
-      v.rtol = tolerance.rtol;
-      v.atol = tolerance.atol;
-      v.tolerance_source = tolerance.source;
-      v.reference = "gpu-simt-fp64";
-      v.passed = v.mismatches == 0;
+      report.seconds.verify = SecondsBetween(lane->stops[repeats - 1], lane->verified);
+      report.verification = LaneVerification(*lane, d_count, tolerance, "gpu-simt-fp64");
     }
   }
   if (job.d != nullptr) {

@@ -4,33 +4,12 @@
 #include <cmath>
 #include <vector>
 
-#include "gemm/half.h"
 
 namespace gemmd {
 
 VerificationResult CompareWithReference(const uint16_t* d, const double* ref, size_t count,
                                         double accumulation_atol) {
-  VerificationResult r;
-  r.performed = true;
-  r.elements = count;
-  r.rtol = kRtol;
-  r.atol = kAtol;
-  r.tolerance_source = gemm::FormTolerance{}.source;
-  r.accumulation_atol = accumulation_atol;
-  const double atol = kAtol + accumulation_atol;
-  for (size_t i = 0; i < count; ++i) {
-    const double value = gemm::HalfToFloat(d[i]);
-    if (!std::isfinite(value)) {
-      ++r.non_finite;
-      ++r.mismatches;
-      continue;
-    }
-    const double err = std::fabs(value - ref[i]);
-    if (err > r.max_abs_error) r.max_abs_error = err;
-    if (err > atol + kRtol * std::fabs(ref[i])) ++r.mismatches;
-  }
-  r.passed = r.mismatches == 0;
-  return r;
+  return CompareWithReference(d, gemm::ElementType::kF16, ref, count, gemm::FormTolerance{}, accumulation_atol);
 }
 
 VerificationResult CompareWithReference(const void* d, gemm::ElementType type, const double* ref, size_t count,

@@ -152,6 +152,27 @@ inline std::string CombinationError(const GemmForm& f) {
   return "";
 }
 
+// Every combination CombinationError takes (C aside), tf32 counted as one:
+// what the start-up warm-up loads and the tests run.
+struct TypeCombination {
+  ElementType a, b, d;
+  bool tf32;
+};
+inline constexpr TypeCombination kTypeCombinations[] = {
+    {ElementType::kF16, ElementType::kF16, ElementType::kF16, false},
+    {ElementType::kF16, ElementType::kF16, ElementType::kF32, false},
+    {ElementType::kBF16, ElementType::kBF16, ElementType::kBF16, false},
+    {ElementType::kBF16, ElementType::kBF16, ElementType::kF32, false},
+    {ElementType::kF32, ElementType::kF32, ElementType::kF32, false},
+    {ElementType::kF32, ElementType::kF32, ElementType::kF32, true},
+    {ElementType::kF8E4M3, ElementType::kF8E4M3, ElementType::kBF16, false},
+    {ElementType::kF8E4M3, ElementType::kF8E4M3, ElementType::kF16, false},
+    {ElementType::kF8E4M3, ElementType::kF8E5M2, ElementType::kF16, false},
+    {ElementType::kF8E4M3, ElementType::kF8E5M2, ElementType::kBF16, false},
+    {ElementType::kF8E5M2, ElementType::kF8E4M3, ElementType::kBF16, false},
+    {ElementType::kF8E5M2, ElementType::kF8E4M3, ElementType::kF16, false},
+};
+
 // What "verified" allows for a form: |d - ref| <= atol + rtol·|ref| + the
 // K-aware term, with
 //   term = unit·√K·|α'|·max‖a_i‖₂·max‖b_j‖₂ + input·|α'|·max‖a_i‖₂·max‖b_j‖₂

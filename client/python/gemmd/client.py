@@ -218,17 +218,20 @@ class _Operand:
     def rows_cols(self):
         return self.array.shape[-2], self.array.shape[-1]
 
-    def wire(self):
+    def wire(self, transposed=None):
         """(bytes, transposed): the last two axes as stored. The array's own
         order is kept where it is already row-major either way round, so
-        nothing is transposed here that the server can read as it is."""
+        nothing is transposed here that the server can read as it is;
+        `transposed` True or False asks for that storage whatever it costs."""
         x = self.array
         swapped = np.swapaxes(x, -1, -2)
-        if x.flags.c_contiguous:
-            return x.tobytes(), False
-        if swapped.flags.c_contiguous:
-            return swapped.tobytes(), True
-        return np.ascontiguousarray(x).tobytes(), False
+        if transposed is None:
+            if x.flags.c_contiguous:
+                return x.tobytes(), False
+            if swapped.flags.c_contiguous:
+                return swapped.tobytes(), True
+            transposed = False
+        return np.ascontiguousarray(swapped if transposed else x).tobytes(), transposed
 
 
 class Client(GemmClient):
@@ -282,8 +285,11 @@ class Client(GemmClient):
             req.b_scale = 1.0 if b_scale is None else b_scale
         # A as stored m×k is K contiguous; stored k×m (a transposed view) M
         # contiguous. B as stored k×n is N contiguous, n×k K contiguous.
-        a_bytes, a_t = A.wire()
-        b_bytes, b_t = B.wire()
+        # fp8 goes K contiguous whatever its storage: the one form GPUs take
+        # it in (cuBLASLt's fp8 matmul), so B is transposed here.
+        fp8_operands = A.type in fp8 or B.type in fp8
+        a_bytes, a_t = A.wire(False if fp8_operands else None)
+        b_bytes, b_t = B.wire(True if fp8_operands else None)
         req.a_layout = gemm_pb2.LAYOUT_MN_CONTIGUOUS if a_t else gemm_pb2.LAYOUT_K_CONTIGUOUS
         req.b_layout = gemm_pb2.LAYOUT_K_CONTIGUOUS if b_t else gemm_pb2.LAYOUT_MN_CONTIGUOUS
         operands = [(req.a, a_bytes, A, (k, m) if a_t else (m, k)), (req.b, b_bytes, B, (n, k) if b_t else (k, n))]

@@ -64,3 +64,19 @@ def forms(lab):
     failed = [r[0] for r in rows if not r[7]]
     lab.note(f"forms: worst first request x{worst:.2f} of steady (target <= 1.2); "
              f"{len(rows) - len(failed)} of {len(rows)} verified" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+
+
+def python_package(lab):
+    """The gemmd Python package's matmul tests (tests/python_client_test.py,
+    MatmulTest: every type, layout, C and batch it sends, checked against
+    numpy in fp64) against gemmd on this GPU, step 0: the package as pip
+    built it, carried in the bundle."""
+    env = {"PYTHONPATH": str(lab.root / ".bundle" / "python")}
+    with lab.gemmd("python"):
+        env["GEMM_TARGET"] = lab.env["GEMM_TARGET"]
+        rc, _ = lab.run(["python3", "tests/python_client_test.py", "MatmulTest", "-v"], out="python_package.log",
+                        timeout=300, env=env)
+    log = (lab.out / "python_package.log").read_text(errors="replace")
+    ran = [l for l in log.splitlines() if l.startswith("Ran ")]
+    lab.note(f"python package on step 0 (cuda): rc={rc}; {ran[-1] if ran else 'no tests ran'}; "
+             + ("OK" if rc == 0 else "FAILED (python_package.log)"))

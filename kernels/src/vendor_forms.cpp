@@ -1,10 +1,12 @@
 // gemm/vendor_forms.h says what this is.
 #include "gemm/vendor_forms.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cublas_api.h"
 #include "gemm/form_ops.h"
@@ -13,10 +15,17 @@ namespace gemm {
 
 // Per device context: the cuBLASLt handle step 0's forms run through, and
 // the heuristic's pick per form and shape (none: cuBLASLt has no kernel).
+// Per device context: the cuBLASLt handle step 0's forms run through; the
+// plan (WarmVendorForms): per family of forms (types, layouts, tf32), the
+// heuristic's pick at each cell of a grid of shapes, every one of them run
+// once; and the heuristic's picks for the exact shapes the plan's could not
+// run.
 struct VendorForms {
   cublasLtHandle_t handle = nullptr;
   std::mutex mu;
   std::map<std::string, cublasLtMatmulAlgo_t> picks;
+  std::map<std::string, std::vector<int>> plan;  // family -> per cell, an index into plan_algos or -1
+  std::vector<cublasLtMatmulAlgo_t> plan_algos;
 };
 
 namespace detail {
@@ -122,6 +131,24 @@ class Matmul {
   bool ok_ = false;
 };
 
+// The plan's grid: each dimension's size at or above a request's (the
+// last for any larger), as step 0's fp16 plan looks up its picks.
+constexpr int64_t kPlanSizes[] = {128, 256, 512, 1024, 2048, 4096, 8192};
+constexpr size_t kPlanN = sizeof kPlanSizes / sizeof kPlanSizes[0];
+
+size_t PlanIndex(int64_t x) {
+  size_t i = 0;
+  while (i + 1 < kPlanN && kPlanSizes[i] < x) ++i;
+  return i;
+}
+size_t PlanCell(int64_t m, int64_t n, int64_t k) { return (PlanIndex(m) * kPlanN + PlanIndex(n)) * kPlanN + PlanIndex(k); }
+
+std::string FamilyKey(const GemmForm& f) {
+  return std::to_string(static_cast<int>(f.a)) + "," + std::to_string(static_cast<int>(f.b)) + "," +
+         std::to_string(static_cast<int>(f.d)) + "," + std::to_string(static_cast<int>(f.a_layout)) + "," +
+         std::to_string(static_cast<int>(f.b_layout)) + "," + std::to_string(f.allow_tf32);
+}
+
 std::string Key(const FormProblem& p, const uint32_t (&align)[4]) {
   const GemmForm& f = p.form;
   std::string key;
@@ -164,15 +191,60 @@ uint64_t VendorFormScratchBytes(const FormProblem& p) {
 
 namespace {
 
+// The plan's pick for p's family at the cell covering p's shape, if the
+// plan has one (a C's and a batch's problems take the same picks).
+bool PlannedPick(const FormProblem& p, const DeviceContext& ctx, cublasLtMatmulAlgo_t* algo) {
+  VendorForms& forms = *ctx.vendor_forms;
+  std::lock_guard lock(forms.mu);
+  const auto it = forms.plan.find(FamilyKey(p.form));
+  if (it == forms.plan.end()) return false;
+  const int pick = it->second[PlanCell(p.m, p.n, p.k)];
+  if (pick < 0) return false;
+  *algo = forms.plan_algos[static_cast<size_t>(pick)];
+  return true;
+}
+
+uint32_t Alignments(const FormProblem& p, int i) {
+  const GemmForm& f = p.form;
+  switch (i) {
+    case 0: return AlignmentOf((f.batch > 1 ? f.stride_b : 0) * ElementBytes(f.b));
+    case 1: return AlignmentOf((f.batch > 1 ? f.stride_a : 0) * ElementBytes(f.a));
+    case 2: return AlignmentOf((f.batch > 1 && f.ReadsC() ? f.stride_c : 0) * (f.ReadsC() ? ElementBytes(f.c) : 4));
+    default: return AlignmentOf(f.batch > 1 ? static_cast<uint64_t>(p.m) * p.n * ElementBytes(f.d) : 0);
+  }
+}
+
+// The heuristic's first pick for p; "" or why there is none.
+std::string AskHeuristic(const FormProblem& p, const DeviceContext& ctx, const Matmul& mm, cublasLtMatmulAlgo_t* algo) {
+  const CublasLtApi& lt = *detail::CublasLt(nullptr);
+  cublasLtMatmulPreference_t pref = nullptr;
+  if (lt.MatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmulPreferenceCreate failed";
+  const uint64_t workspace = ctx.cublas_workspace_bytes;
+  lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  const cublasLtMatmulPreferenceAttributes_t which[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t align = Alignments(p, i);
+    lt.MatmulPreferenceSetAttribute(pref, which[i], &align, sizeof align);
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  const cublasStatus_t s = lt.MatmulAlgoGetHeuristic(ctx.vendor_forms->handle, mm.desc_, mm.a_, mm.b_, mm.c_, mm.d_,
+                                                     pref, 1, &result, &count);
+  lt.MatmulPreferenceDestroy(pref);
+  if (s != CUBLAS_STATUS_SUCCESS || count == 0) {
+    return "cuBLASLt has no kernel on this GPU for " + FormSummary(p.form) + " at " + std::to_string(p.m) + "x" +
+           std::to_string(p.n) + "x" + std::to_string(p.k) + " (heuristic status " +
+           std::to_string(static_cast<int>(s)) + ")";
+  }
+  *algo = result.algo;
+  return "";
+}
+
 // The heuristic's pick for p, asked once per form and shape and kept.
 std::string FindPick(const FormProblem& p, const DeviceContext& ctx, const Matmul& mm, cublasLtMatmulAlgo_t* algo) {
-  const CublasLtApi& lt = *detail::CublasLt(nullptr);
-  const GemmForm& f = p.form;
-  const uint32_t align[4] = {
-      AlignmentOf((f.batch > 1 ? f.stride_b : 0) * ElementBytes(f.b)),
-      AlignmentOf((f.batch > 1 ? f.stride_a : 0) * ElementBytes(f.a)),
-      AlignmentOf((f.batch > 1 && f.ReadsC() ? f.stride_c : 0) * (f.ReadsC() ? ElementBytes(f.c) : 4)),
-      AlignmentOf(f.batch > 1 ? static_cast<uint64_t>(p.m) * p.n * ElementBytes(f.d) : 0)};
+  const uint32_t align[4] = {Alignments(p, 0), Alignments(p, 1), Alignments(p, 2), Alignments(p, 3)};
   VendorForms& forms = *ctx.vendor_forms;
   const std::string key = Key(p, align);
   {
@@ -182,28 +254,23 @@ std::string FindPick(const FormProblem& p, const DeviceContext& ctx, const Matmu
       return "";
     }
   }
-  cublasLtMatmulPreference_t pref = nullptr;
-  if (lt.MatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmulPreferenceCreate failed";
-  const uint64_t workspace = ctx.cublas_workspace_bytes;
-  lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
-  const cublasLtMatmulPreferenceAttributes_t which[4] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (int i = 0; i < 4; ++i) lt.MatmulPreferenceSetAttribute(pref, which[i], &align[i], sizeof align[i]);
-  cublasLtMatmulHeuristicResult_t result{};
-  int count = 0;
-  const cublasStatus_t s =
-      lt.MatmulAlgoGetHeuristic(forms.handle, mm.desc_, mm.a_, mm.b_, mm.c_, mm.d_, pref, 1, &result, &count);
-  lt.MatmulPreferenceDestroy(pref);
-  if (s != CUBLAS_STATUS_SUCCESS || count == 0) {
-    return "cuBLASLt has no kernel on this GPU for " + FormSummary(f) + " at " + std::to_string(p.m) + "x" +
-           std::to_string(p.n) + "x" + std::to_string(p.k) + " (heuristic status " +
-           std::to_string(static_cast<int>(s)) + ")";
-  }
-  *algo = result.algo;
+  if (auto why = AskHeuristic(p, ctx, mm, algo); !why.empty()) return why;
   std::lock_guard lock(forms.mu);
-  forms.picks[key] = result.algo;
+  forms.picks[key] = *algo;
   return "";
+}
+
+// p through `algo` on `stream`, D into `scratch` where the form needs it.
+cublasStatus_t RunMatmul(const FormProblem& p, const DeviceContext& ctx, const Matmul& mm,
+                         const cublasLtMatmulAlgo_t& algo, void* scratch, cudaStream_t stream) {
+  const GemmForm& f = p.form;
+  const float alpha = static_cast<float>(f.ProductScale());
+  const float beta = f.ReadsC() ? static_cast<float>(f.beta) : 0.0f;
+  void* d = DThroughScratch(f) ? scratch : p.d;
+  const void* c = f.ReadsC() ? p.c : d;
+  return detail::CublasLt(nullptr)->Matmul(ctx.vendor_forms->handle, mm.desc_, &alpha, p.b, mm.a_, p.a, mm.b_, &beta,
+                                           c, mm.c_, d, mm.d_, &algo, ctx.cublas_workspace,
+                                           ctx.cublas_workspace_bytes, stream);
 }
 
 }  // namespace
@@ -214,6 +281,7 @@ std::string PrepareVendorForm(const FormProblem& p, const DeviceContext& ctx) {
   Matmul mm(*detail::CublasLt(nullptr), p, detail::VendorKUsed(p.k));
   if (!mm.ok()) return "cuBLASLt refused the matrix descriptions of this form";
   cublasLtMatmulAlgo_t algo;
+  if (PlannedPick(p, ctx, &algo)) return "";
   return FindPick(p, ctx, mm, &algo);
 }
 
@@ -222,17 +290,18 @@ std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, voi
   if (ctx.vendor_forms == nullptr) return "this device context has no cuBLASLt handle";
   const CublasLtApi& lt = *detail::CublasLt(nullptr);
   const GemmForm& f = p.form;
-  VendorForms& forms = *ctx.vendor_forms;
   Matmul mm(lt, p, detail::VendorKUsed(p.k));
   if (!mm.ok()) return "cuBLASLt refused the matrix descriptions of this form";
+  const auto matmul = [&](const cublasLtMatmulAlgo_t& algo) { return RunMatmul(p, ctx, mm, algo, scratch, stream); };
+  // The plan's pick, loaded at start-up, where it takes this problem
+  // (cuBLASLt checks before it launches anything); else the heuristic's.
   cublasLtMatmulAlgo_t algo{};
-  if (auto why = FindPick(p, ctx, mm, &algo); !why.empty()) return why;
-  const float alpha = static_cast<float>(f.ProductScale());
-  const float beta = f.ReadsC() ? static_cast<float>(f.beta) : 0.0f;
-  void* d = DThroughScratch(f) ? scratch : p.d;
-  const void* c = f.ReadsC() ? p.c : d;
-  const cublasStatus_t s = lt.Matmul(forms.handle, mm.desc_, &alpha, p.b, mm.a_, p.a, mm.b_, &beta, c, mm.c_, d,
-                                     mm.d_, &algo, ctx.cublas_workspace, ctx.cublas_workspace_bytes, stream);
+  cublasStatus_t s = CUBLAS_STATUS_NOT_SUPPORTED;
+  if (PlannedPick(p, ctx, &algo)) s = matmul(algo);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    if (auto why = FindPick(p, ctx, mm, &algo); !why.empty()) return why;
+    s = matmul(algo);
+  }
   if (s != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmul failed (status " + std::to_string(static_cast<int>(s)) + ")";
   if (DThroughScratch(f)) {
     const cudaError_t e = ConvertFromFloat(static_cast<const float*>(scratch), f.d, p.d,
@@ -242,9 +311,70 @@ std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, voi
   return "";
 }
 
+namespace {
+
+// The plan of one family of forms (types, layouts, tf32): the heuristic's
+// pick at every cell of the grid, each pick not run yet run once at its
+// cell, which loads its kernel. `buffers` hold the largest cell's operands.
+std::string PlanFamily(const GemmForm& family, const DeviceContext& ctx, void* const (&buffers)[5], cudaStream_t stream,
+                       int* runs) {
+  const CublasLtApi& lt = *detail::CublasLt(nullptr);
+  VendorForms& forms = *ctx.vendor_forms;
+  std::vector<int> cells(kPlanN * kPlanN * kPlanN, -1);
+  for (int64_t m : kPlanSizes) {
+    for (int64_t n : kPlanSizes) {
+      for (int64_t k : kPlanSizes) {
+        FormProblem p{m, n, k, family, buffers[0], buffers[1], buffers[2], buffers[3]};
+        p.form.stride_a = m * k;
+        p.form.stride_b = n * k;
+        p.form.stride_c = m * n;
+        if (!VendorFormError(p, ctx).empty()) continue;
+        Matmul mm(lt, p, k);
+        cublasLtMatmulAlgo_t algo;
+        if (!mm.ok() || !AskHeuristic(p, ctx, mm, &algo).empty()) continue;
+        int index = -1;
+        {
+          std::lock_guard lock(forms.mu);
+          for (size_t i = 0; i < forms.plan_algos.size() && index < 0; ++i) {
+            if (std::memcmp(&forms.plan_algos[i], &algo, sizeof algo) == 0) index = static_cast<int>(i);
+          }
+          if (index < 0) {
+            index = static_cast<int>(forms.plan_algos.size());
+            forms.plan_algos.push_back(algo);
+          }
+        }
+        if (static_cast<size_t>(index) + 1 == forms.plan_algos.size()) {  // a pick not run yet
+          if (RunMatmul(p, ctx, mm, algo, buffers[4], stream) != CUBLAS_STATUS_SUCCESS) continue;
+          ++*runs;
+          // cuBLASLt launches another kernel of a pick for rows whose
+          // bytes are less aligned than the grid's (seen: a 13 ms first
+          // request at 2500x1500x800 whose grid pick had run, 0.4 ms with
+          // these): once at each alignment of the rows up to 16 bytes, on
+          // a small shape.
+          for (int64_t off : {1, 2, 4, 8}) {
+            FormProblem q{256 - off, 256 - off, 256 - off, family, buffers[0], buffers[1], buffers[2], buffers[3]};
+            q.form.stride_a = q.m * q.k;
+            q.form.stride_b = q.n * q.k;
+            q.form.stride_c = q.m * q.n;
+            if (!VendorFormError(q, ctx).empty()) continue;
+            Matmul small(lt, q, q.k);
+            if (small.ok() && RunMatmul(q, ctx, small, algo, buffers[4], stream) == CUBLAS_STATUS_SUCCESS) ++*runs;
+          }
+        }
+        cells[PlanCell(m, n, k)] = index;
+      }
+    }
+  }
+  std::lock_guard lock(forms.mu);
+  forms.plan[FamilyKey(family)] = std::move(cells);
+  return "";
+}
+
+}  // namespace
+
 std::string WarmVendorForms(const DeviceContext& ctx, cudaStream_t stream, int* forms) {
-  constexpr int64_t kLargest = 4096;
-  constexpr uint64_t kBytes = uint64_t{kLargest} * kLargest * 4;  // an fp32 4096² operand
+  constexpr int64_t kLargest = kPlanSizes[kPlanN - 1];
+  constexpr uint64_t kBytes = uint64_t{kLargest} * kLargest * 4;  // the largest fp32 operand, C or D
   void* buffers[5] = {};
   std::string error;
   for (void*& b : buffers) {
@@ -252,6 +382,17 @@ std::string WarmVendorForms(const DeviceContext& ctx, cudaStream_t stream, int* 
     if (error.empty()) cudaMemsetAsync(b, 0, kBytes, stream);
   }
   *forms = 0;
+  for (const TypeCombination& t : kTypeCombinations) {
+    for (int layouts = 0; layouts < 4 && error.empty(); ++layouts) {
+      GemmForm family;
+      family.a = t.a, family.b = t.b, family.d = family.c = t.d;
+      family.allow_tf32 = t.tf32;
+      family.a_layout = layouts & 1 ? Layout::kMnContiguous : Layout::kKContiguous;
+      family.b_layout = layouts & 2 ? Layout::kMnContiguous : Layout::kKContiguous;
+      if (IsFp8(family.a) && layouts != 0) continue;
+      error = PlanFamily(family, ctx, buffers, stream, forms);
+    }
+  }
   for (const TypeCombination& t : kTypeCombinations) {
     for (int layouts = 0; layouts < 4 && error.empty(); ++layouts) {
       GemmForm f;

@@ -368,9 +368,9 @@ absl::Status CudaEngine::Warmup(int device) {
                    "loading)", dev.desc.id, stats.picks, stats.shapes, stats.loaded, stats.heuristic_seconds * 1e3,
                    stats.load_seconds * 1e3);
     }
-    // The other forms' kernels (bf16, fp32, fp8, the other layouts, C,
-    // batches) through cuBLASLt, on every lane: each lane's context keeps
-    // its own heuristic picks.
+    // The other forms' plan and kernels (bf16, fp32, fp8, the other
+    // layouts, C, batches: gemm/vendor_forms.h), on every lane: each lane's
+    // context keeps its own picks.
     const auto start = Clock::now();
     int forms = 0;
     for (auto& l : dev.lanes) {
@@ -381,8 +381,8 @@ absl::Status CudaEngine::Warmup(int device) {
       }
       forms += lane_forms;
     }
-    spdlog::info("{}: step 0's other forms loaded ahead: {} matmuls over {} lanes in {:.0f} ms", dev.desc.id, forms,
-                 dev.lanes.size(), SecondsSince(start) * 1e3);
+    spdlog::info("{}: step 0's other forms planned and loaded ahead: {} matmuls over {} lanes in {:.0f} ms",
+                 dev.desc.id, forms, dev.lanes.size(), SecondsSince(start) * 1e3);
   }
   // Every lane runs step 0 once on a ragged and two square shapes: the pool
   // grows to a working size, and no lane's first request pays a first use

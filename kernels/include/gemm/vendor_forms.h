@@ -1,8 +1,8 @@
 // Step 0 for every form of GEMM beyond gemmd's original fp16 A·Bᵀ
 // (gemm/form.h): bf16, fp32 (tf32 where allowed) and fp8 operands, either
 // storage of each, alpha·AB + beta·C and strided batches, through one
-// cuBLASLt matmul. The heuristic's pick is kept per form and shape, so a
-// form's first request of a shape pays the heuristic once.
+// cuBLASLt matmul, by the plan's pick (WarmVendorForms) or the heuristic's,
+// kept per form and shape.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,16 +32,21 @@ std::string PrepareVendorForm(const FormProblem& p, const DeviceContext& ctx);
 std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, void* scratch, cudaStream_t stream);
 uint64_t VendorFormScratchBytes(const FormProblem& p);
 
-// Loads ahead what a form's first request would: every type combination
-// and layout, alone and with C at 1024³ and 4096³, and as a batch of 8
-// sharing B, each asked of the heuristic and run once on `stream` (then
-// waited for). The first bf16 matmul of a process otherwise paid 158 ms
-// and the first fp32 one 97 ms on an H200. Only those shapes are warm: a
-// form's first request of another shape still pays about 3 ms once, for
-// the heuristic and what cuBLASLt sets up per kernel and shape (a grid of
-// shapes whose picks ran once did not remove it: the kernel a pick
-// launches depends on the shape too). `forms` counts the matmuls run; ""
-// or what failed.
+// Step 0's plan for the forms, as its fp16 plan is (gemm/vendor_plan.h):
+// for every family of forms (a type combination, its layouts, tf32) the
+// heuristic's pick at every shape of a grid (m, n and k 128 to 8192, the
+// powers of two), each distinct pick run once there and on small shapes
+// whose rows are 2 to 16 bytes aligned, which loads its kernels. A request
+// then runs the pick of the grid shape at or above its own (no heuristic:
+// 0.2 ms, once 13 ms, on an H200), or the heuristic's where cuBLASLt will
+// not take the plan's. Then every type combination and layout runs alone
+// and with C at 1024³ and 4096³, and as a batch of 8 sharing B. All on
+// `stream`, waited for; about 3.3 s per device context on an H100. The
+// first bf16 matmul of a process had paid 158 ms and the first fp32 one
+// 97 ms. What is left (bench/results/h100_2026-11-26_forms_summary.txt):
+// some first requests with C or a batch still pay about 5 ms once (x @ W
+// + 0.5·C at 4096³: ×5.3 of steady; a batch of 8: ×2.5), not yet
+// explained. `forms` counts the matmuls run; "" or what failed.
 std::string WarmVendorForms(const DeviceContext& ctx, cudaStream_t stream, int* forms);
 
 namespace detail {

@@ -16,11 +16,13 @@
 namespace gemmd::testing {
 namespace {
 
-std::unique_ptr<CudaEngine> MakeEngine() {
+std::unique_ptr<CudaEngine> MakeEngine(bool planned = false) {
   CudaEngineOptions o;
   o.staging_bytes = 4 << 20;  // small, so uploads take several chunks
+  o.plan_vendor_kernels = planned;
   auto e = CudaEngine::Create(o);
   EXPECT_TRUE(e.ok()) << e.status();
+  if (e.ok() && planned) EXPECT_TRUE((*e)->Warmup(0).ok());  // builds the plans
   return e.ok() ? std::move(*e) : nullptr;
 }
 
@@ -45,6 +47,20 @@ TEST(FormsGpu, EveryCaseOnStepZeroMatchesAnFp64Product) {
   for (const Types& t : AllTypes()) fp8_types += gemm::IsFp8(t.a);
   // All but fp8 with an MN-contiguous operand: 3 of 4 layouts, 3 C modes, 3 batch modes.
   EXPECT_EQ(ran, static_cast<int>(AllCases().size()) - fp8_types * 3 * 3 * 3);
+}
+
+// With the start-up plan (gemm/vendor_forms.h) a request runs the pick of
+// the grid shape at or above its own, or the heuristic's where cuBLASLt
+// will not take that one: the same answers, ragged shapes, C and batches.
+TEST(FormsGpu, ThePlansPicksComputeEveryCaseToo) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine(/*planned=*/true);
+  uint32_t seed = 500;
+  for (const Case& c : AllCases()) {
+    if (!GpuTakes(c)) continue;
+    RunCase(*engine, c, seed += 3, {130, 72, 96});
+    if (!gemm::IsFp8(c.types.a)) RunCase(*engine, c, seed += 3, {67, 33, 45});
+  }
 }
 
 TEST(FormsGpu, Fp8OutsideCublasLtsFormIsRefusedWithWhatItNeeds) {

@@ -12,8 +12,9 @@ scripts/collect-runtime.sh .bundle build/server/gemmd build/client/gemm-client b
   build/tests/device_fault_gpu_test build/tests/step_gate_gpu_test build/tests/soak_test
 # The Python package as pip installed it (its stubs generated): the GPU
 # machine has Debian's grpcio and numpy but no protoc to build them.
-site=$(ls -d build/python-venv/lib/python3*/site-packages)
-mkdir -p .bundle/python && cp -r "$site/gemmd" .bundle/python/
+for site in build/python-venv/lib/python3*/site-packages; do
+  if [[ -d $site/gemmd ]]; then mkdir -p .bundle/python && cp -r "$site/gemmd" .bundle/python/; fi
+done
 # OpenBLAS alone is 35 MB: compressed, the whole bundle fits the transfer.
 tar -cJf .bundle.tar.xz .bundle
 du -sh .bundle .bundle.tar.xz

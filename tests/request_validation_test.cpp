@@ -90,6 +90,12 @@ TEST(RequestValidation, RefusesEachMalformedForm) {
        [](auto& r) { r.set_beta(1), r.set_c_type(gemm::v1::BF16), r.mutable_c()->mutable_random(); },
        "it must be D's type (fp16) or fp32"},
       {"a batch of zero", [](auto& r) { r.mutable_batch()->set_count(0); }, "batch.count is 0"},
+      {"a batch too large", [](auto& r) { r.mutable_batch()->set_count(65536); }, "is above 65535"},
+      {"a scale fp32 cannot hold",
+       [](auto& r) {
+         r.set_a_type(gemm::v1::FP8_E4M3), r.set_b_type(gemm::v1::FP8_E4M3), r.set_a_scale(1e30), r.set_b_scale(1e30);
+       },
+       "must each fit fp32"},
       {"strides that overlap", [](auto& r) { r.mutable_batch()->set_count(2), r.mutable_batch()->set_stride_a(5); },
        "batch.stride_a = 5 makes batch entries overlap"},
       {"a negative stride", [](auto& r) { r.mutable_batch()->set_count(2), r.mutable_batch()->set_stride_b(-1); },

@@ -110,11 +110,20 @@ absl::StatusOr<gemm::GemmForm> FormOfRequest(const gemm::v1::MultiplyRequest& re
   if (auto st = CheckScale(gemm::IsFp8(f.b), req.has_b_scale(), req.b_scale(), "b_scale", "b"); !st.ok()) return st;
   if (req.has_a_scale()) f.a_scale = req.a_scale();
   if (req.has_b_scale()) f.b_scale = req.b_scale();
+  // The engines scale the product in fp32.
+  if (!std::isfinite(static_cast<float>(f.ProductScale())) || !std::isfinite(static_cast<float>(f.beta))) {
+    return Invalid("alpha·a_scale·b_scale = " + std::to_string(f.ProductScale()) + " and beta = " +
+                   std::to_string(f.beta) + " must each fit fp32, in which they scale the sums");
+  }
 
   const auto& s = req.shape();
   const auto& batch = req.batch();
   if (req.has_batch() && batch.count() == 0) {
     return Invalid("batch.count is 0; a batch holds at least one GEMM (leave batch unset for one)");
+  }
+  if (batch.count() > kMaxBatch) {
+    return Invalid("batch.count = " + std::to_string(batch.count()) + " is above " + std::to_string(kMaxBatch) +
+                   ", the most one request takes; send several requests");
   }
   f.batch = req.has_batch() ? batch.count() : 1;
   if (!req.has_batch() && (batch.has_stride_a() || batch.has_stride_b() || batch.has_stride_c())) {

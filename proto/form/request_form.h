@@ -10,6 +10,10 @@
 
 namespace gemmd {
 
+// The most GEMMs one request may batch: the GPU engine's reference and
+// norms launch one grid slice per entry (a grid's y and z dimensions).
+inline constexpr uint32_t kMaxBatch = 65535;
+
 // INVALID_ARGUMENT for an unknown enum value; `unset` stands for
 // ELEMENT_TYPE_UNSPECIFIED.
 absl::StatusOr<gemm::ElementType> ElementTypeOf(gemm::v1::ElementType type, gemm::ElementType unset,

@@ -50,8 +50,9 @@ HostBuffer HostBufferPool::Take(uint64_t bytes) {
     }
   }
   // Uninitialized: no page is touched until the matrix is written, or the
-  // populator faults them in first.
-  uint16_t* data = new (std::nothrow) uint16_t[bytes / 2];
+  // populator faults them in first. Rounded up: an fp8 matrix may hold an
+  // odd number of bytes.
+  uint16_t* data = new (std::nothrow) uint16_t[(bytes + 1) / 2];
   if (data == nullptr) return HostBuffer();
   const bool kept = bytes >= kMinKeptBytes;
   return HostBuffer(std::shared_ptr<uint16_t[]>(data), bytes, kept ? shared_from_this() : nullptr, kept);

@@ -3,8 +3,9 @@
 // and batches, as one cuBLASLt matmul (gemm/vendor_forms.h). Verified
 // against an fp64 SIMT GEMM (gemm/form_ops.h), which shares nothing with
 // cuBLASLt. The operands are dense on the device, come up through the
-// lane's staging on the compute stream, and the whole request waits once;
-// the plain form keeps its own faster path (cuda_engine.cpp).
+// lane's staging on the compute stream (stored ones stay in the device's
+// cache for the next request), and the whole request waits once; the
+// plain form keeps its own faster path (cuda_engine.cpp).
 #include <algorithm>
 #include <vector>
 
@@ -44,21 +45,29 @@ absl::StatusOr<GemmReport> CudaEngine::RunForm(Device& dev, const GemmJob& job) 
     gemm::OperandStorage storage;
     gemm::OperandId id;
     const void** dst;
+    DeviceMatrixCache::Lease cached;  // a stored operand's copy on the device
   };
-  std::vector<Input> inputs = {{&job.a, gemm::StorageOfA(f, job.m, job.k), gemm::OperandId::kA, &p.a},
-                               {&job.b, gemm::StorageOfB(f, job.n, job.k), gemm::OperandId::kB, &p.b}};
-  if (f.ReadsC()) inputs.push_back({&job.c, gemm::StorageOfC(f, job.m, job.n), gemm::OperandId::kC, &p.c});
+  std::vector<Input> inputs;
+  inputs.push_back({&job.a, gemm::StorageOfA(f, job.m, job.k), gemm::OperandId::kA, &p.a, {}});
+  inputs.push_back({&job.b, gemm::StorageOfB(f, job.n, job.k), gemm::OperandId::kB, &p.b, {}});
+  if (f.ReadsC()) inputs.push_back({&job.c, gemm::StorageOfC(f, job.m, job.n), gemm::OperandId::kC, &p.c, {}});
   const uint64_t d_count = static_cast<uint64_t>(f.batch) * job.m * job.n;
   const uint64_t d_bytes = d_count * gemm::ElementBytes(f.d);
 
   PoolBuffers buffers(dev.pool, stream, stream, lane->scratch, kLaneScratchBytes);
   uint64_t needed = d_bytes + gemm::VendorFormScratchBytes(p) + (job.verify ? d_count * sizeof(double) : 0);
   cudaError_t e = cudaSuccess;
-  for (const Input& in : inputs) {
+  for (Input& in : inputs) {
     const uint64_t bytes = in.storage.Footprint(f.batch) * gemm::ElementBytes(in.storage.type);
     needed += bytes;
-    void* ptr = nullptr;
-    if (e == cudaSuccess) e = buffers.AllocateBytes(&ptr, bytes);
+    // A stored operand is read from, or kept in, the device's copy of it
+    // (engine/device_matrix_cache.h). Dense here, where the fp16 path keeps
+    // its copies pitched: a key of its own, which still names the handles.
+    if (dev.cache && in.view->kind == OperandView::Kind::kHost && !in.view->cache_key.empty()) {
+      in.cached = dev.cache->Acquire(in.view->cache_key + ",dense", bytes);
+    }
+    void* ptr = in.cached ? in.cached.data() : nullptr;
+    if (e == cudaSuccess && !in.cached) e = buffers.AllocateBytes(&ptr, bytes);
     *in.dst = ptr;
   }
   void *scratch = nullptr, *ref = nullptr, *bound = nullptr;
@@ -78,6 +87,7 @@ absl::StatusOr<GemmReport> CudaEngine::RunForm(Device& dev, const GemmJob& job) 
   GemmReport report;
   if ((e = cudaEventRecord(lane->inputs_start, stream)) != cudaSuccess) return dev.Fail("event", e);
   for (const Input& in : inputs) {
+    if (in.cached.hit()) continue;
     const uint64_t count = in.storage.Footprint(f.batch);
     void* dst = const_cast<void*>(*in.dst);
     e = in.view->kind == OperandView::Kind::kRandom
@@ -129,6 +139,9 @@ absl::StatusOr<GemmReport> CudaEngine::RunForm(Device& dev, const GemmJob& job) 
       if (e != cudaSuccess) return dev.Fail("verification", e);
     }
     if (auto st = dev.Wait(stream, timeout); !st.ok()) return st;
+    for (Input& in : inputs) {
+      if (in.cached && !in.cached.hit()) in.cached.MarkReady();  // filled: other requests may read it now
+    }
     if ((e = MedianRepeatSeconds(*lane, repeats, &report.seconds.kernel)) != cudaSuccess) return dev.Fail("timing", e);
     report.seconds.repeats = repeats;
     report.seconds.upload = SecondsBetween(lane->inputs_start, lane->starts[0]);

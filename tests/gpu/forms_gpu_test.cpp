@@ -112,6 +112,40 @@ TEST(FormsGpu, APlantedVendorFaultIsCaughtInEveryType) {
   EXPECT_TRUE(r->verification.passed) << "unplanted, the same request passes";
 }
 
+// A stored operand (one with a cache key) stays on the device after the
+// request that brought it: the next request by it reads that copy, and a
+// deleted matrix's copy goes.
+TEST(FormsGpu, AStoredOperandStaysOnTheDeviceForTheNextRequest) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  const Case c{AllTypes()[2], Layout::kKContiguous, Layout::kMnContiguous, 0, 2};  // bf16, B k x n shared by a batch
+  const CaseShape shape{96, 80, 64};
+  const gemm::GemmForm f = FormOf(c, shape);
+  const std::string b = RandomBytes(f.b, gemm::StorageOfB(f, shape.n, shape.k).Footprint(f.batch), 4);
+  GemmJob job;
+  job.m = shape.m, job.n = shape.n, job.k = shape.k;
+  job.form = f;
+  job.a.seed = 5;
+  job.b = {OperandView::Kind::kHost, HostBytes(b.data(), b.size()), 0, "m-0123456789abcdef0123456789abcdef"};
+  std::string first(f.batch * shape.m * shape.n * 2, '\0'), second = first, third = first;
+  const auto run = [&](std::string& d) {
+    job.d = d.data();
+    auto r = engine->Run(0, job);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->verification.passed);
+  };
+  const DeviceMemory before = engine->memory(0);
+  run(first);
+  EXPECT_EQ(engine->memory(0).cache_misses, before.cache_misses + 1);
+  run(second);
+  EXPECT_EQ(engine->memory(0).cache_hits, before.cache_hits + 1) << "the second request read the device's copy";
+  EXPECT_EQ(first, second);
+  engine->ForgetMatrix("m-0123456789abcdef0123456789abcdef");
+  run(third);
+  EXPECT_EQ(engine->memory(0).cache_misses, before.cache_misses + 2) << "a deleted matrix's copy went";
+  EXPECT_EQ(first, third);
+}
+
 class FormsServerGpu : public ServerFixture {};
 
 // y = x @ W + 0.5·r in bf16, W uploaded once (K×N) and shared by a batch.

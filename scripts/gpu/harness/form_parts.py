@@ -6,7 +6,7 @@ request each. Each form runs at its main shape, which the start-up warm-up
 import re
 import statistics
 
-from .service_part import docs
+from .service_part import bench_row, docs
 
 # (label, shape, gemm-client options). The plain fp16 row is the baseline:
 # the path gemmd had before the forms (cuBLAS through its plan).
@@ -84,3 +84,23 @@ def python_package(lab):
     ran = [l for l in log.splitlines() if l.startswith("Ran ")]
     lab.note(f"python package on step 0 (cuda): rc={rc}; {ran[-1] if ran else 'no tests ran'}; "
              + ("OK" if rc == 0 else "FAILED (python_package.log)"))
+
+
+def forms_cache(lab):
+    """bf16 x @ W by handles stored once (gemm-client bench --stored), 4096³,
+    8 in flight, unverified: with the device cache (the default) and
+    without it (--device-cache-bytes 0), in turn, two rounds."""
+    options = ("--type", "bf16", "--b-layout", "kxn")
+    rates = {"on": [], "off": []}
+    for round_ in (1, 2):
+        for cache, extra in (("off", ("--device-cache-bytes", "0")), ("on", ())):
+            with lab.gemmd(f"formscache_{cache}_{round_}", *extra):
+                name = f"formscache_{cache}_{round_}"
+                lab.client("bench", "--shapes", "4096x4096x4096", "--steps", "0", "--concurrency", "8", "--duration",
+                           "4", "--stored", *options, "--json", lab.out / f"{name}.json", out=f"{name}.txt")
+                row = bench_row(lab, name)
+                rates[cache].append((row["rate"], row["server"]))
+    for cache in ("on", "off"):
+        tflops = ", ".join(f"{r * 2 * 4096 ** 3 / 1e12:.0f}" for r, _ in rates[cache])
+        lab.note(f"bf16 x @ W by stored handles, 4096^3, 8 in flight, device cache {cache}: {tflops} TFLOPS "
+                 f"in two rounds; {rates[cache][-1][1]}")

@@ -296,6 +296,11 @@ inline double SecondsBetween(cudaEvent_t from, cudaEvent_t to) {
 // and kept by the lane.
 cudaError_t EnsureRepeatEvents(Lane& lane, uint32_t repeats);
 
+// What the forms beyond fp16 A·Bᵀ add to a stored operand's cache key:
+// their copies are dense where fp16's are pitched. A part of a key that is
+// not a handle, so a delete still finds every copy of the handle.
+inline constexpr char kDenseCopy[] = ",dense";
+
 // The median of the lane's `repeats` timed runs (its start and stop
 // events), once the stream has passed them.
 cudaError_t MedianRepeatSeconds(const Lane& lane, uint32_t repeats, double* median);

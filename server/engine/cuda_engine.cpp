@@ -259,7 +259,11 @@ void CudaEngine::ForgetMatrix(const std::string& handle) {
 }
 
 uint64_t CudaEngine::HeldBytes(int device, const std::vector<std::string>& keys) const {
-  return devices_[device]->cache->ReadyBytes(keys);
+  // Either layout's copy: fp16's pitched one, or the other forms' dense one
+  // (cuda_forms.cpp keeps it under the key with ",dense" after it).
+  std::vector<std::string> both = keys;
+  for (const std::string& key : keys) both.push_back(key + kDenseCopy);
+  return devices_[device]->cache->ReadyBytes(both);
 }
 
 std::string CudaEngine::SelfTestStep(int device, int step) {

@@ -64,7 +64,7 @@ absl::StatusOr<GemmReport> CudaEngine::RunForm(Device& dev, const GemmJob& job) 
     // (engine/device_matrix_cache.h). Dense here, where the fp16 path keeps
     // its copies pitched: a key of its own, which still names the handles.
     if (dev.cache && in.view->kind == OperandView::Kind::kHost && !in.view->cache_key.empty()) {
-      in.cached = dev.cache->Acquire(in.view->cache_key + ",dense", bytes);
+      in.cached = dev.cache->Acquire(in.view->cache_key + kDenseCopy, bytes);
     }
     void* ptr = in.cached ? in.cached.data() : nullptr;
     if (e == cudaSuccess && !in.cached) e = buffers.AllocateBytes(&ptr, bytes);

@@ -137,6 +137,8 @@ TEST(FormsGpu, AStoredOperandStaysOnTheDeviceForTheNextRequest) {
   const DeviceMemory before = engine->memory(0);
   run(first);
   EXPECT_EQ(engine->memory(0).cache_misses, before.cache_misses + 1);
+  EXPECT_EQ(engine->HeldBytes(0, {"m-0123456789abcdef0123456789abcdef"}), b.size())
+      << "the dispatcher sees the copy, to send the next request where it is";
   run(second);
   EXPECT_EQ(engine->memory(0).cache_hits, before.cache_hits + 1) << "the second request read the device's copy";
   EXPECT_EQ(first, second);

@@ -41,12 +41,13 @@ uint64_t VendorFormScratchBytes(const FormProblem& p);
 // 0.2 ms, once 13 ms, on an H200), or the heuristic's where cuBLASLt will
 // not take the plan's. Then every type combination and layout runs alone
 // and with C at 1024³ and 4096³, and as a batch of 8 sharing B. All on
-// `stream`, waited for; about 3.3 s per device context on an H100. The
+// `stream`, waited for; at most 3.3 s per device context on an H100. The
 // first bf16 matmul of a process had paid 158 ms and the first fp32 one
 // 97 ms. What is left (bench/results/h100_2026-11-26_forms_summary.txt):
-// some first requests with C or a batch still pay about 5 ms once (x @ W
-// + 0.5·C at 4096³: ×5.3 of steady; a batch of 8: ×2.5), not yet
-// explained. `forms` counts the matmuls run; "" or what failed.
+// first requests with C or a batch paid about 5 ms once there (x @ W +
+// 0.5·C at 4096³: ×5.3 of steady; a batch of 8: ×2.5), measured while this
+// warm-up ran those at 8192³ instead of 4096³ by mistake; at 4096³ the
+// exact-shape warm-up had them at ×0.90 and ×1.29 on an H200. `forms` counts the matmuls run; "" or what failed.
 std::string WarmVendorForms(const DeviceContext& ctx, cudaStream_t stream, int* forms);
 
 namespace detail {

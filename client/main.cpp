@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
   b_opt->needs(a_opt);
   auto* a_handle = run->add_option("--a-handle", run_args.a_handle,
                                    "A: a stored matrix (m x k, or as --a-layout says), e.g. from upload");
-  auto* b_handle = run->add_option("--b-handle", run_args.b_handle, "B: a stored matrix (n x k, or as --b-layout says)");
+  auto* b_handle =
+      run->add_option("--b-handle", run_args.b_handle, "B: a stored matrix (n x k, or as --b-layout says)");
   a_handle->needs(b_handle)->excludes(a_opt);
   b_handle->needs(a_handle)->excludes(b_opt);
   run->add_option("--out", run_args.out_file, "write D (raw, in D's type) to this file");

@@ -141,7 +141,9 @@ size_t PlanIndex(int64_t x) {
   while (i + 1 < kPlanN && kPlanSizes[i] < x) ++i;
   return i;
 }
-size_t PlanCell(int64_t m, int64_t n, int64_t k) { return (PlanIndex(m) * kPlanN + PlanIndex(n)) * kPlanN + PlanIndex(k); }
+size_t PlanCell(int64_t m, int64_t n, int64_t k) {
+  return (PlanIndex(m) * kPlanN + PlanIndex(n)) * kPlanN + PlanIndex(k);
+}
 
 std::string FamilyKey(const GemmForm& f) {
   return std::to_string(static_cast<int>(f.a)) + "," + std::to_string(static_cast<int>(f.b)) + "," +

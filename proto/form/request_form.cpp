@@ -105,7 +105,9 @@ absl::StatusOr<gemm::GemmForm> FormOfRequest(const gemm::v1::MultiplyRequest& re
   if (f.beta != 0 && !f.has_c) {
     return Invalid("beta = " + std::to_string(f.beta) + " needs an operand c (m x n) to scale; set c, or beta 0");
   }
-  if (req.c_type() != gemm::v1::ELEMENT_TYPE_UNSPECIFIED && !f.has_c) return Invalid("c_type is set, but there is no c");
+  if (req.c_type() != gemm::v1::ELEMENT_TYPE_UNSPECIFIED && !f.has_c) {
+    return Invalid("c_type is set, but there is no c");
+  }
   if (auto st = CheckScale(gemm::IsFp8(f.a), req.has_a_scale(), req.a_scale(), "a_scale", "a"); !st.ok()) return st;
   if (auto st = CheckScale(gemm::IsFp8(f.b), req.has_b_scale(), req.b_scale(), "b_scale", "b"); !st.ok()) return st;
   if (req.has_a_scale()) f.a_scale = req.a_scale();

@@ -1,0 +1,92 @@
+// The whole GEMM's description (gemm/form.h): which types combine, what
+// each operand spans, what the verification bound adds, how a log names it.
+#include "gemm/form.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "gemm/steps.h"
+
+namespace gemm {
+namespace {
+
+TEST(GemmForm, EveryListedCombinationIsOneTheRuleTakes) {
+  for (const TypeCombination& t : kTypeCombinations) {
+    GemmForm f;
+    f.a = t.a, f.b = t.b, f.d = f.c = t.d;
+    f.allow_tf32 = t.tf32;
+    EXPECT_EQ(CombinationError(f), "") << ElementName(t.a) << " x " << ElementName(t.b) << " -> " << ElementName(t.d);
+    f.has_c = true;
+    f.c = ElementType::kF32;
+    EXPECT_EQ(CombinationError(f), "") << "an fp32 C goes with every D";
+  }
+  GemmForm bad;
+  bad.a = bad.b = ElementType::kF8E5M2;
+  bad.d = ElementType::kBF16;
+  EXPECT_NE(CombinationError(bad), "");
+  bad.a = ElementType::kF8E4M3;
+  bad.d = ElementType::kF32;
+  EXPECT_NE(CombinationError(bad), "") << "fp8 writes bf16 or fp16 here";
+}
+
+TEST(GemmForm, AnOperandSpansItsBatchEntriesAndASharedOneSpansOne) {
+  GemmForm f;
+  f.batch = 4;
+  f.b_layout = Layout::kMnContiguous;
+  f.stride_a = 3 * 5 + 2;  // padded entries
+  f.stride_b = 0;          // shared
+  const OperandStorage a = StorageOfA(f, 3, 5), b = StorageOfB(f, 7, 5);
+  EXPECT_EQ(a.rows, 3);
+  EXPECT_EQ(a.cols, 5);
+  EXPECT_EQ(a.Footprint(4), uint64_t{3 * 17 + 15});
+  EXPECT_EQ(b.rows, 5) << "B stored k x n";
+  EXPECT_EQ(b.cols, 7);
+  EXPECT_EQ(b.Footprint(4), uint64_t{35});
+  const OperandStorage huge{1 << 20, 1 << 20, int64_t{1} << 62, ElementType::kF16};
+  EXPECT_EQ(huge.Footprint(8), 0u) << "an overflowing span reads as 0";
+  EXPECT_EQ(IndexInA(f, 3, 5, 2, 4), 2u * 5 + 4);
+  EXPECT_EQ(IndexInB(f, 7, 5, 4, 6), 4u * 7 + 6) << "(k, j) of a k x n B";
+}
+
+TEST(GemmForm, TheBoundAddsWhatEachTypeAndCBring) {
+  GemmForm f;  // fp16: 2^-23·√K·‖a‖‖b‖
+  EXPECT_DOUBLE_EQ(FormAccumulationAtol(f, 64, 2, 3, 0), 0x1p-23 * 8 * 6);
+  f.a = f.b = ElementType::kF8E4M3;
+  f.d = ElementType::kBF16;
+  f.a_scale = 0.5, f.b_scale = 4;  // α' = 2
+  EXPECT_DOUBLE_EQ(FormAccumulationAtol(f, 64, 2, 3, 0), 0x1p-13 * 8 * 2 * 6);
+  GemmForm tf32;
+  tf32.a = tf32.b = tf32.d = ElementType::kF32;
+  tf32.allow_tf32 = true;
+  EXPECT_DOUBLE_EQ(FormAccumulationAtol(tf32, 64, 2, 3, 0), 0x1p-23 * 8 * 6 + 0x1p-10 * 6);
+  GemmForm with_c;
+  with_c.has_c = true;
+  with_c.beta = -2;
+  EXPECT_DOUBLE_EQ(FormAccumulationAtol(with_c, 64, 2, 3, 5), 0x1p-23 * 8 * 6 + 0x1p-23 * 2 * 5);
+  EXPECT_EQ(ToleranceOf(tf32).rtol, 1.3e-6);
+  EXPECT_EQ(ToleranceOf(f).rtol, 1.6e-2);
+}
+
+TEST(GemmForm, LogsNameOnlyWhatDiffersFromThePlainForm) {
+  EXPECT_EQ(FormSummary(GemmForm{}), "fp16xfp16->fp16");
+  GemmForm f;
+  f.a = f.b = f.d = f.c = ElementType::kBF16;
+  f.b_layout = Layout::kMnContiguous;
+  f.has_c = true;
+  f.beta = 0.5;
+  f.batch = 4;
+  EXPECT_EQ(FormSummary(f), "bf16xbf16->bf16 b=KxN beta=0.5 c=bf16 batch=4");
+  EXPECT_TRUE(GemmForm{}.IsPlain());
+  EXPECT_FALSE(f.IsPlain());
+  EXPECT_EQ(FormError(10, GemmForm{}), "");
+  EXPECT_NE(FormError(10, f).find("bf16 x bf16 operands, bf16 D, B stored k x n, C with beta, a batch"),
+            std::string::npos)
+      << FormError(10, f);
+  EXPECT_EQ(FormError(0, f), "") << "step 0 computes every form";
+}
+
+}  // namespace
+}  // namespace gemm

@@ -71,7 +71,8 @@ OperandBytes GeneratedOperand(const Combo& c, const gemm::GemmForm& form, uint64
                                                            : gemm::StorageOfB(form, c.n, c.k);
   OperandBytes out;
   out.type = s.type;
-  if (!StoredShapeOf(s, form.batch, &out.rows, &out.cols)) out.rows = 1, out.cols = 0;
+  out.rows = s.StoredRows(form.batch);
+  out.cols = out.rows == 0 ? 0 : s.cols;
   out.bytes = GeneratedBytes(s.type, s.Footprint(form.batch), seed, id);
   return out;
 }

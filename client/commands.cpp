@@ -248,8 +248,8 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
       const size_t b_blocks = std::max<size_t>(1, clients.size() - a_blocks);
       for (auto [name, op, storage, bytes, count] : {std::tuple{"A", req.mutable_a(), a_storage, &abytes, a_blocks},
                                                     std::tuple{"B", req.mutable_b(), b_storage, &bbytes, b_blocks}}) {
-        int64_t rows = 0, cols = 0;
-        if (!StoredShapeOf(storage, form.batch, &rows, &cols)) {
+        const int64_t rows = storage.StoredRows(form.batch), cols = storage.cols;
+        if (rows == 0) {
           return std::cerr << "error: " << name << "'s batch stride is not a whole number of its rows; send it "
                            << "inline (--transport inline)\n", 2;
         }
@@ -319,12 +319,10 @@ int CmdRun(GemmClient& client, const RunArgs& a) {
       } else {
         gemm::v1::MatrixHeader header;
         const gemm::OperandStorage c_storage = gemm::StorageOfC(form, a.m, a.n);
-        int64_t rows = 0, cols = 0;
-        if (!StoredShapeOf(c_storage, form.batch, &rows, &cols)) {
-          return std::cerr << "error: C's batch stride is not a whole number of its rows\n", 2;
-        }
+        const int64_t rows = c_storage.StoredRows(form.batch);
+        if (rows == 0) return std::cerr << "error: C's batch stride is not a whole number of its rows\n", 2;
         header.set_rows(rows);
-        header.set_cols(cols);
+        header.set_cols(c_storage.cols);
         header.set_type(ToProtoType(c_storage.type));
         header.set_label("C of gemm-client run");
         header.set_transient(true);

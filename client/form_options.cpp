@@ -97,14 +97,6 @@ std::string ApplyForm(const FormArgs& a, gemm::v1::MultiplyRequest* req, gemm::G
   return "";
 }
 
-bool StoredShapeOf(const gemm::OperandStorage& s, int64_t batch, int64_t* rows, int64_t* cols) {
-  const uint64_t elements = s.Footprint(batch);
-  if (elements % static_cast<uint64_t>(s.cols) != 0) return false;
-  *rows = static_cast<int64_t>(elements / static_cast<uint64_t>(s.cols));
-  *cols = s.cols;
-  return true;
-}
-
 std::string GeneratedBytes(gemm::ElementType type, uint64_t count, uint64_t seed, gemm::OperandId operand) {
   std::string bytes(count * gemm::ElementBytes(type), '\0');
   const uint64_t stream = gemm::RandomStream(seed, operand);

@@ -46,11 +46,6 @@ const char* TypeName(gemm::v1::ElementType type);
 // get a scale of 1 where none is given.
 std::string ApplyForm(const FormArgs& args, gemm::v1::MultiplyRequest* req, gemm::GemmForm* form);
 
-// An operand of the form as rows × cols of its type, rows counting every
-// batch entry it spans (how it is uploaded); false when its batch strides
-// are not whole rows.
-bool StoredShapeOf(const gemm::OperandStorage& s, int64_t batch, int64_t* rows, int64_t* cols);
-
 // `count` elements of `type`: the values the server generates from `seed`
 // for `operand` (gemm/element_type.h), little-endian.
 std::string GeneratedBytes(gemm::ElementType type, uint64_t count, uint64_t seed, gemm::OperandId operand);

@@ -73,9 +73,8 @@ inline gemm::GemmForm FormOf(const Case& c, CaseShape s) {
   f.beta = f.has_c ? -1.5 : 0;
   if (gemm::IsFp8(f.a)) f.a_scale = 2.0, f.b_scale = 0.5;
   f.batch = c.batch_mode == 0 ? 1 : 3;
-  f.stride_a = m * k;
-  f.stride_b = c.batch_mode == 2 ? 0 : n * k;
-  f.stride_c = m * n;
+  f.StackDensely(m, n, k);
+  if (c.batch_mode == 2) f.stride_b = 0;
   return f;
 }
 

@@ -45,6 +45,10 @@ TEST(GemmForm, AnOperandSpansItsBatchEntriesAndASharedOneSpansOne) {
   EXPECT_EQ(b.rows, 5) << "B stored k x n";
   EXPECT_EQ(b.cols, 7);
   EXPECT_EQ(b.Footprint(4), uint64_t{35});
+  EXPECT_EQ(b.StoredRows(4), 5) << "one shared k x n matrix";
+  EXPECT_EQ(a.StoredRows(4), 0) << "entries 17 elements apart are not whole 5-element rows";
+  f.stride_a = 3 * 5;
+  EXPECT_EQ(StorageOfA(f, 3, 5).StoredRows(4), 12) << "four 3x5 entries stacked";
   const OperandStorage huge{1 << 20, 1 << 20, int64_t{1} << 62, ElementType::kF16};
   EXPECT_EQ(huge.Footprint(8), 0u) << "an overflowing span reads as 0";
   EXPECT_EQ(IndexInA(f, 3, 5, 2, 4), 2u * 5 + 4);

@@ -13,8 +13,6 @@
 
 namespace gemm {
 
-// Per device context: the cuBLASLt handle step 0's forms run through, and
-// the heuristic's pick per form and shape (none: cuBLASLt has no kernel).
 // Per device context: the cuBLASLt handle step 0's forms run through; the
 // plan (WarmVendorForms): per family of forms (types, layouts, tf32), the
 // heuristic's pick at each cell of a grid of shapes, every one of them run
@@ -280,10 +278,10 @@ cublasStatus_t RunMatmul(const FormProblem& p, const DeviceContext& ctx, const M
 std::string PrepareVendorForm(const FormProblem& p, const DeviceContext& ctx) {
   if (auto why = VendorFormError(p, ctx); !why.empty()) return why;
   if (ctx.vendor_forms == nullptr) return "this device context has no cuBLASLt handle";
-  Matmul mm(*detail::CublasLt(nullptr), p, detail::VendorKUsed(p.k));
-  if (!mm.ok()) return "cuBLASLt refused the matrix descriptions of this form";
   cublasLtMatmulAlgo_t algo;
   if (PlannedPick(p, ctx, &algo)) return "";
+  Matmul mm(*detail::CublasLt(nullptr), p, detail::VendorKUsed(p.k));
+  if (!mm.ok()) return "cuBLASLt refused the matrix descriptions of this form";
   return FindPick(p, ctx, mm, &algo);
 }
 
@@ -327,9 +325,7 @@ std::string PlanFamily(const GemmForm& family, const DeviceContext& ctx, void* c
     for (int64_t n : kPlanSizes) {
       for (int64_t k : kPlanSizes) {
         FormProblem p{m, n, k, family, buffers[0], buffers[1], buffers[2], buffers[3]};
-        p.form.stride_a = m * k;
-        p.form.stride_b = n * k;
-        p.form.stride_c = m * n;
+        p.form.StackDensely(m, n, k);
         if (!VendorFormError(p, ctx).empty()) continue;
         Matmul mm(lt, p, k);
         cublasLtMatmulAlgo_t algo;
@@ -355,9 +351,7 @@ std::string PlanFamily(const GemmForm& family, const DeviceContext& ctx, void* c
           // a small shape.
           for (int64_t off : {1, 2, 4, 8}) {
             FormProblem q{256 - off, 256 - off, 256 - off, family, buffers[0], buffers[1], buffers[2], buffers[3]};
-            q.form.stride_a = q.m * q.k;
-            q.form.stride_b = q.n * q.k;
-            q.form.stride_c = q.m * q.n;
+            q.form.StackDensely(q.m, q.n, q.k);
             if (!VendorFormError(q, ctx).empty()) continue;
             Matmul small(lt, q, q.k);
             if (small.ok() && RunMatmul(q, ctx, small, algo, buffers[4], stream) == CUBLAS_STATUS_SUCCESS) ++*runs;
@@ -402,9 +396,8 @@ std::string WarmVendorForms(const DeviceContext& ctx, cudaStream_t stream, int* 
           p.form.has_c = extra == 1;
           p.form.beta = extra == 1 ? 1 : 0;
           p.form.batch = extra == 2 ? 8 : 1;
-          p.form.stride_a = p.m * p.k;
-          p.form.stride_b = extra == 2 ? 0 : p.n * p.k;
-          p.form.stride_c = p.m * p.n;
+          p.form.StackDensely(p.m, p.n, p.k);
+          if (extra == 2) p.form.stride_b = 0;
           if (p.form.IsPlain()) continue;                    // the vendor plan's
           if (!PrepareVendorForm(p, ctx).empty()) continue;  // a form this GPU refuses: nothing to load
           if (auto err = LaunchVendorForm(p, ctx, buffers[4], stream); !err.empty()) error = err;

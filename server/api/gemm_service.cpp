@@ -204,14 +204,14 @@ void GemmService::Multiply(QueuedCall* queued) {
                             " elements)"
                       : std::string());
         };
-        if (elements % static_cast<uint64_t>(cols) != 0) {
+        const int64_t want_rows = side.storage.StoredRows(form.batch);
+        if (want_rows == 0) {
           FinishMultiply(call, absl::InvalidArgumentError(
                                    std::string(side.name) + " spans " + std::to_string(elements) + " elements (" +
                                    shape_text() + "), not a whole number of its " + std::to_string(cols) +
                                    "-element rows: a stored operand needs batch strides that are whole rows"));
           return;
         }
-        const int64_t want_rows = static_cast<int64_t>(elements / static_cast<uint64_t>(cols));
         int64_t rows = 0;
         HostBytes pieces;
         for (int i = 0; i < blocks; ++i) {

@@ -126,8 +126,13 @@ absl::StatusOr<GemmReport> RunFormOnCpu(const BlasApi& blas, const GemmJob& job)
     }
     double a_norm = 0, b_norm = 0;
     for (int64_t e = 0; e < batch; ++e) {
-      a_norm = std::max(a_norm, MaxOperandNorm(a.data() + e * sa.stride, m, k, f.a_layout == Layout::kKContiguous));
-      b_norm = std::max(b_norm, MaxOperandNorm(b.data() + e * sb.stride, n, k, f.b_layout == Layout::kKContiguous));
+      // A shared operand (stride 0) is one matrix: its norm once.
+      if (e == 0 || sa.stride != 0) {
+        a_norm = std::max(a_norm, MaxOperandNorm(a.data() + e * sa.stride, m, k, f.a_layout == Layout::kKContiguous));
+      }
+      if (e == 0 || sb.stride != 0) {
+        b_norm = std::max(b_norm, MaxOperandNorm(b.data() + e * sb.stride, n, k, f.b_layout == Layout::kKContiguous));
+      }
     }
     const double accumulation = gemm::FormAccumulationAtol(f, k, a_norm, b_norm, max_abs_c);
     report.verification = CompareWithReference(d, f.d, ref.data(), ref.size(), gemm::ToleranceOf(f), accumulation);

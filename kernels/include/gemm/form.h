@@ -42,6 +42,13 @@ struct GemmForm {
   // Validation sets them (dense stacking where the request gave none).
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 
+  // Each operand's batch entries one after the other, for an m×n×k entry.
+  void StackDensely(int64_t m, int64_t n, int64_t k) {
+    stride_a = m * k;
+    stride_b = n * k;
+    stride_c = m * n;
+  }
+
   // gemmd's original GEMM: fp16 in and out, K contiguous in both operands,
   // D = A·Bᵀ alone. The ladder's steps and the fast paths serve it.
   bool IsPlain() const {
@@ -92,6 +99,13 @@ struct OperandStorage {
   int64_t stride = 0;  // elements between batch entries (0: shared)
   ElementType type = ElementType::kF16;
   uint64_t EntryElements() const { return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols); }
+  // The rows of `cols` elements the whole batch spans, as one stored
+  // matrix holds them; 0 where the strides are not whole rows.
+  int64_t StoredRows(int64_t batch) const {
+    const uint64_t elements = Footprint(batch);
+    return elements % static_cast<uint64_t>(cols) == 0 ? static_cast<int64_t>(elements / static_cast<uint64_t>(cols))
+                                                        : 0;
+  }
   // Elements the whole batch spans; 0 on overflow.
   uint64_t Footprint(int64_t batch) const {
     uint64_t span = 0, total = 0;

@@ -57,11 +57,12 @@ __device__ void AtomicMaxNonNegative(float* at, float value) {
 }
 
 // Thread v of entry blockIdx.y: ‖row v of op(A)‖ (v < m) or ‖column v - m
-// of op(B)‖ (v >= m), over K.
+// of op(B)‖ (v >= m), over K. An operand the batch shares is entry 0's.
 __global__ void NormsKernel(FormProblem p, float* bound) {
   const GemmForm& f = p.form;
   const int64_t v = int64_t{blockIdx.x} * blockDim.x + threadIdx.x, e = blockIdx.y;
   if (v >= p.m + p.n) return;
+  if (e > 0 && (v < p.m ? f.stride_a : f.stride_b) == 0) return;
   double sum = 0;
   if (v < p.m) {
     const uint64_t a0 = static_cast<uint64_t>(e * f.stride_a);

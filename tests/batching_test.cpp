@@ -1,7 +1,7 @@
 // Batching of small GEMMs (--batch-max): requests of one small step-0 shape
-// that queue while the device is busy reach the engine together, and each
-// still gets its own verified reply; other shapes, other steps and
-// benchmark timing run alone; with batching off nothing is batched. A
+// and form that queue while the device is busy reach the engine together,
+// and each still gets its own verified reply; other shapes, other forms,
+// other steps, batched requests and benchmark timing run alone; with batching off nothing is batched. A
 // batch's replies, and a request's while others wait, go out on the reply
 // senders beside the worker.
 #include <gtest/gtest.h>
@@ -12,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "engine/batching.h"
 #include "server_fixture.h"
 #include "test_util.h"
+#include "x_times_w.h"
 
 namespace gemmd {
 namespace {
@@ -159,6 +161,57 @@ TEST_F(BatchingTest, WhileRequestsWaitTheWorkerLeavesRepliesToTheSenders) {
   }
   EXPECT_EQ(most_at_once(), 3);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+}
+
+// The dispatcher's key: equal for small step-0 jobs of one shape and form,
+// different for another form or shape, 0 for a job that must run alone.
+TEST(BatchKey, GroupsJobsOfOneShapeAndForm) {
+  const BatchPolicy policy{8};
+  GemmJob plain;
+  plain.m = plain.n = plain.k = 64;
+  GemmJob bf16 = plain;
+  bf16.form.a = bf16.form.b = bf16.form.d = gemm::ElementType::kBF16;
+  GemmJob bf16_again = bf16;
+  bf16_again.a.seed = 5;
+  EXPECT_NE(BatchKey(plain, policy), 0u);
+  EXPECT_EQ(BatchKey(bf16, policy), BatchKey(bf16_again, policy));
+  EXPECT_NE(BatchKey(bf16, policy), BatchKey(plain, policy));
+  GemmJob scaled = bf16, wider = bf16, batched = bf16, ladder = bf16;
+  scaled.form.alpha = 2;
+  wider.n = 65;
+  batched.form.batch = 2;
+  ladder.step = 3;
+  EXPECT_NE(BatchKey(scaled, policy), BatchKey(bf16, policy));
+  EXPECT_NE(BatchKey(wider, policy), BatchKey(bf16, policy));
+  EXPECT_EQ(BatchKey(batched, policy), 0u) << "a batch of its own runs alone";
+  EXPECT_EQ(BatchKey(ladder, policy), 0u);
+}
+
+// bf16 x @ W + 0.5·r, W stored K×N: four requests of that form batch
+// together, two of another alpha together apart from them, and one that
+// is a batch of two itself runs alone. Each reply is its own product.
+TEST_F(BatchingTest, RequestsOfOneFormBatchTogetherAndOtherFormsApart) {
+  Start(8);
+  std::vector<XTimesW> problems;
+  std::vector<MultiplyRequest> reqs;
+  for (uint32_t i = 0; i < 6; ++i) {
+    problems.emplace_back(1, 24, 16, 40, 10 * i + 1);
+    reqs.push_back(problems.back().Request(client()));
+    if (i >= 4) reqs.back().set_alpha(2);
+  }
+  problems.emplace_back(2, 24, 16, 40, 99);
+  reqs.push_back(problems.back().Request(client()));
+
+  const auto replies = QueueBehindABusyDevice(reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_TRUE(replies[i].first.ok()) << i << ": " << replies[i].first.error_message();
+    const MultiplyResponse& resp = replies[i].second;
+    EXPECT_TRUE(resp.verification().passed()) << i;
+    if (i < 4 || i == 6) EXPECT_EQ(problems[i].Mismatches(resp.d()), 0) << i;  // alpha 1's product
+  }
+  std::vector<size_t> sizes = gate_->batch_sizes();
+  std::sort(sizes.begin(), sizes.end());
+  EXPECT_EQ(sizes, (std::vector<size_t>{2, 4}));
 }
 
 TEST_F(BatchingTest, UpToTheLimitPerBatch) {

@@ -78,30 +78,49 @@ inline gemm::GemmForm FormOf(const Case& c, CaseShape s) {
   return f;
 }
 
+// One request of a form: its operands' bytes, random in [-1, 1), and a
+// poisoned D (all bits set: NaN in every type).
+struct CaseJob {
+  gemm::GemmForm form;
+  CaseShape shape;
+  std::string a, b, c, d;
+  GemmJob job;
+
+  CaseJob(const gemm::GemmForm& f, CaseShape s, uint32_t seed) : form(f), shape(s) {
+    const int64_t m = s.m, n = s.n, k = s.k;
+    a = RandomBytes(f.a, gemm::StorageOfA(f, m, k).Footprint(f.batch), seed);
+    b = RandomBytes(f.b, gemm::StorageOfB(f, n, k).Footprint(f.batch), seed + 1);
+    c = f.has_c ? RandomBytes(f.c, gemm::StorageOfC(f, m, n).Footprint(f.batch), seed + 2) : "";
+    d.assign(f.batch * m * n * gemm::ElementBytes(f.d), '\xff');
+    job.m = m, job.n = n, job.k = k;
+    job.form = f;
+    job.a = {OperandView::Kind::kHost, HostBytes(a.data(), a.size()), 0};
+    job.b = {OperandView::Kind::kHost, HostBytes(b.data(), b.size()), 0};
+    job.c = {OperandView::Kind::kHost, HostBytes(c.data(), c.size()), 0};
+    job.d = d.data();
+  }
+  CaseJob(const CaseJob&) = delete;  // job points into the strings
+
+  // Elements of D further from an fp64 product than the form's rounding allows.
+  int WrongElements() const;
+};
+
 // Runs the case on `engine` (device 0, step 0), D poisoned, and checks D.
 inline void RunCase(Engine& engine, const Case& c, uint32_t seed, CaseShape s = {13, 9, 20}) {
   SCOPED_TRACE(Name(c) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
-  const int64_t m = s.m, n = s.n, k = s.k;
   const gemm::GemmForm f = FormOf(c, s);
   ASSERT_EQ(gemm::CombinationError(f), "");
-  const auto sa = gemm::StorageOfA(f, m, k), sb = gemm::StorageOfB(f, n, k), sc = gemm::StorageOfC(f, m, n);
-  const std::string a = RandomBytes(f.a, sa.Footprint(f.batch), seed);
-  const std::string b = RandomBytes(f.b, sb.Footprint(f.batch), seed + 1);
-  const std::string cm = f.has_c ? RandomBytes(f.c, sc.Footprint(f.batch), seed + 2) : "";
-  std::string d(f.batch * m * n * gemm::ElementBytes(f.d), '\xff');  // poisoned: NaN in every type
-
-  GemmJob job;
-  job.m = m, job.n = n, job.k = k;
-  job.form = f;
-  job.a = {OperandView::Kind::kHost, HostBytes(a.data(), a.size()), 0};
-  job.b = {OperandView::Kind::kHost, HostBytes(b.data(), b.size()), 0};
-  job.c = {OperandView::Kind::kHost, HostBytes(cm.data(), cm.size()), 0};
-  job.d = d.data();
-  auto report = engine.Run(0, job);
+  CaseJob run(f, s, seed);
+  auto report = engine.Run(0, run.job);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->verification.passed) << report->verification.max_abs_error;
-  EXPECT_EQ(report->verification.elements, static_cast<uint64_t>(f.batch * m * n));
+  EXPECT_EQ(report->verification.elements, static_cast<uint64_t>(f.batch * s.m * s.n));
+  EXPECT_EQ(run.WrongElements(), 0);
+}
 
+inline int CaseJob::WrongElements() const {
+  const gemm::GemmForm& f = form;
+  const int64_t m = shape.m, n = shape.n, k = shape.k;
   const double scale = f.alpha * (gemm::IsFp8(f.a) ? f.a_scale * f.b_scale : 1.0);
   int wrong = 0;
   for (int64_t e = 0; e < f.batch; ++e) {
@@ -116,7 +135,7 @@ inline void RunCase(Engine& engine, const Case& c, uint32_t seed, CaseShape s = 
         }
         double want = scale * sum;
         if (f.has_c) {
-          const double cv = gemm::LoadElement(f.c, cm.data(), e * f.stride_c + i * n + j);
+          const double cv = gemm::LoadElement(f.c, c.data(), e * f.stride_c + i * n + j);
           want += f.beta * cv;
           magnitude += std::fabs(cv);
         }
@@ -133,7 +152,7 @@ inline void RunCase(Engine& engine, const Case& c, uint32_t seed, CaseShape s = 
       }
     }
   }
-  EXPECT_EQ(wrong, 0);
+  return wrong;
 }
 
 // The element type combinations gemm.v1 takes (gemm/form.h).

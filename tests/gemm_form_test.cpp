@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gemm/steps.h"
 
@@ -90,6 +91,48 @@ TEST(GemmForm, LogsNameOnlyWhatDiffersFromThePlainForm) {
             std::string::npos)
       << FormError(10, f);
   EXPECT_EQ(FormError(0, f), "") << "step 0 computes every form";
+}
+
+// The server batches requests whose forms compute the same function: the
+// batch and strides do not matter, every other field does, and beta and
+// C's type only where C is read.
+TEST(GemmForm, SameComputationIgnoresOnlyTheBatchAndAnUnreadC) {
+  GemmForm base;
+  base.a = base.b = ElementType::kBF16;
+  base.d = ElementType::kBF16;
+  base.b_layout = Layout::kMnContiguous;
+  GemmForm batched = base;
+  batched.batch = 4;
+  batched.StackDensely(8, 8, 8);
+  EXPECT_TRUE(SameComputation(base, batched));
+  GemmForm unread_c = base;
+  unread_c.has_c = true;  // beta 0: C is not read
+  unread_c.c = ElementType::kF32;
+  EXPECT_TRUE(SameComputation(base, unread_c));
+
+  const std::vector<void (*)(GemmForm&)> changes = {
+      [](GemmForm& f) { f.a = f.b = ElementType::kF16; },
+      [](GemmForm& f) { f.d = ElementType::kF32; },
+      [](GemmForm& f) { f.a_layout = Layout::kMnContiguous; },
+      [](GemmForm& f) { f.b_layout = Layout::kKContiguous; },
+      [](GemmForm& f) { f.alpha = 2; },
+      [](GemmForm& f) { f.has_c = true, f.beta = 0.5; },
+      [](GemmForm& f) { f.a_scale = 2; },
+      [](GemmForm& f) { f.b_scale = 2; },
+      [](GemmForm& f) { f.allow_tf32 = true; },
+  };
+  for (size_t i = 0; i < changes.size(); ++i) {
+    GemmForm other = base;
+    changes[i](other);
+    EXPECT_FALSE(SameComputation(base, other)) << "change " << i;
+  }
+  GemmForm with_c = base;
+  with_c.has_c = true, with_c.beta = 0.5;
+  GemmForm other_beta = with_c, other_c_type = with_c;
+  other_beta.beta = 1;
+  other_c_type.c = ElementType::kF32;
+  EXPECT_FALSE(SameComputation(with_c, other_beta));
+  EXPECT_FALSE(SameComputation(with_c, other_c_type));
 }
 
 }  // namespace

@@ -17,11 +17,11 @@ namespace gemmd::testing {
 struct XTimesW {
   int64_t batch, m, n, k;
   std::string x, w, r;  // bf16 bytes
-  XTimesW(int64_t batch, int64_t m, int64_t n, int64_t k)
+  XTimesW(int64_t batch, int64_t m, int64_t n, int64_t k, uint32_t seed = 1)
       : batch(batch), m(m), n(n), k(k),
-        x(RandomBytes(gemm::ElementType::kBF16, batch * m * k, 1)),
-        w(RandomBytes(gemm::ElementType::kBF16, k * n, 2)),
-        r(RandomBytes(gemm::ElementType::kBF16, batch * m * n, 3)) {}
+        x(RandomBytes(gemm::ElementType::kBF16, batch * m * k, seed)),
+        w(RandomBytes(gemm::ElementType::kBF16, k * n, seed + 1)),
+        r(RandomBytes(gemm::ElementType::kBF16, batch * m * n, seed + 2)) {}
 
   // Uploads W and returns the request that multiplies by it.
   gemm::v1::MultiplyRequest Request(gemmc::GemmClient& client) const {

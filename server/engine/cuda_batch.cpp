@@ -5,8 +5,9 @@
 // strided batched cuBLAS GEMM runs them all, the jobs' references are
 // queued behind it and one launch compares them all, every D and comparison
 // comes back through the lane's staging in the same stream, and the host
-// waits once. A batch that is not of one shape and kind, or whose Ds do not
-// fit the staging, runs job by job.
+// waits once. Requests of another form than fp16 A·Bᵀ batch in
+// cuda_forms.cpp. A batch that is not of one shape and kind, or whose Ds do
+// not fit the staging, runs job by job.
 #include <algorithm>
 
 #include "engine/cuda_device.h"
@@ -34,9 +35,9 @@ bool OneLaunchCanRun(const std::vector<const GemmJob*>& jobs, uint64_t staging_b
 }  // namespace
 
 std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const std::vector<const GemmJob*>& jobs) {
-  if (!OneLaunchCanRun(jobs, std::max<uint64_t>(options_.staging_bytes, 1 << 20))) {
-    return Engine::RunBatch(device, jobs);
-  }
+  const uint64_t staging_bytes = std::max<uint64_t>(options_.staging_bytes, 1 << 20);
+  const bool forms = FormsShareOneLaunch(jobs, staging_bytes);
+  if (!forms && !OneLaunchCanRun(jobs, staging_bytes)) return Engine::RunBatch(device, jobs);
   const auto engine_start = Clock::now();
   const size_t count = jobs.size();
   auto all = [count](const absl::Status& st) { return std::vector<absl::StatusOr<GemmReport>>(count, st); };
@@ -49,6 +50,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   if (auto a = availability(0, device); !a.available) return all(absl::FailedPreconditionError("step 0 " + a.reason));
   const GemmJob& shape = *jobs.front();
   if (auto st = CheckDimensionsFitInt32(shape, name()); !st.ok()) return all(st);
+  if (forms) return RunForms(dev, jobs);
 
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return all(dev.Fail("cudaSetDevice", e));

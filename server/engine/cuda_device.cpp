@@ -189,12 +189,17 @@ cudaError_t MedianRepeatSeconds(const Lane& lane, uint32_t repeats, double* medi
 
 VerificationResult LaneVerification(const Lane& lane, uint64_t elements, const gemm::FormTolerance& tolerance,
                                     std::string reference) {
+  return VerificationOf(*lane.cmp_host, elements, tolerance, std::move(reference));
+}
+
+VerificationResult VerificationOf(const gemm::CompareResult& compared, uint64_t elements,
+                                  const gemm::FormTolerance& tolerance, std::string reference) {
   VerificationResult v;
   v.performed = true;
-  v.mismatches = lane.cmp_host->mismatches;
-  v.non_finite = lane.cmp_host->non_finite;
-  v.max_abs_error = lane.cmp_host->max_abs_error;
-  v.accumulation_atol = lane.cmp_host->accumulation_atol;
+  v.mismatches = compared.mismatches;
+  v.non_finite = compared.non_finite;
+  v.max_abs_error = compared.max_abs_error;
+  v.accumulation_atol = compared.accumulation_atol;
   v.elements = elements;
   v.rtol = tolerance.rtol;
   v.atol = tolerance.atol;

@@ -309,6 +309,14 @@ cudaError_t MedianRepeatSeconds(const Lane& lane, uint32_t repeats, double* medi
 // `elements` checked under `tolerance` against `reference`.
 VerificationResult LaneVerification(const Lane& lane, uint64_t elements, const gemm::FormTolerance& tolerance,
                                     std::string reference);
+// The same from any comparison result read back.
+VerificationResult VerificationOf(const gemm::CompareResult& compared, uint64_t elements,
+                                  const gemm::FormTolerance& tolerance, std::string reference);
+
+// Whether `jobs` (two or more) can run as one batched matmul of the forms
+// (CudaEngine::RunForms): single-entry step-0 requests of one form and
+// shape beyond the plain one, whose comparison results fit `staging_bytes`.
+bool FormsShareOneLaunch(const std::vector<const GemmJob*>& jobs, uint64_t staging_bytes);
 
 // Host -> device through the lane's pinned staging, one slot per chunk, the
 // slots in turn, the DMA on `stream`; `copier` moves each chunk into pinned

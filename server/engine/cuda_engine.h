@@ -75,8 +75,9 @@ class CudaEngine final : public Engine {
   void Withdraw(int device, int step, const std::string& reason);
   void KeepWarm();  // the keep-warm thread's loop
   // Step 0 for the forms beyond fp16 A·Bᵀ (cuda_forms.cpp): cuBLASLt,
-  // checked against an fp64 SIMT reference.
-  absl::StatusOr<GemmReport> RunForm(Device& dev, const GemmJob& job);
+  // checked against an fp64 SIMT reference. One job, or single-entry jobs
+  // of one form and shape as one batch (FormsShareOneLaunch), a report each.
+  std::vector<absl::StatusOr<GemmReport>> RunForms(Device& dev, const std::vector<const GemmJob*>& jobs);
   // What checks step 0 on `device`: the top ladder step it offers, or
   // kVendorStep for the SIMT reference kernel.
   int VendorReferenceStep(int device) const;

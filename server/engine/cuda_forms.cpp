@@ -6,7 +6,13 @@
 // lane's staging on the compute stream (stored ones stay in the device's
 // cache for the next request), and the whole request waits once; the
 // plain form keeps its own faster path (cuda_engine.cpp).
+//
+// Small requests of one form and shape that queued together (the
+// dispatcher's batching, engine/batching.h) run here too, as one batched
+// matmul: each job's operands are one entry of a dense batch, and each is
+// bounded, compared and reported on its own, as if it had run alone.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "engine/cuda_device.h"
@@ -27,138 +33,220 @@ DeviceMatrix Dense(void* data, uint64_t count, gemm::ElementType type) {
   return m;
 }
 
+const char* At(const void* base, uint64_t elements, gemm::ElementType type) {
+  return static_cast<const char*>(base) + elements * gemm::ElementBytes(type);
+}
+
+// The form every job in `jobs` shares, as one launch runs it: a lone job's
+// own, or single-entry jobs stacked densely into a batch of them.
+gemm::GemmForm LaunchForm(const std::vector<const GemmJob*>& jobs) {
+  const GemmJob& first = *jobs.front();
+  gemm::GemmForm f = first.form;
+  if (jobs.size() > 1) {
+    f.batch = static_cast<int64_t>(jobs.size());
+    f.StackDensely(first.m, first.n, first.k);
+  }
+  return f;
+}
+
 }  // namespace
 
-absl::StatusOr<GemmReport> CudaEngine::RunForm(Device& dev, const GemmJob& job) {
-  const gemm::GemmForm& f = job.form;
-  gemm::FormProblem p{job.m, job.n, job.k, f};
+bool FormsShareOneLaunch(const std::vector<const GemmJob*>& jobs, uint64_t staging_bytes) {
+  if (jobs.size() < 2 || jobs.size() * sizeof(gemm::CompareResult) > staging_bytes) return false;
+  const GemmJob& first = *jobs.front();
+  for (const GemmJob* job : jobs) {
+    if (job->step != 0 || job->form.IsPlain() || job->form.batch != 1 || job->repeats != 1 || job->benchmark ||
+        job->m != first.m || job->n != first.n || job->k != first.k || !gemm::SameComputation(job->form, first.form)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const std::vector<const GemmJob*>& jobs) {
+  const size_t count = jobs.size();
+  auto all = [count](const absl::Status& st) { return std::vector<absl::StatusOr<GemmReport>>(count, st); };
+  const GemmJob& first = *jobs.front();
+  const int64_t m = first.m, n = first.n, k = first.k;
+  const gemm::GemmForm f = LaunchForm(jobs);
+  gemm::FormProblem p{m, n, k, f};
   LaneLease lane(dev);
-  if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return dev.Fail("cudaSetDevice", e);
+  if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return all(dev.Fail("cudaSetDevice", e));
   if (auto why = gemm::PrepareVendorForm(p, lane->ctx); !why.empty()) {
-    return Permanent(absl::FailedPreconditionError("step 0 on " + dev.desc.id + ": " + why +
-                                                   "; the CPU engine (gemmd --engine cpu) computes every form"));
+    return all(Permanent(absl::FailedPreconditionError("step 0 on " + dev.desc.id + ": " + why +
+                                                       "; the CPU engine (gemmd --engine cpu) computes every form")));
   }
   const double timeout = options_.sync_timeout_seconds;
   cudaStream_t stream = lane->compute;
   struct Input {
-    const OperandView* view;
+    OperandView GemmJob::*view;
+    const void* gemm::FormProblem::*data;
     gemm::OperandStorage storage;
     gemm::OperandId id;
-    const void** dst;
-    DeviceMatrixCache::Lease cached;  // a stored operand's copy on the device
+    DeviceMatrixCache::Lease cached;  // a lone request's stored operand, on the device
+    // Job i's elements are the i-th `each` of the operand: its whole batch
+    // when it runs alone, one entry of the stack in a batch of requests.
+    uint64_t each = 0;
   };
   std::vector<Input> inputs;
-  inputs.push_back({&job.a, gemm::StorageOfA(f, job.m, job.k), gemm::OperandId::kA, &p.a, {}});
-  inputs.push_back({&job.b, gemm::StorageOfB(f, job.n, job.k), gemm::OperandId::kB, &p.b, {}});
-  if (f.ReadsC()) inputs.push_back({&job.c, gemm::StorageOfC(f, job.m, job.n), gemm::OperandId::kC, &p.c, {}});
-  const uint64_t d_count = static_cast<uint64_t>(f.batch) * job.m * job.n;
-  const uint64_t d_bytes = d_count * gemm::ElementBytes(f.d);
+  inputs.push_back({&GemmJob::a, &gemm::FormProblem::a, gemm::StorageOfA(f, m, k), gemm::OperandId::kA, {}});
+  inputs.push_back({&GemmJob::b, &gemm::FormProblem::b, gemm::StorageOfB(f, n, k), gemm::OperandId::kB, {}});
+  if (f.ReadsC()) {
+    inputs.push_back({&GemmJob::c, &gemm::FormProblem::c, gemm::StorageOfC(f, m, n), gemm::OperandId::kC, {}});
+  }
+  const uint64_t d_count = static_cast<uint64_t>(first.form.batch) * m * n;
+  const uint64_t d_bytes = count * d_count * gemm::ElementBytes(f.d);
+  bool any_verify = false;
+  for (const GemmJob* job : jobs) any_verify |= job->verify;
 
   PoolBuffers buffers(dev.pool, stream, stream, lane->scratch, kLaneScratchBytes);
-  uint64_t needed = d_bytes + gemm::VendorFormScratchBytes(p) + (job.verify ? d_count * sizeof(double) : 0);
+  uint64_t needed = d_bytes + gemm::VendorFormScratchBytes(p) + (any_verify ? count * d_count * sizeof(double) : 0);
   cudaError_t e = cudaSuccess;
   for (Input& in : inputs) {
+    in.each = in.storage.Footprint(f.batch) / count;
     const uint64_t bytes = in.storage.Footprint(f.batch) * gemm::ElementBytes(in.storage.type);
     needed += bytes;
     // A stored operand is read from, or kept in, the device's copy of it
     // (engine/device_matrix_cache.h). Dense here, where the fp16 path keeps
     // its copies pitched: a key of its own, which still names the handles.
-    if (dev.cache && in.view->kind == OperandView::Kind::kHost && !in.view->cache_key.empty()) {
-      in.cached = dev.cache->Acquire(in.view->cache_key + kDenseCopy, bytes);
+    // A batch of requests stacks its operands in one buffer instead.
+    const OperandView& view = first.*in.view;
+    if (count == 1 && dev.cache && view.kind == OperandView::Kind::kHost && !view.cache_key.empty()) {
+      in.cached = dev.cache->Acquire(view.cache_key + kDenseCopy, bytes);
     }
     void* ptr = in.cached ? in.cached.data() : nullptr;
     if (e == cudaSuccess && !in.cached) e = buffers.AllocateBytes(&ptr, bytes);
-    *in.dst = ptr;
+    p.*in.data = ptr;
   }
-  void *scratch = nullptr, *ref = nullptr, *bound = nullptr;
+  void *scratch = nullptr, *ref = nullptr, *bounds = nullptr, *compared = nullptr;
   if (e == cudaSuccess) e = buffers.AllocateBytes(&p.d, d_bytes);
   if (e == cudaSuccess && gemm::VendorFormScratchBytes(p) > 0) {
     e = buffers.AllocateBytes(&scratch, gemm::VendorFormScratchBytes(p));
   }
-  if (e == cudaSuccess && job.verify) e = buffers.AllocateBytes(&ref, d_count * sizeof(double));
-  if (e == cudaSuccess && job.verify) e = buffers.AllocateBytes(&bound, 3 * sizeof(float));
+  if (e == cudaSuccess && any_verify) e = buffers.AllocateBytes(&ref, count * d_count * sizeof(double));
+  if (e == cudaSuccess && any_verify) e = buffers.AllocateBytes(&bounds, count * 3 * sizeof(float));
+  if (e == cudaSuccess && any_verify) e = buffers.AllocateBytes(&compared, count * sizeof(gemm::CompareResult));
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    return absl::ResourceExhaustedError(dev.desc.id + " cannot hold this request: it needs " + std::to_string(needed) +
-                                        " bytes for its operands, D" + (job.verify ? " and the reference" : ""));
+    return all(absl::ResourceExhaustedError(dev.desc.id + " cannot hold this request: it needs " +
+                                            std::to_string(needed) + " bytes for its operands, D" +
+                                            (any_verify ? " and the reference" : "")));
   }
-  if (e != cudaSuccess) return dev.Fail("allocation", e);
+  if (e != cudaSuccess) return all(dev.Fail("allocation", e));
 
-  GemmReport report;
-  if ((e = cudaEventRecord(lane->inputs_start, stream)) != cudaSuccess) return dev.Fail("event", e);
+  if ((e = cudaEventRecord(lane->inputs_start, stream)) != cudaSuccess) return all(dev.Fail("event", e));
   for (const Input& in : inputs) {
     if (in.cached.hit()) continue;
-    const uint64_t count = in.storage.Footprint(f.batch);
-    void* dst = const_cast<void*>(*in.dst);
-    e = in.view->kind == OperandView::Kind::kRandom
-            ? gemm::FillRandom(dst, in.storage.type, count, in.view->seed, in.id, stream)
-            : StagedUpload(*lane, *dev.copier, Dense(dst, count, in.storage.type), in.view->host, stream);
-    if (e != cudaSuccess) return dev.Fail("upload", e);
+    for (size_t i = 0; i < count; ++i) {
+      const OperandView& view = (*jobs[i]).*in.view;
+      void* dst = const_cast<char*>(At(p.*in.data, i * in.each, in.storage.type));
+      e = view.kind == OperandView::Kind::kRandom
+              ? gemm::FillRandom(dst, in.storage.type, in.each, view.seed, in.id, stream)
+              : StagedUpload(*lane, *dev.copier, Dense(dst, in.each, in.storage.type), view.host, stream);
+      if (e != cudaSuccess) return all(dev.Fail("upload", e));
+    }
   }
-  if (job.should_stop()) return absl::CancelledError("request cancelled before the GEMM ran");
+  if (std::all_of(jobs.begin(), jobs.end(), [](const GemmJob* j) { return j->should_stop(); })) {
+    return all(absl::CancelledError("request cancelled before the GEMM ran"));
+  }
 
-  {  // the GEMMs and their check, one request at a time per device
+  std::vector<GemmReport> reports(count);
+  std::vector<gemm::CompareResult> results(count);
+  {  // the GEMMs and their check, one launch at a time per device
     std::lock_guard compute(dev.compute_mu);
-    const uint32_t repeats = std::max<uint32_t>(job.repeats, 1);
-    if ((e = EnsureRepeatEvents(*lane, repeats)) != cudaSuccess) return dev.Fail("event", e);
+    const uint32_t repeats = std::max<uint32_t>(first.repeats, 1);
+    if ((e = EnsureRepeatEvents(*lane, repeats)) != cudaSuccess) return all(dev.Fail("event", e));
     // D poisoned (all bits set: NaN in every type) so that an element the
     // GEMM does not write fails verification; before every repeat, with L2
     // flushed, when timed as a benchmark.
-    if (job.verify && !job.benchmark && (e = cudaMemsetAsync(p.d, 0xff, d_bytes, stream)) != cudaSuccess) {
-      return dev.Fail("poison", e);
+    if (any_verify && !first.benchmark && (e = cudaMemsetAsync(p.d, 0xff, d_bytes, stream)) != cudaSuccess) {
+      return all(dev.Fail("poison", e));
     }
     for (uint32_t r = 0; r < repeats; ++r) {
-      if (job.benchmark) {
-        if ((e = cudaMemsetAsync(p.d, 0xff, d_bytes, stream)) != cudaSuccess) return dev.Fail("poison", e);
-        if ((e = dev.l2_flush.Run(stream)) != cudaSuccess) return dev.Fail("L2 flush", e);
+      if (first.benchmark) {
+        if ((e = cudaMemsetAsync(p.d, 0xff, d_bytes, stream)) != cudaSuccess) return all(dev.Fail("poison", e));
+        if ((e = dev.l2_flush.Run(stream)) != cudaSuccess) return all(dev.Fail("L2 flush", e));
       }
       cudaEventRecord(lane->starts[r], stream);
       if (auto err = gemm::LaunchVendorForm(p, lane->ctx, scratch, stream); !err.empty()) {
-        if ((e = cudaGetLastError()) != cudaSuccess) return dev.Fail("step 0", e);
-        return absl::InternalError(dev.desc.id + ": step 0: " + err);
+        if ((e = cudaGetLastError()) != cudaSuccess) return all(dev.Fail("step 0", e));
+        return all(absl::InternalError(dev.desc.id + ": step 0: " + err));
       }
       cudaEventRecord(lane->stops[r], stream);
     }
-    const gemm::FormTolerance tolerance = gemm::ToleranceOf(f);
-    if (job.verify) {
-      const double sqrt_k = std::sqrt(static_cast<double>(job.k));
-      const double scale = std::fabs(f.ProductScale());
-      const gemm::FormBoundTerms terms{static_cast<const float*>(bound),
-                                       (tolerance.unit * sqrt_k + tolerance.input) * scale,
-                                       f.ReadsC() ? 0x1p-23 * std::fabs(f.beta) : 0.0};
-      e = gemm::FormBoundInputs(p, static_cast<float*>(bound), stream);
-      if (e == cudaSuccess) e = gemm::ReferenceFormGemm(p, static_cast<double*>(ref), stream);
-      if (e == cudaSuccess) {
-        e = gemm::CompareForm(p.d, f.d, static_cast<const double*>(ref), d_count, tolerance.rtol, tolerance.atol, terms,
-                              lane->cmp, stream);
+    const gemm::FormTolerance tolerance = gemm::ToleranceOf(first.form);
+    if (any_verify) {
+      // One fp64 reference for the launch; each job's bound from its own
+      // operands and its own comparison, as if it had run alone.
+      e = gemm::ReferenceFormGemm(p, static_cast<double*>(ref), stream);
+      auto* bound = static_cast<float*>(bounds);
+      auto* result = static_cast<gemm::CompareResult*>(compared);
+      for (size_t i = 0; i < count && e == cudaSuccess; ++i) {
+        if (!jobs[i]->verify) continue;
+        gemm::FormProblem own = p;
+        own.form = jobs[i]->form;
+        for (const Input& in : inputs) own.*in.data = At(p.*in.data, i * in.each, in.storage.type);
+        own.d = const_cast<char*>(At(p.d, i * d_count, f.d));
+        const double scale = std::fabs(own.form.ProductScale());
+        const gemm::FormBoundTerms terms{bound + 3 * i,
+                                         (tolerance.unit * std::sqrt(static_cast<double>(k)) + tolerance.input) * scale,
+                                         f.ReadsC() ? 0x1p-23 * std::fabs(f.beta) : 0.0};
+        e = gemm::FormBoundInputs(own, bound + 3 * i, stream);
+        if (e == cudaSuccess) {
+          e = gemm::CompareForm(own.d, f.d, static_cast<const double*>(ref) + i * d_count, d_count, tolerance.rtol,
+                                tolerance.atol, terms, result + i, stream);
+        }
       }
+      // The comparisons come back through the staging: its uploads are
+      // done (ahead on this stream), and D's downloads start after the wait.
       if (e == cudaSuccess) {
-        e = cudaMemcpyAsync(lane->cmp_host, lane->cmp, sizeof(gemm::CompareResult), cudaMemcpyDeviceToHost, stream);
+        e = cudaMemcpyAsync(lane->staging, result, count * sizeof(gemm::CompareResult), cudaMemcpyDeviceToHost,
+                            stream);
       }
       if (e == cudaSuccess) e = cudaEventRecord(lane->verified, stream);
-      if (e != cudaSuccess) return dev.Fail("verification", e);
+      if (e != cudaSuccess) return all(dev.Fail("verification", e));
     }
-    if (auto st = dev.Wait(stream, timeout); !st.ok()) return st;
+    if (auto st = dev.Wait(stream, timeout); !st.ok()) return all(st);
     for (Input& in : inputs) {
       if (in.cached && !in.cached.hit()) in.cached.MarkReady();  // filled: other requests may read it now
     }
-    if ((e = MedianRepeatSeconds(*lane, repeats, &report.seconds.kernel)) != cudaSuccess) return dev.Fail("timing", e);
-    report.seconds.repeats = repeats;
-    report.seconds.upload = SecondsBetween(lane->inputs_start, lane->starts[0]);
-    if (job.verify) {
-      report.seconds.verify = SecondsBetween(lane->stops[repeats - 1], lane->verified);
-      report.verification = LaneVerification(*lane, d_count, tolerance, "gpu-simt-fp64");
+    double kernel = 0;
+    if ((e = MedianRepeatSeconds(*lane, repeats, &kernel)) != cudaSuccess) return all(dev.Fail("timing", e));
+    const double upload = SecondsBetween(lane->inputs_start, lane->starts[0]);
+    const double verify = any_verify ? SecondsBetween(lane->stops[repeats - 1], lane->verified) : 0;
+    const size_t verified = std::count_if(jobs.begin(), jobs.end(), [](const GemmJob* j) { return j->verify; });
+    if (any_verify) std::copy_n(reinterpret_cast<const gemm::CompareResult*>(lane->staging), count, results.begin());
+    for (size_t i = 0; i < count; ++i) {
+      GemmReport& report = reports[i];
+      report.batch_size = static_cast<uint32_t>(count);
+      report.seconds.kernel = kernel / count;  // the launch's time, shared as the fp16 batches share theirs
+      report.seconds.repeats = repeats;
+      report.seconds.upload = upload;
+      if (jobs[i]->verify) {
+        report.seconds.verify = verify / verified;
+        report.verification = VerificationOf(results[i], d_count, tolerance, "gpu-simt-fp64");
+      }
     }
   }
-  if (job.d != nullptr) {
-    const auto t = Clock::now();
-    if ((e = StagedDownload(*lane, *dev.copier, job.d, Dense(p.d, d_count, f.d))) != cudaSuccess) {
-      return dev.Fail("download", e);
+  std::vector<absl::StatusOr<GemmReport>> out;
+  for (size_t i = 0; i < count; ++i) {
+    const GemmJob& job = *jobs[i];
+    if (count > 1 && job.should_stop()) {
+      out.push_back(absl::CancelledError("request cancelled while its batch ran"));
+      continue;
     }
-    if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
-    report.seconds.download = SecondsSince(t);
+    if (job.d != nullptr) {
+      const auto t = Clock::now();
+      void* d = const_cast<char*>(At(p.d, i * d_count, f.d));
+      if ((e = StagedDownload(*lane, *dev.copier, job.d, Dense(d, d_count, f.d))) != cudaSuccess) {
+        return all(dev.Fail("download", e));
+      }
+      if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return all(st);
+      reports[i].seconds.download = SecondsSince(t);
+    }
+    out.push_back(std::move(reports[i]));
   }
-  return report;
+  return out;
 }
 
 }  // namespace gemmd

@@ -63,6 +63,15 @@ struct GemmForm {
   GEMM_HOST_DEVICE bool ReadsC() const { return has_c && beta != 0; }
 };
 
+// Whether two forms compute the same function of their operands, batching
+// aside: the types, storages, scalars and C. Single requests of one such
+// form may be stacked into one batch (the server's batching).
+inline bool SameComputation(const GemmForm& x, const GemmForm& y) {
+  return x.a == y.a && x.b == y.b && x.d == y.d && x.a_layout == y.a_layout && x.b_layout == y.b_layout &&
+         x.ReadsC() == y.ReadsC() && (!x.ReadsC() || (x.c == y.c && x.beta == y.beta)) && x.alpha == y.alpha &&
+         x.a_scale == y.a_scale && x.b_scale == y.b_scale && x.allow_tf32 == y.allow_tf32;
+}
+
 // For logs: "bf16xbf16->bf16 b=KxN beta=0.5 batch=4"; only what differs
 // from the plain form is named.
 inline std::string FormSummary(const GemmForm& f) {

@@ -19,7 +19,7 @@ from pathlib import Path
 from . import capacity_parts, form_parts, kernel_parts, service_part, startup_parts, transport_parts
 from .lab import Lab
 
-PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "accuracy",
+PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "accuracy",
                   "sweep", "sass", "sanitize", "ncu")
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
 KEPT = ("summary.txt", "bench.csv", "bench.md")
@@ -72,6 +72,7 @@ def main():
     runs = {"diagnose": lambda: kernel_parts.diagnose(lab, compute_major), "tests": lambda: kernel_parts.tests(lab),
             "service": lambda: service_part.service(lab, gpus), "forms": lambda: form_parts.forms(lab),
             "formscache": lambda: form_parts.forms_cache(lab),
+            "formbatch": lambda: form_parts.forms_batching(lab),
             "python": lambda: form_parts.python_package(lab),
             "verify": lambda: capacity_parts.verification_cost(lab),
             "cache": lambda: capacity_parts.device_cache(lab),

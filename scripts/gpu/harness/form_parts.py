@@ -6,6 +6,7 @@ request each. Each form runs at its main shape, which the start-up warm-up
 import re
 import statistics
 
+from . import readers
 from .service_part import bench_row, docs
 
 # (label, shape, gemm-client options). The plain fp16 row is the baseline:
@@ -104,3 +105,35 @@ def forms_cache(lab):
         tflops = ", ".join(f"{r * 2 * 4096 ** 3 / 1e12:.0f}" for r, _ in rates[cache])
         lab.note(f"bf16 x @ W by stored handles, 4096^3, 8 in flight, device cache {cache}: {tflops} TFLOPS "
                  f"in two rounds; {rates[cache][-1][1]}")
+
+
+BATCHED_FORMS = (
+    ("fp16", ()),
+    ("bf16 x @ W + 0.5 C", ("--type", "bf16", "--b-layout", "kxn", "--beta", "0.5")),
+    ("fp32", ("--type", "fp32")),
+    ("fp8 e4m3", ("--type", "fp8_e4m3")),
+)
+
+
+def forms_batching(lab):
+    """Small requests of one form through the server's batching (--batch-max):
+    64^3 step 0, 32 in flight, verified (the default), per form with batching
+    on (the engine's default) and off, in turn, two rounds; the mean batch
+    the server formed, from its gemm_batch_size metric."""
+    for label, options in BATCHED_FORMS:
+        rates = {"on": [], "off": []}
+        mean_batch = 0.0
+        for round_ in (1, 2):
+            for batching, extra in (("off", ("--batch-max", "1")), ("on", ())):
+                name = f"formbatch_{label.split()[0]}_{batching}_{round_}"
+                with lab.gemmd(name, *extra) as server:
+                    lab.client("bench", "--shapes", "64x64x64", "--steps", "0", "--concurrency", "32", "--duration",
+                               "3", *options, "--json", lab.out / f"{name}.json", out=f"{name}.txt")
+                    if batching == "on":
+                        samples = readers.metric_samples(server.metrics())
+                        launches = readers.metric_sum(samples, "gemm_batch_size_count")
+                        mean_batch = readers.metric_sum(samples, "gemm_batch_size_sum") / max(launches, 1)
+                rates[batching].append(bench_row(lab, name)["rate"])
+        lab.note(f"form batching, 64^3 step 0 {label}, 32 in flight, verified: batching on "
+                 f"{', '.join(f'{r:.0f}' for r in rates['on'])} req/s (mean batch {mean_batch:.1f}), off "
+                 f"{', '.join(f'{r:.0f}' for r in rates['off'])} req/s")

@@ -50,7 +50,10 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   if (auto a = availability(0, device); !a.available) return all(absl::FailedPreconditionError("step 0 " + a.reason));
   const GemmJob& shape = *jobs.front();
   if (auto st = CheckDimensionsFitInt32(shape, name()); !st.ok()) return all(st);
-  if (forms) return RunForms(dev, jobs);
+  if (forms) {
+    if (auto reports = RunForms(dev, jobs); !reports.empty()) return reports;
+    return Engine::RunBatch(device, jobs);
+  }
 
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return all(dev.Fail("cudaSetDevice", e));

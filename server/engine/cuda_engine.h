@@ -76,7 +76,8 @@ class CudaEngine final : public Engine {
   void KeepWarm();  // the keep-warm thread's loop
   // Step 0 for the forms beyond fp16 A·Bᵀ (cuda_forms.cpp): cuBLASLt,
   // checked against an fp64 SIMT reference. One job, or single-entry jobs
-  // of one form and shape as one batch (FormsShareOneLaunch), a report each.
+  // of one form and shape as one batch (FormsShareOneLaunch), a report each;
+  // none where cuBLASLt takes no such batch (the caller runs them alone).
   std::vector<absl::StatusOr<GemmReport>> RunForms(Device& dev, const std::vector<const GemmJob*>& jobs);
   // What checks step 0 on `device`: the top ladder step it offers, or
   // kVendorStep for the SIMT reference kernel.

@@ -10,7 +10,9 @@
 // Small requests of one form and shape that queued together (the
 // dispatcher's batching, engine/batching.h) run here too, as one batched
 // matmul: each job's operands are one entry of a dense batch, and each is
-// bounded, compared and reported on its own, as if it had run alone.
+// bounded, compared and reported on its own, as if it had run alone. A
+// batch cuBLASLt will not take as one matmul (fp8 wants every batch entry
+// 16-byte aligned) runs its jobs one by one.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -73,6 +75,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return all(dev.Fail("cudaSetDevice", e));
   if (auto why = gemm::PrepareVendorForm(p, lane->ctx); !why.empty()) {
+    if (count > 1) return {};  // cuBLASLt may still take each alone (fp8's alignments of a batch)
     return all(Permanent(absl::FailedPreconditionError("step 0 on " + dev.desc.id + ": " + why +
                                                        "; the CPU engine (gemmd --engine cpu) computes every form")));
   }

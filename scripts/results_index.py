@@ -38,10 +38,11 @@ PURPOSES = {
     "verification_cost": "the GPU harness's verify part: VERIFICATION_FULL's time and delivered TFLOPS beside the "
                          "kernel's, this build and the one before the verification changes",
     "harness_service": "the GPU harness's service, tiny (one round), firsttouch and soak (30 s) parts",
-    "forms": "the GPU harness's tests, forms, formscache, verify, tiny and python parts (those it holds): step 0's "
-             "other forms (bf16, fp32, tf32, fp8, layouts, C, batches) beside the plain fp16 GEMM, their first "
-             "requests, bf16 by stored handles with and without the device cache, and the plain path's "
-             "verification, delivered TFLOPS and small requests beside the build before the forms",
+    "forms": "the GPU harness's tests, forms, formscache, formbatch, verify, tiny and python parts (those it "
+             "holds): step 0's other forms (bf16, fp32, tf32, fp8, layouts, C, batches) beside the plain fp16 GEMM, "
+             "their first requests, bf16 by stored handles with and without the device cache, small requests of "
+             "each form with the server's batching on and off, and the plain path's verification, delivered TFLOPS "
+             "and small requests beside the build before the forms",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",
     "soak_sass_sanitize": "the GPU harness's soak, sass and sanitize parts",
     "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",

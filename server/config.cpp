@@ -33,8 +33,8 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
                  "requests that may wait for a device; more get RESOURCE_EXHAUSTED")
       ->envname("GEMMD_QUEUE_CAPACITY")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--batch-max", c.batch_max,
-                 "up to this many small step-0 requests of one shape (m*n*k <= 512^3) waiting for a device run "
-                 "as one batched cuBLAS launch, each still verified and answered on its own; 1 turns batching off, 0 "
+                 "up to this many small step-0 requests of one shape and form (m*n*k <= 512^3) waiting for a "
+                 "device run as one batched cuBLAS launch, each still verified and answered on its own; 1 turns batching off, 0 "
                  "lets the engine choose (32 on GPUs, off on the CPU engine)")
       ->envname("GEMMD_BATCH_MAX")->check(CLI::Range(0, 1024))->capture_default_str();
   app.add_option("--batch-window-us", c.batch_window_us,

@@ -9,9 +9,9 @@
 
 #include "api/matrix_streams.h"
 #include "api/multiply_wire.h"
+#include "api/operand_resolution.h"
 #include "form/request_form.h"
 #include "client_text.h"
-#include "engine/device_matrix_cache.h"
 #include "engine/permanent_refusal.h"
 #include "gemm/steps.h"
 #include "version.h"
@@ -155,118 +155,28 @@ void GemmService::Multiply(QueuedCall* queued) {
   job.repeats = std::max<uint32_t>(req->repeats(), 1);
   job.benchmark = req->benchmark();
 
-  // Resolve each operand to host memory or a seed.
-  struct Side {
-    const char* name;
-    const char* dims;
-    const gemm::v1::Operand& op;
-    gemm::OperandStorage storage;
-    const HostBytes& inline_data;  // the wire parser left it in gRPC's slices
-    OperandView& view;
-    std::vector<std::shared_ptr<const StoredMatrix>>& keep;
-  };
+  // Each operand to host memory or a seed (api/operand_resolution.h).
   const gemm::GemmForm& form = job.form;
-  const bool a_k = form.a_layout == gemm::Layout::kKContiguous, b_k = form.b_layout == gemm::Layout::kKContiguous;
-  std::vector<Side> sides = {
-      Side{"a", a_k ? "m x k" : "k x m", req->a(), gemm::StorageOfA(form, s.m(), s.k()), call->wire.a_data, job.a,
-           call->a_stored},
-      Side{"b", b_k ? "n x k" : "k x n", req->b(), gemm::StorageOfB(form, s.n(), s.k()), call->wire.b_data, job.b,
-           call->b_stored}};
-  if (form.has_c) {
-    sides.push_back(Side{"c", "m x n", req->c(), gemm::StorageOfC(form, s.m(), s.n()), call->wire.c_data, job.c,
-                         call->c_stored});
+  using Kept = std::vector<std::shared_ptr<const StoredMatrix>>;
+  const auto resolve = [&](OperandRequest r, OperandView* view, Kept* keep) {
+    return ResolveOperand(r, store_, call->caller, view, keep);
+  };
+  absl::Status resolved = resolve({"a", gemm::StoredDimsOfA(form), req->a(), gemm::StorageOfA(form, s.m(), s.k()),
+                                   form.batch, call->wire.a_data},
+                                  &job.a, &call->a_stored);
+  if (resolved.ok()) {
+    resolved = resolve({"b", gemm::StoredDimsOfB(form), req->b(), gemm::StorageOfB(form, s.n(), s.k()), form.batch,
+                        call->wire.b_data},
+                       &job.b, &call->b_stored);
   }
-  for (const Side& side : sides) {
-    // What the operand spans: its batch's entries, as rows of its columns.
-    const uint64_t elements = side.storage.Footprint(form.batch);
-    const uint64_t element_bytes = gemm::ElementBytes(side.storage.type);
-    switch (side.op.source_case()) {
-      case gemm::v1::Operand::kData:
-        side.view.kind = OperandView::Kind::kHost;
-        side.view.host = side.inline_data;
-        break;
-      case gemm::v1::Operand::kRandom:
-        side.view.kind = OperandView::Kind::kRandom;
-        side.view.seed = side.op.random().seed();
-        break;
-      case gemm::v1::Operand::kHandle:
-      case gemm::v1::Operand::kRowBlocks: {
-        // One handle is one block. Several are stacked: the job reads them
-        // as one operand in pieces, with no copy to join them.
-        const bool one = side.op.source_case() == gemm::v1::Operand::kHandle;
-        const int blocks = one ? 1 : side.op.row_blocks().handles_size();
-        const int64_t cols = side.storage.cols;
-        const auto shape_text = [&] {
-          return std::string(side.dims) + " = " + std::to_string(side.storage.rows) + "x" + std::to_string(cols) +
-                 " " + gemm::ElementName(side.storage.type) +
-                 (form.batch > 1 && side.storage.stride != 0
-                      ? " over a batch of " + std::to_string(form.batch) + " (" + std::to_string(elements) +
-                            " elements)"
-                      : std::string());
-        };
-        const int64_t want_rows = side.storage.StoredRows(form.batch);
-        if (want_rows == 0) {
-          FinishMultiply(call, absl::InvalidArgumentError(
-                                   std::string(side.name) + " spans " + std::to_string(elements) + " elements (" +
-                                   shape_text() + "), not a whole number of its " + std::to_string(cols) +
-                                   "-element rows: a stored operand needs batch strides that are whole rows"));
-          return;
-        }
-        int64_t rows = 0;
-        HostBytes pieces;
-        for (int i = 0; i < blocks; ++i) {
-          const std::string& handle = one ? side.op.handle() : side.op.row_blocks().handles(i);
-          // Worded only for a refusal: formatting costs a small request time.
-          const auto field = [&] {
-            return std::string(side.name) + (one ? ".handle" : ".row_blocks.handles[" + std::to_string(i) + "]");
-          };
-          auto stored = store_.Get(handle, call->caller);
-          if (!stored.ok()) {  // the store's own code: NOT_FOUND, DATA_LOSS, INVALID_ARGUMENT
-            FinishMultiply(call, absl::Status(stored.status().code(),
-                                              field() + ": " + std::string(stored.status().message())));
-            return;
-          }
-          const auto& desc = (*stored)->description();
-          if (desc.type != side.storage.type) {
-            FinishMultiply(call, absl::InvalidArgumentError(field() + " " + desc.handle + " holds " +
-                                                            gemm::ElementName(desc.type) + ", but " + side.name +
-                                                            " is " + gemm::ElementName(side.storage.type) +
-                                                            " (the request's " + side.name + "_type)"));
-            return;
-          }
-          const bool fits = one ? desc.rows == want_rows && desc.cols == cols
-                                : desc.cols == cols && desc.rows <= want_rows - rows;
-          if (!fits) {
-            FinishMultiply(call, absl::InvalidArgumentError(
-                                     field() + " " + desc.handle + " is " + std::to_string(desc.rows) + "x" +
-                                     std::to_string(desc.cols) + ", but " + shape_text() + " needs " +
-                                     std::to_string(want_rows) + "x" + std::to_string(cols) +
-                                     (one ? "" : ", and the blocks before it have " + std::to_string(rows) + " rows")));
-            return;
-          }
-          rows += desc.rows;
-          pieces.Append((*stored)->data(), desc.bytes);
-          side.keep.push_back(*stored);
-        }
-        if (rows != want_rows) {
-          FinishMultiply(call, absl::InvalidArgumentError(std::string(side.name) + ".row_blocks have " +
-                                                          std::to_string(rows) + " rows in all, but " + shape_text() +
-                                                          " needs " + std::to_string(want_rows)));
-          return;
-        }
-        side.view.kind = OperandView::Kind::kHost;
-        side.view.cache_key = one ? side.op.handle()
-                                  : CacheKey({side.op.row_blocks().handles().begin(),
-                                              side.op.row_blocks().handles().end()});
-        // One block stays one block: the engine copies a block without
-        // walking pieces.
-        side.view.host = blocks == 1 ? HostBytes(side.keep.back()->data(), elements * element_bytes)
-                                     : std::move(pieces);
-        break;
-      }
-      case gemm::v1::Operand::SOURCE_NOT_SET:
-        break;  // refused by ValidateMultiply
-    }
+  if (resolved.ok() && form.has_c) {
+    resolved = resolve({"c", gemm::StoredDimsOfC(), req->c(), gemm::StorageOfC(form, s.m(), s.n()), form.batch,
+                        call->wire.c_data},
+                       &job.c, &call->c_stored);
+  }
+  if (!resolved.ok()) {
+    FinishMultiply(call, resolved);
+    return;
   }
 
   // Where D goes.

@@ -110,11 +110,9 @@ absl::Status ValidateMultiply(const MultiplyRequest& req, const RequestLimits& l
     const char* dims;
     uint64_t bytes = 0;
   };
-  Sized sides[3] = {{"a", &req.a(), gemm::StorageOfA(f, s.m(), s.k()),
-                     f.a_layout == gemm::Layout::kKContiguous ? "m x k" : "k x m"},
-                    {"b", &req.b(), gemm::StorageOfB(f, s.n(), s.k()),
-                     f.b_layout == gemm::Layout::kKContiguous ? "n x k" : "k x n"},
-                    {"c", &req.c(), gemm::StorageOfC(f, s.m(), s.n()), "m x n"}};
+  Sized sides[3] = {{"a", &req.a(), gemm::StorageOfA(f, s.m(), s.k()), gemm::StoredDimsOfA(f)},
+                    {"b", &req.b(), gemm::StorageOfB(f, s.n(), s.k()), gemm::StoredDimsOfB(f)},
+                    {"c", &req.c(), gemm::StorageOfC(f, s.m(), s.n()), gemm::StoredDimsOfC()}};
   const auto overflow = [&s] {
     return Permanent(absl::ResourceExhaustedError("shape " + std::to_string(s.m()) + "x" + std::to_string(s.n()) +
                                                   "x" + std::to_string(s.k()) + " overflows 64-bit byte counts"));

@@ -136,6 +136,11 @@ inline OperandStorage StorageOfB(const GemmForm& f, int64_t n, int64_t k) {
 }
 inline OperandStorage StorageOfC(const GemmForm& f, int64_t m, int64_t n) { return {m, n, f.stride_c, f.c}; }
 
+// What each operand's stored rows and columns are, in the API's words.
+inline const char* StoredDimsOfA(const GemmForm& f) { return f.a_layout == Layout::kKContiguous ? "m x k" : "k x m"; }
+inline const char* StoredDimsOfB(const GemmForm& f) { return f.b_layout == Layout::kKContiguous ? "n x k" : "k x n"; }
+inline const char* StoredDimsOfC() { return "m x n"; }
+
 // Where element (row i of op(A), k index kk) lies within A's batch entry,
 // and (kk, column j) of op(B) within B's.
 GEMM_HOST_DEVICE inline uint64_t IndexInA(const GemmForm& f, int64_t m, int64_t k, int64_t i, int64_t kk) {

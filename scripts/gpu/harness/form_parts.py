@@ -68,10 +68,11 @@ def forms(lab):
 
 
 def python_package(lab):
-    """The gemmd Python package's matmul tests (tests/python_client_test.py,
-    MatmulTest: every type, layout, C and batch it sends, checked against
-    numpy in fp64) against gemmd on this GPU, step 0: the package as pip
-    built it, carried in the bundle."""
+    """The clients' own checks of the whole GEMM against gemmd on this GPU,
+    step 0: gemm-client's (tests/cli_forms_test.sh) and the gemmd Python
+    package's matmul tests (tests/python_client_test.py, MatmulTest: every
+    type, layout, C and batch it sends), each D checked with numpy in fp64;
+    the package as pip built it, carried in the bundle."""
     package = lab.root / ".bundle" / "python"
     if not (package / "gemmd").is_dir():
         lab.note("python package: not in the bundle (the build had no python3-venv, grpcio or numpy)")
@@ -81,10 +82,14 @@ def python_package(lab):
         env["GEMM_TARGET"] = lab.env["GEMM_TARGET"]
         rc, _ = lab.run(["python3", "tests/python_client_test.py", "MatmulTest", "-v"], out="python_package.log",
                         timeout=300, env=env)
+        cli_rc, _ = lab.run(["bash", "tests/cli_forms_test.sh", lab.tool("gemm-client")], out="cli_forms.log",
+                            timeout=120, env={"PYTHON": "python3"})
     log = (lab.out / "python_package.log").read_text(errors="replace")
     ran = [l for l in log.splitlines() if l.startswith("Ran ")]
     lab.note(f"python package on step 0 (cuda): rc={rc}; {ran[-1] if ran else 'no tests ran'}; "
-             + ("OK" if rc == 0 else "FAILED (python_package.log)"))
+             + ("OK" if rc == 0 else "FAILED (python_package.log)"),
+             f"gemm-client's bf16 x @ W + 0.5 r on step 0 (cuda), checked with numpy (tests/cli_forms_test.sh): "
+             + ("OK" if cli_rc == 0 else f"FAILED, rc={cli_rc} (cli_forms.log)"))
 
 
 def forms_cache(lab):

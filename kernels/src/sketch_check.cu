@@ -1,0 +1,145 @@
+// VERIFICATION_FAST's passes on the GPU (gemm/sketch_check.h): six reductions
+// over the operands and D, each bandwidth-bound, then a verdict per row and
+// column and a warp per sampled element. Every sum is fp64, added up across
+// blocks by atomics (their order varies; the bound leaves room for it).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "gemm/sketch_check_gpu.h"
+#include "sketch_lines.h"
+
+namespace gemm {
+namespace {
+
+using sketch::V;
+
+// Output o's sums over a chunk of the reduction (blockIdx.y), batch entry
+// blockIdx.z. Where the reduction runs along contiguous memory a warp
+// shares an output (lanes side by side); else a thread takes an output and
+// neighbouring threads read neighbouring elements.
+template <class Op>
+__global__ void LinesKernel(Op op, int64_t outputs, int64_t length, int64_t chunk, bool warp_per_output) {
+  constexpr int N = Op::kSums;
+  const int64_t e = blockIdx.z;
+  const int64_t r0 = int64_t{blockIdx.y} * chunk, r1 = r0 + chunk < length ? r0 + chunk : length;
+  double sums[N] = {};
+  int64_t o;
+  if (warp_per_output) {
+    const int lane = threadIdx.x & 31;
+    o = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
+    if (o < outputs) {
+      for (int64_t r = r0 + lane; r < r1; r += 32) op.Add(e, o, r, sums);
+    }
+    for (int s = 0; s < N; ++s) {
+      for (int offset = 16; offset > 0; offset >>= 1) sums[s] += __shfl_down_sync(0xffffffffu, sums[s], offset);
+    }
+    if (lane != 0) return;
+  } else {
+    o = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+    if (o < outputs) {
+      for (int64_t r = r0; r < r1; ++r) op.Add(e, o, r, sums);
+    }
+  }
+  if (o >= outputs) return;
+  for (int s = 0; s < N; ++s) atomicAdd(op.Out(e, s, o), sums[s]);
+}
+
+template <class Op>
+cudaError_t LaunchLines(const Op& op, int64_t outputs, int64_t length, bool contiguous, int64_t batch,
+                        cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const int64_t chunk = contiguous ? 2048 : 256;
+  const int64_t threads = contiguous ? outputs * 32 : outputs;
+  const dim3 grid(static_cast<unsigned>((threads + kThreads - 1) / kThreads),
+                  static_cast<unsigned>((length + chunk - 1) / chunk), static_cast<unsigned>(batch));
+  LinesKernel<<<grid, kThreads, 0, stream>>>(op, outputs, length, chunk, contiguous);
+  return cudaGetLastError();
+}
+
+// Whether a pass's reduction index walks contiguous memory.
+bool ReducesContiguously(const sketch::OperandLines& op) {
+  return (op.per_row ? op.matrix.col_stride : op.matrix.row_stride) == 1;
+}
+bool ReducesContiguously(const sketch::DLines& op) {
+  return (op.per_row ? op.problem.d.col_stride : op.problem.d.row_stride) == 1;
+}
+
+__global__ void NormsKernel(SketchProblem p, double* scratch) {
+  const int64_t line = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (line < p.m + p.n) sketch::TakeNorm(p, scratch, blockIdx.y, line);
+}
+
+// Non-negative floats order as their bits do.
+__device__ void AtomicMaxNonNegative(float* address, float value) {
+  if (value >= 0) atomicMax(reinterpret_cast<int*>(address), __float_as_int(value));
+}
+
+__global__ void JudgeKernel(SketchProblem p, const double* scratch, SketchResult* result) {
+  const int64_t line = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  const int64_t e = blockIdx.y;
+  if (line >= p.m + p.n) return;
+  const sketch::LineVerdict v = sketch::JudgeLine(p, scratch, e, line);
+  if (v.failed) atomicAdd(&result->failed_lines, 1ull);
+  if (line < p.m) {
+    const double nf = scratch[e * SketchLayout{p.m, p.n, p.k}.doubles() + SketchLayout{p.m, p.n, p.k}.d_rows() +
+                              (2 * V + 2) * p.m + line];
+    if (nf > 0) atomicAdd(&result->non_finite, static_cast<unsigned long long>(nf));
+  }
+  AtomicMaxNonNegative(&result->worst_line_ratio, static_cast<float>(v.ratio));
+  if (v.bound - v.bound == 0) {
+    AtomicMaxNonNegative(line < p.m ? &result->largest_row_bound : &result->largest_column_bound,
+                         static_cast<float>(v.bound));
+  }
+}
+
+// A warp per sample: the exact product over K, lanes side by side.
+__global__ void SamplesKernel(SketchProblem p, const double* scratch, SketchResult* result) {
+  const int64_t s = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  const int64_t e = blockIdx.y;
+  if (s >= sketch::SamplesPerEntry(p)) return;
+  const sketch::SampleAt at = sketch::SampleOf(p, e, s);
+  double sum = 0;
+  for (int64_t kk = lane; kk < p.k; kk += 32) {
+    sum += static_cast<double>(p.a.At(e, at.i, kk)) * static_cast<double>(p.b.At(e, kk, at.j));
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  if (lane != 0) return;
+  const sketch::SampleVerdict v = sketch::JudgeSample(p, scratch, e, at, sum);
+  atomicAdd(&result->samples, 1ull);
+  if (v.failed) atomicAdd(&result->failed_samples, 1ull);
+  if (v.error - v.error == 0) AtomicMaxNonNegative(&result->max_sample_error, static_cast<float>(v.error));
+  AtomicMaxNonNegative(&result->sample_atol, static_cast<float>(v.accumulation));
+}
+
+}  // namespace
+
+cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResult* result, cudaStream_t stream) {
+  auto* scratch = static_cast<double*>(scratch_bytes);
+  if (auto e = cudaMemsetAsync(scratch, 0, SketchScratchBytes(p), stream); e != cudaSuccess) return e;
+  if (auto e = cudaMemsetAsync(result, 0, sizeof(SketchResult), stream); e != cudaSuccess) return e;
+  const sketch::Passes passes = sketch::PassesOf(p, scratch);
+  // The k-vectors first, then the operands' lines that read them.
+  for (const sketch::OperandLines* op : {&passes.b_rows, &passes.a_columns, &passes.a_rows, &passes.b_columns}) {
+    if (auto e = LaunchLines(*op, op->outputs, op->length, ReducesContiguously(*op), p.batch, stream);
+        e != cudaSuccess) {
+      return e;
+    }
+  }
+  const dim3 lines(static_cast<unsigned>((p.m + p.n + 255) / 256), static_cast<unsigned>(p.batch));
+  NormsKernel<<<lines, 256, 0, stream>>>(p, scratch);
+  for (const sketch::DLines* op : {&passes.d_rows, &passes.d_columns}) {
+    const int64_t length = op->per_row ? p.n : p.m;
+    if (auto e = LaunchLines(*op, op->outputs, length, ReducesContiguously(*op), p.batch, stream); e != cudaSuccess) {
+      return e;
+    }
+  }
+  JudgeKernel<<<lines, 256, 0, stream>>>(p, scratch, result);
+  const int64_t sample_threads = sketch::SamplesPerEntry(p) * 32;
+  SamplesKernel<<<dim3(static_cast<unsigned>((sample_threads + 255) / 256), static_cast<unsigned>(p.batch)), 256, 0,
+                  stream>>>(p, scratch, result);
+  return cudaGetLastError();
+}
+
+}  // namespace gemm

@@ -1,0 +1,71 @@
+// VERIFICATION_FAST on the host: the passes of sketch_lines.h as loops, in
+// the order the GPU runs them (sketch_check.cu).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "gemm/sketch_check.h"
+#include "sketch_lines.h"
+
+namespace gemm {
+namespace {
+
+template <class Op>
+void RunLines(const Op& op, int64_t length, int64_t batch) {
+  double sums[Op::kSums];
+  for (int64_t e = 0; e < batch; ++e) {
+    for (int64_t o = 0; o < op.outputs; ++o) {
+      std::fill(sums, sums + Op::kSums, 0.0);
+      for (int64_t r = 0; r < length; ++r) op.Add(e, o, r, sums);
+      for (int s = 0; s < Op::kSums; ++s) *op.Out(e, s, o) = sums[s];
+    }
+  }
+}
+
+}  // namespace
+
+SketchResult SketchCheckOnHost(const SketchProblem& p) {
+  std::vector<double> scratch(SketchScratchBytes(p) / sizeof(double));
+  const sketch::Passes passes = sketch::PassesOf(p, scratch.data());
+  for (const sketch::OperandLines* op : {&passes.b_rows, &passes.a_columns, &passes.a_rows, &passes.b_columns}) {
+    RunLines(*op, op->length, p.batch);
+  }
+  for (int64_t e = 0; e < p.batch; ++e) {
+    for (int64_t line = 0; line < p.m + p.n; ++line) sketch::TakeNorm(p, scratch.data(), e, line);
+  }
+  RunLines(passes.d_rows, p.n, p.batch);
+  RunLines(passes.d_columns, p.m, p.batch);
+
+  SketchResult result{};
+  const SketchLayout layout{p.m, p.n, p.k};
+  for (int64_t e = 0; e < p.batch; ++e) {
+    for (int64_t line = 0; line < p.m + p.n; ++line) {
+      const sketch::LineVerdict v = sketch::JudgeLine(p, scratch.data(), e, line);
+      result.failed_lines += v.failed;
+      if (line < p.m) {
+        result.non_finite += static_cast<unsigned long long>(
+            scratch[e * layout.doubles() + layout.d_rows() + (2 * sketch::V + 2) * p.m + line]);
+      }
+      result.worst_line_ratio = std::max(result.worst_line_ratio, static_cast<float>(v.ratio));
+      if (std::isfinite(v.bound)) {
+        float& largest = line < p.m ? result.largest_row_bound : result.largest_column_bound;
+        largest = std::max(largest, static_cast<float>(v.bound));
+      }
+    }
+    for (int64_t s = 0; s < sketch::SamplesPerEntry(p); ++s) {
+      const sketch::SampleAt at = sketch::SampleOf(p, e, s);
+      double sum = 0;
+      for (int64_t kk = 0; kk < p.k; ++kk) {
+        sum += static_cast<double>(p.a.At(e, at.i, kk)) * static_cast<double>(p.b.At(e, kk, at.j));
+      }
+      const sketch::SampleVerdict v = sketch::JudgeSample(p, scratch.data(), e, at, sum);
+      ++result.samples;
+      result.failed_samples += v.failed;
+      if (std::isfinite(v.error)) result.max_sample_error = std::max(result.max_sample_error, static_cast<float>(v.error));
+      result.sample_atol = std::max(result.sample_atol, static_cast<float>(v.accumulation));
+    }
+  }
+  return result;
+}
+
+}  // namespace gemm

@@ -1,0 +1,81 @@
+// VERIFICATION_FAST's check on the host (gemm/sketch_check.h): the half-ulp
+// it allows per element against IEEE's formats, no false alarm on honest
+// GEMMs of every shape kind, and every planted fault it promises to catch
+// caught in every trial. The GPU runs the same code (forms_gpu_test's
+// planted-fault table).
+#include "gemm/sketch_check.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "sketch_faults.h"
+
+namespace gemmd::testing {
+namespace {
+
+// Half an ulp, from IEEE 754's binary16 and binary32 and bfloat16's 8
+// significant bits: 1 has an ulp of 2^-10 in fp16, 2^-7 in bf16, 2^-23 in
+// fp32; fp16's smallest subnormal is 2^-24.
+TEST(SketchCheck, HalfAnUlpIsThatOfEachFormat) {
+  EXPECT_EQ(gemm::HalfUlp(ElementType::kF16, 1.0), 0x1p-11);
+  EXPECT_EQ(gemm::HalfUlp(ElementType::kF16, 1.99), 0x1p-11);
+  EXPECT_EQ(gemm::HalfUlp(ElementType::kF16, -2.0), 0x1p-10);
+  EXPECT_EQ(gemm::HalfUlp(ElementType::kF16, 1000.0), 0x1p-2);  // 512 <= 1000 < 1024: ulp 2^-1
+  EXPECT_EQ(gemm::HalfUlp(ElementType::kF16, 0x1p-20), 0x1p-25);  // subnormal: fixed spacing 2^-24
+  EXPECT_EQ(gemm::HalfUlp(ElementType::kF16, 0.0), 0x1p-25);
+  EXPECT_EQ(gemm::HalfUlp(ElementType::kBF16, 1.0), 0x1p-8);
+  EXPECT_EQ(gemm::HalfUlp(ElementType::kF32, 1.0), 0x1p-24);
+  EXPECT_EQ(gemm::HalfUlp(ElementType::kF32, 3.0), 0x1p-23);
+}
+
+TEST(SketchCheck, AnHonestGemmPassesOnEveryKindOfShape) {
+  uint64_t seed = 1;
+  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 48, 80}, {33, 257, 129}, {256, 256, 1024}, {300, 17, 2000}}) {
+    const PlainGemm g(m, n, k, static_cast<uint32_t>(seed));
+    for (int trial = 0; trial < 6; ++trial) {
+      const gemm::SketchResult r = gemm::SketchCheckOnHost(g.Problem(g.d, ++seed));
+      ASSERT_TRUE(r.passed()) << m << "x" << n << "x" << k << " trial " << trial << ": " << r.failed_lines
+                              << " lines, " << r.failed_samples << " samples, worst ratio " << r.worst_line_ratio;
+      EXPECT_EQ(r.samples, static_cast<uint64_t>(std::min<int64_t>(m * n, gemm::kSketchSamples)));
+      EXPECT_LT(r.worst_line_ratio, 1.0f);
+    }
+  }
+}
+
+// Each fault 30 times (the GPU test plants each 1,000 times), each time at
+// a new place with new vectors and samples. Every structural fault is caught every time, and so is every
+// single-element fault larger than the error the report says it is sure
+// to catch.
+TEST(SketchCheck, EveryFaultItPromisesToCatchIsCaughtEveryTime) {
+  const PlainGemm g(256, 384, 256, 7);
+  std::mt19937_64 rng(11);
+  constexpr int kTrials = 30;
+  uint64_t seed = 1000;
+  for (Fault fault : AllFaults()) {
+    int caught = 0, promised = 0, promised_caught = 0;
+    for (int trial = 0; trial < kTrials; ++trial) {
+      const std::vector<uint16_t> d = g.Planted(fault, rng);
+      const gemm::SketchResult r = gemm::SketchCheckOnHost(g.Problem(d, ++seed));
+      caught += !r.passed();
+      double largest = 0;  // the planted error, where it is one element
+      for (size_t e = 0; e < d.size(); ++e) {
+        largest = std::max(largest, std::fabs(double{gemm::HalfToFloat(d[e])} - gemm::HalfToFloat(g.d[e])));
+      }
+      if (largest > r.sure_error()) {
+        ++promised;
+        promised_caught += !r.passed();
+      }
+    }
+    SCOPED_TRACE(FaultName(fault));
+    EXPECT_EQ(promised_caught, promised);
+    if (fault != Fault::kElement1x && fault != Fault::kElement10x && fault != Fault::kElement100x) {
+      EXPECT_EQ(caught, kTrials);
+    }
+    std::printf("%-40s caught %3d of %d (%d above the sure error)\n", FaultName(fault), caught, kTrials, promised);
+  }
+}
+
+}  // namespace
+}  // namespace gemmd::testing

@@ -21,6 +21,10 @@
 
 #include "gemm/random_fill.h"
 
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
+
 namespace gemm {
 
 enum class ElementType : uint8_t { kF16 = 0, kBF16 = 1, kF32 = 2, kF8E4M3 = 3, kF8E5M2 = 4 };
@@ -60,6 +64,9 @@ GEMM_HOST_DEVICE inline float BitsFloat(uint32_t u) {
   memcpy(&f, &u, 4);
   return f;
 }
+// 2^e for a normal float's exponent (-126 to 127), from its bits: exact,
+// and a few instructions where ldexpf is a library call on the GPU.
+GEMM_HOST_DEVICE inline float Pow2f(int e) { return BitsFloat(static_cast<uint32_t>(e + 127) << 23); }
 
 // An fp8 format: exponent and mantissa widths, bias, and whether the top
 // exponent holds infinities and NaNs (e5m2) or only the one NaN (e4m3).
@@ -84,9 +91,9 @@ GEMM_HOST_DEVICE inline float DecodeFp8(uint8_t code, Fp8Format f) {
   } else if (!f.ieee_specials && exponent == top && mantissa == (1 << f.mantissa_bits) - 1) {
     value = NAN;
   } else if (exponent == 0) {
-    value = ldexpf(static_cast<float>(mantissa), 1 - f.bias - f.mantissa_bits);
+    value = static_cast<float>(mantissa) * Pow2f(1 - f.bias - f.mantissa_bits);
   } else {
-    value = ldexpf(static_cast<float>(mantissa + (1 << f.mantissa_bits)), exponent - f.bias - f.mantissa_bits);
+    value = static_cast<float>(mantissa + (1 << f.mantissa_bits)) * Pow2f(exponent - f.bias - f.mantissa_bits);
   }
   return negative ? -value : value;
 }
@@ -137,15 +144,18 @@ GEMM_HOST_DEVICE inline uint16_t EncodeHalf(float x) {
 }
 
 GEMM_HOST_DEVICE inline float DecodeHalf(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));  // one conversion instruction, exact as below
+#endif
   const int exponent = (h >> 10) & 0x1f;
   const int mantissa = h & 0x3ff;
   float value;
   if (exponent == 31) {
     value = mantissa == 0 ? INFINITY : NAN;
   } else if (exponent == 0) {
-    value = ldexpf(static_cast<float>(mantissa), -24);
+    value = static_cast<float>(mantissa) * Pow2f(-24);
   } else {
-    value = ldexpf(static_cast<float>(mantissa + 1024), exponent - 25);
+    value = static_cast<float>(mantissa + 1024) * Pow2f(exponent - 25);
   }
   return (h & 0x8000) ? -value : value;
 }

@@ -28,6 +28,12 @@ TEST(SketchCheck, HalfAnUlpIsThatOfEachFormat) {
   EXPECT_EQ(gemm::HalfUlp(ElementType::kBF16, 1.0), 0x1p-8);
   EXPECT_EQ(gemm::HalfUlp(ElementType::kF32, 1.0), 0x1p-24);
   EXPECT_EQ(gemm::HalfUlp(ElementType::kF32, 3.0), 0x1p-23);
+  // The fp32 form the GPU's inner loop uses, down to bf16's subnormal half-ulp.
+  for (float v : {0.0f, 0x1p-20f, 1.0f, 1.99f, -2.0f, 1000.0f, 60000.0f}) {
+    EXPECT_EQ(gemm::HalfUlpF(ElementType::kF16, v), gemm::HalfUlp(ElementType::kF16, v)) << v;
+    EXPECT_EQ(gemm::HalfUlpF(ElementType::kBF16, v), gemm::HalfUlp(ElementType::kBF16, v)) << v;
+  }
+  EXPECT_EQ(gemm::HalfUlpF(ElementType::kBF16, 0.0f), 0x1p-134f);
 }
 
 TEST(SketchCheck, AnHonestGemmPassesOnEveryKindOfShape) {

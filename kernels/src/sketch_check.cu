@@ -17,9 +17,9 @@ using sketch::V;
 // Output o's sums over a chunk of the reduction (blockIdx.y), batch entry
 // blockIdx.z. Where the reduction runs along contiguous memory a warp
 // shares an output (lanes side by side); else a thread takes an output and
-// neighbouring threads read neighbouring elements.
-template <class Op>
-__global__ void LinesKernel(Op op, int64_t outputs, int64_t length, int64_t chunk, bool warp_per_output) {
+// neighbouring threads read neighbouring elements. T: the matrix's type.
+template <class Op, ElementType T>
+__global__ void __launch_bounds__(256, 3) LinesKernel(Op op, int64_t outputs, int64_t length, int64_t chunk, bool warp_per_output) {
   constexpr int N = Op::kSums;
   const int64_t e = blockIdx.z;
   const int64_t r0 = int64_t{blockIdx.y} * chunk, r1 = r0 + chunk < length ? r0 + chunk : length;
@@ -29,7 +29,18 @@ __global__ void LinesKernel(Op op, int64_t outputs, int64_t length, int64_t chun
     const int lane = threadIdx.x & 31;
     o = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
     if (o < outputs) {
-      for (int64_t r = r0 + lane; r < r1; r += 32) op.Add(e, o, r, sums);
+      const typename Op::Line line = op.Begin(e, o);
+      int64_t r = r0 + lane;
+      // Four elements a lane per step, their loads issued before any sum
+      // waits on them: the passes are bound by memory latency, not work.
+      for (; r + 96 < r1; r += 128) {
+        float x[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) x[u] = op.template Load<T>(line, r + 32 * u);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) op.template Accumulate<T>(line, r + 32 * u, x[u], sums);
+      }
+      for (; r < r1; r += 32) op.template Add<T>(line, r, sums);
     }
     for (int s = 0; s < N; ++s) {
       for (int offset = 16; offset > 0; offset >>= 1) sums[s] += __shfl_down_sync(0xffffffffu, sums[s], offset);
@@ -38,23 +49,47 @@ __global__ void LinesKernel(Op op, int64_t outputs, int64_t length, int64_t chun
   } else {
     o = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (o < outputs) {
-      for (int64_t r = r0; r < r1; ++r) op.Add(e, o, r, sums);
+      const typename Op::Line line = op.Begin(e, o);
+      int64_t r = r0;
+      for (; r + 3 < r1; r += 4) {
+        float x[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) x[u] = op.template Load<T>(line, r + u);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) op.template Accumulate<T>(line, r + u, x[u], sums);
+      }
+      for (; r < r1; ++r) op.template Add<T>(line, r, sums);
     }
   }
   if (o >= outputs) return;
   for (int s = 0; s < N; ++s) atomicAdd(op.Out(e, s, o), sums[s]);
 }
 
-template <class Op>
-cudaError_t LaunchLines(const Op& op, int64_t outputs, int64_t length, bool contiguous, int64_t batch,
+template <class Op, ElementType T>
+cudaError_t LaunchTyped(const Op& op, int64_t outputs, int64_t length, bool contiguous, int64_t batch,
                         cudaStream_t stream) {
   constexpr int kThreads = 256;
-  const int64_t chunk = contiguous ? 2048 : 256;
+  const int64_t chunk = contiguous ? 2048 : 128;
   const int64_t threads = contiguous ? outputs * 32 : outputs;
   const dim3 grid(static_cast<unsigned>((threads + kThreads - 1) / kThreads),
                   static_cast<unsigned>((length + chunk - 1) / chunk), static_cast<unsigned>(batch));
-  LinesKernel<<<grid, kThreads, 0, stream>>>(op, outputs, length, chunk, contiguous);
+  LinesKernel<Op, T><<<grid, kThreads, 0, stream>>>(op, outputs, length, chunk, contiguous);
   return cudaGetLastError();
+}
+
+template <class Op>
+cudaError_t LaunchLines(const Op& op, int64_t outputs, int64_t length, bool contiguous, int64_t batch,
+                        cudaStream_t stream) {
+  switch (op.type()) {
+    case ElementType::kF16: return LaunchTyped<Op, ElementType::kF16>(op, outputs, length, contiguous, batch, stream);
+    case ElementType::kBF16: return LaunchTyped<Op, ElementType::kBF16>(op, outputs, length, contiguous, batch, stream);
+    case ElementType::kF32: return LaunchTyped<Op, ElementType::kF32>(op, outputs, length, contiguous, batch, stream);
+    case ElementType::kF8E4M3:
+      return LaunchTyped<Op, ElementType::kF8E4M3>(op, outputs, length, contiguous, batch, stream);
+    case ElementType::kF8E5M2:
+      return LaunchTyped<Op, ElementType::kF8E5M2>(op, outputs, length, contiguous, batch, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 // Whether a pass's reduction index walks contiguous memory.
@@ -63,6 +98,11 @@ bool ReducesContiguously(const sketch::OperandLines& op) {
 }
 bool ReducesContiguously(const sketch::DLines& op) {
   return (op.per_row ? op.problem.d.col_stride : op.problem.d.row_stride) == 1;
+}
+
+__global__ void SignsKernel(SketchProblem p, double* scratch) {
+  const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (index < SketchLayout{p.m, p.n, p.k}.sign_words()) sketch::MakeSignWord(p, scratch, index);
 }
 
 __global__ void NormsKernel(SketchProblem p, double* scratch) {
@@ -81,9 +121,9 @@ __global__ void JudgeKernel(SketchProblem p, const double* scratch, SketchResult
   if (line >= p.m + p.n) return;
   const sketch::LineVerdict v = sketch::JudgeLine(p, scratch, e, line);
   if (v.failed) atomicAdd(&result->failed_lines, 1ull);
-  if (line < p.m) {
-    const double nf = scratch[e * SketchLayout{p.m, p.n, p.k}.doubles() + SketchLayout{p.m, p.n, p.k}.d_rows() +
-                              (2 * V + 2) * p.m + line];
+  if (line < p.m) {  // non-finite elements, counted once: by their rows
+    const SketchLayout l{p.m, p.n, p.k};
+    const double nf = sketch::Entries(p, scratch)[e * l.doubles() + l.d_rows() + (2 * V + 2) * p.m + line];
     if (nf > 0) atomicAdd(&result->non_finite, static_cast<unsigned long long>(nf));
   }
   AtomicMaxNonNegative(&result->worst_line_ratio, static_cast<float>(v.ratio));
@@ -93,16 +133,33 @@ __global__ void JudgeKernel(SketchProblem p, const double* scratch, SketchResult
   }
 }
 
-// A warp per sample: the exact product over K, lanes side by side.
+// A warp per sample: the exact product over K, lanes side by side, four
+// elements of each operand loaded before they are summed. T: both
+// operands' type, or kF32 for "look it up per element" where they differ.
+template <ElementType T, bool kTyped>
 __global__ void SamplesKernel(SketchProblem p, const double* scratch, SketchResult* result) {
   const int64_t s = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   const int64_t e = blockIdx.y;
   if (s >= sketch::SamplesPerEntry(p)) return;
   const sketch::SampleAt at = sketch::SampleOf(p, e, s);
+  const int64_t a_base = e * p.a.batch_stride + at.i * p.a.row_stride, b_base = e * p.b.batch_stride + at.j * p.b.col_stride;
+  const ElementType ta = kTyped ? T : p.a.type, tb = kTyped ? T : p.b.type;
   double sum = 0;
-  for (int64_t kk = lane; kk < p.k; kk += 32) {
-    sum += static_cast<double>(p.a.At(e, at.i, kk)) * static_cast<double>(p.b.At(e, kk, at.j));
+  int64_t kk = lane;
+  for (; kk + 96 < p.k; kk += 128) {
+    float a[4], b[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      a[u] = LoadElement(ta, p.a.data, a_base + (kk + 32 * u) * p.a.col_stride);
+      b[u] = LoadElement(tb, p.b.data, b_base + (kk + 32 * u) * p.b.row_stride);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) sum += static_cast<double>(a[u]) * b[u];
+  }
+  for (; kk < p.k; kk += 32) {
+    sum += static_cast<double>(LoadElement(ta, p.a.data, a_base + kk * p.a.col_stride)) *
+           LoadElement(tb, p.b.data, b_base + kk * p.b.row_stride);
   }
   for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, offset);
   if (lane != 0) return;
@@ -119,6 +176,8 @@ cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResul
   auto* scratch = static_cast<double*>(scratch_bytes);
   if (auto e = cudaMemsetAsync(scratch, 0, SketchScratchBytes(p), stream); e != cudaSuccess) return e;
   if (auto e = cudaMemsetAsync(result, 0, sizeof(SketchResult), stream); e != cudaSuccess) return e;
+  const int64_t signs = SketchLayout{p.m, p.n, p.k}.sign_words();
+  SignsKernel<<<static_cast<unsigned>((signs + 255) / 256), 256, 0, stream>>>(p, scratch);
   const sketch::Passes passes = sketch::PassesOf(p, scratch);
   // The k-vectors first, then the operands' lines that read them.
   for (const sketch::OperandLines* op : {&passes.b_rows, &passes.a_columns, &passes.a_rows, &passes.b_columns}) {
@@ -137,8 +196,14 @@ cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResul
   }
   JudgeKernel<<<lines, 256, 0, stream>>>(p, scratch, result);
   const int64_t sample_threads = sketch::SamplesPerEntry(p) * 32;
-  SamplesKernel<<<dim3(static_cast<unsigned>((sample_threads + 255) / 256), static_cast<unsigned>(p.batch)), 256, 0,
-                  stream>>>(p, scratch, result);
+  const dim3 samples(static_cast<unsigned>((sample_threads + 255) / 256), static_cast<unsigned>(p.batch));
+  if (p.a.type == p.b.type && p.a.type == ElementType::kF16) {
+    SamplesKernel<ElementType::kF16, true><<<samples, 256, 0, stream>>>(p, scratch, result);
+  } else if (p.a.type == p.b.type && p.a.type == ElementType::kBF16) {
+    SamplesKernel<ElementType::kBF16, true><<<samples, 256, 0, stream>>>(p, scratch, result);
+  } else {
+    SamplesKernel<ElementType::kF32, false><<<samples, 256, 0, stream>>>(p, scratch, result);
+  }
   return cudaGetLastError();
 }
 

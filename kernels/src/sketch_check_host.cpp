@@ -10,15 +10,27 @@
 namespace gemm {
 namespace {
 
-template <class Op>
-void RunLines(const Op& op, int64_t length, int64_t batch) {
+template <class Op, ElementType T>
+void RunTyped(const Op& op, int64_t length, int64_t batch) {
   double sums[Op::kSums];
   for (int64_t e = 0; e < batch; ++e) {
     for (int64_t o = 0; o < op.outputs; ++o) {
       std::fill(sums, sums + Op::kSums, 0.0);
-      for (int64_t r = 0; r < length; ++r) op.Add(e, o, r, sums);
+      const typename Op::Line line = op.Begin(e, o);
+      for (int64_t r = 0; r < length; ++r) op.template Add<T>(line, r, sums);
       for (int s = 0; s < Op::kSums; ++s) *op.Out(e, s, o) = sums[s];
     }
+  }
+}
+
+template <class Op>
+void RunLines(const Op& op, int64_t length, int64_t batch) {
+  switch (op.type()) {
+    case ElementType::kF16: return RunTyped<Op, ElementType::kF16>(op, length, batch);
+    case ElementType::kBF16: return RunTyped<Op, ElementType::kBF16>(op, length, batch);
+    case ElementType::kF32: return RunTyped<Op, ElementType::kF32>(op, length, batch);
+    case ElementType::kF8E4M3: return RunTyped<Op, ElementType::kF8E4M3>(op, length, batch);
+    case ElementType::kF8E5M2: return RunTyped<Op, ElementType::kF8E5M2>(op, length, batch);
   }
 }
 
@@ -26,6 +38,7 @@ void RunLines(const Op& op, int64_t length, int64_t batch) {
 
 SketchResult SketchCheckOnHost(const SketchProblem& p) {
   std::vector<double> scratch(SketchScratchBytes(p) / sizeof(double));
+  for (int64_t i = 0; i < SketchLayout{p.m, p.n, p.k}.sign_words(); ++i) sketch::MakeSignWord(p, scratch.data(), i);
   const sketch::Passes passes = sketch::PassesOf(p, scratch.data());
   for (const sketch::OperandLines* op : {&passes.b_rows, &passes.a_columns, &passes.a_rows, &passes.b_columns}) {
     RunLines(*op, op->length, p.batch);
@@ -44,7 +57,7 @@ SketchResult SketchCheckOnHost(const SketchProblem& p) {
       result.failed_lines += v.failed;
       if (line < p.m) {
         result.non_finite += static_cast<unsigned long long>(
-            scratch[e * layout.doubles() + layout.d_rows() + (2 * sketch::V + 2) * p.m + line]);
+            sketch::Entries(p, scratch.data())[e * layout.doubles() + layout.d_rows() + (2 * sketch::V + 2) * p.m + line]);
       }
       result.worst_line_ratio = std::max(result.worst_line_ratio, static_cast<float>(v.ratio));
       if (std::isfinite(v.bound)) {

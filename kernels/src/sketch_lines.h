@@ -3,9 +3,9 @@
 // that both engines compute the check with the same code.
 //
 // Each pass reduces one matrix along its rows or its columns: for output o
-// (a row or a column of it) and reduction index r, Add(e, o, r, sums) adds
-// element (o, r)'s share of batch entry e, and Out(e, s, o) is where sum s
-// of output o goes.
+// (a row or a column of it) of batch entry e, Begin(e, o) gives the line,
+// Add<T>(line, r, sums) adds element r's share, and Out(e, s, o) is where
+// sum s of output o goes.
 #pragma once
 
 #include <cmath>
@@ -16,101 +16,190 @@ namespace gemm::sketch {
 
 inline constexpr int V = kSketchVectors;
 
+// Bit r of a sign vector: + where set.
+GEMM_HOST_DEVICE inline bool SignBit(const uint32_t* words, int64_t r) { return (words[r >> 5] >> (r & 31)) & 1u; }
+
+
 // Reduces op(A) or op(B): per output, Σ m·vec_v over the reduction index
-// for each vector, Σ |m|·weight, and Σ m².
+// for each vector, Σ |m|·weight, and Σ m². Begin(e, o) works out what is
+// the same along a line; Add<T> is the inner loop's body, for the matrix's
+// element type T known at compile time.
 struct OperandLines {
   static constexpr int kSums = SketchLayout::kOperandSums;
   StridedView matrix;
   bool per_row;         // outputs are the matrix's rows (reducing its columns), else its columns
   int64_t length;       // the reduction's length
   int64_t outputs;
-  int side = 0;         // with no `vec`: the seeded signs of this side (0: x over columns, 1: y over rows)
-  uint64_t seed = 0;
+  const uint32_t* signs;  // with no `vec`: this side's sign vectors as bits, `words` apart
+  int64_t words;
   double* scratch;      // the entries' sums, SketchLayout::doubles() apart
   int64_t entry_doubles;
   int64_t out_at;       // where this pass's sums start within an entry
-  int64_t vec_at = -1;  // where the vectors (V·length) start, or -1: seeded signs
+  int64_t vec_at = -1;  // where the vectors (V·length) start, or -1: the signs
   int64_t weight_at = -1;  // where the absolute weights (length) start, or -1: ones
 
+  struct Line {
+    int64_t base, step;  // element r of the line is base + r·step
+    const double* vec;   // or nullptr: the signs
+    const double* weight;
+  };
+  GEMM_HOST_DEVICE ElementType type() const { return matrix.type; }
   GEMM_HOST_DEVICE double* Out(int64_t e, int s, int64_t o) const {
     return scratch + e * entry_doubles + out_at + s * outputs + o;
   }
-  GEMM_HOST_DEVICE void Add(int64_t e, int64_t o, int64_t r, double* sums) const {
-    const double x = per_row ? matrix.At(e, o, r) : matrix.At(e, r, o);
+  GEMM_HOST_DEVICE Line Begin(int64_t e, int64_t o) const {
     const double* entry = scratch + e * entry_doubles;
+    return {e * matrix.batch_stride + o * (per_row ? matrix.row_stride : matrix.col_stride),
+            per_row ? matrix.col_stride : matrix.row_stride, vec_at >= 0 ? entry + vec_at : nullptr,
+            weight_at >= 0 ? entry + weight_at : nullptr};
+  }
+  template <ElementType T>
+  GEMM_HOST_DEVICE float Load(const Line& l, int64_t r) const {
+    return LoadElement(T, matrix.data, static_cast<uint64_t>(l.base + r * l.step));
+  }
+  template <ElementType T>
+  GEMM_HOST_DEVICE void Add(const Line& l, int64_t r, double* sums) const {
+    Accumulate(l, r, Load<T>(l, r), sums);
+  }
+  template <ElementType T = ElementType::kF32>
+  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float value, double* sums) const {
+    const double x = value;
     for (int v = 0; v < V; ++v) {
-      sums[v] += x * (vec_at >= 0 ? entry[vec_at + v * length + r] : SketchSign(seed, e, side, v, r));
+      sums[v] += l.vec != nullptr ? x * l.vec[v * length + r] : SignBit(signs + v * words, r) ? x : -x;
     }
-    sums[V] += fabs(x) * (weight_at >= 0 ? entry[weight_at + r] : 1.0);
+    sums[V] += fabs(x) * (l.weight != nullptr ? l.weight[r] : 1.0);
     sums[V + 1] += x * x;
   }
 };
 
 // Reduces D (and C) along its rows (outputs i, reducing j) or its columns:
 // per vector Σ d·sign and Σ c·sign, then Σ e², Σ (|d| + |β·c|) and the
-// count of non-finite d. The norms of op(A)'s rows and op(B)'s columns are
-// in place of their sums of squares (TakeNorms).
+// count of non-finite d, e the largest honest error of an element: half an
+// ulp in D's type, the epilogue's fp32 rounding, the K-aware term of its
+// row's and column's norms (in place of their sums of squares: TakeNorm),
+// and β·C's rounding.
 struct DLines {
   static constexpr int kSums = SketchLayout::kDSums;
   SketchProblem problem;
   bool per_row;
   int64_t outputs;
+  const uint32_t* signs;  // x where per_row, else y: bits, `words` apart
+  int64_t words;
   double* scratch;
   int64_t entry_doubles;
   int64_t out_at;
   int64_t a_norms_at, b_norms_at;  // within an entry: m and n norms
+  double accumulation;  // (unit·√K + input)·|α'|, per unit of ‖a_i‖·‖b_j‖
+  double c_rounding;    // 2^-23·|β| where C is read
 
+  struct Line {
+    int64_t d_base, d_step, c_base, c_step;
+    double own_norm;            // this row's (column's) norm, times `accumulation`
+    const double* other_norms;  // the columns' (rows') norms, by r
+  };
+  GEMM_HOST_DEVICE ElementType type() const { return problem.d.type; }
   GEMM_HOST_DEVICE double* Out(int64_t e, int s, int64_t o) const {
     return scratch + e * entry_doubles + out_at + s * outputs + o;
   }
-  GEMM_HOST_DEVICE void Add(int64_t e, int64_t o, int64_t r, double* sums) const {
-    const int64_t i = per_row ? o : r, j = per_row ? r : o;
-    const SketchProblem& p = problem;
-    const double d = p.d.At(e, i, j);
-    const double c = p.reads_c ? p.c.At(e, i, j) : 0.0;
+  GEMM_HOST_DEVICE Line Begin(int64_t e, int64_t o) const {
+    const StridedView &d = problem.d, &c = problem.c;
     const double* entry = scratch + e * entry_doubles;
-    const int side = per_row ? 0 : 1;  // D·x sums over columns; yᵀ·D over rows
+    return {e * d.batch_stride + o * (per_row ? d.row_stride : d.col_stride), per_row ? d.col_stride : d.row_stride,
+            e * c.batch_stride + o * (per_row ? c.row_stride : c.col_stride), per_row ? c.col_stride : c.row_stride,
+            accumulation * entry[(per_row ? a_norms_at : b_norms_at) + o],
+            entry + (per_row ? b_norms_at : a_norms_at)};
+  }
+  template <ElementType T>
+  GEMM_HOST_DEVICE float Load(const Line& l, int64_t r) const {
+    return LoadElement(T, problem.d.data, static_cast<uint64_t>(l.d_base + r * l.d_step));
+  }
+  template <ElementType T>
+  GEMM_HOST_DEVICE void Add(const Line& l, int64_t r, double* sums) const {
+    Accumulate<T>(l, r, Load<T>(l, r), sums);
+  }
+  template <ElementType T>
+  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float d, double* sums) const {
+    const SketchProblem& p = problem;
+    const double c = p.reads_c ? LoadElement(p.c.type, p.c.data, static_cast<uint64_t>(l.c_base + r * l.c_step)) : 0.0;
     for (int v = 0; v < V; ++v) {
-      const double sign = SketchSign(p.seed, e, side, v, r);
-      sums[v] += d * sign;
-      sums[V + v] += c * sign;
+      const bool plus = SignBit(signs + v * words, r);
+      sums[v] += plus ? d : -d;
+      sums[V + v] += plus ? c : -c;
     }
-    const double bound = ElementErrorBound(p, d, c, entry[a_norms_at + i], entry[b_norms_at + j]);
-    sums[2 * V] += bound * bound;
+    // In fp32 where D is 16-bit: a bound, not a result; JudgeLine widens
+    // the sum by 2^-10 for fp32's rounding of its terms.
+    double bound;
+    if constexpr (T == ElementType::kF16 || T == ElementType::kBF16) {
+      const float b32 = HalfUlpF(T, d) + 0x1p-24f * fabsf(d) +
+                        static_cast<float>(l.own_norm) * static_cast<float>(l.other_norms[r]) +
+                        static_cast<float>(c_rounding) * fabsf(static_cast<float>(c));
+      bound = b32 * b32;
+    } else {
+      const double b64 = HalfUlp(T, d) + 0x1p-24 * fabs(d) + l.own_norm * l.other_norms[r] + c_rounding * fabs(c);
+      bound = b64 * b64;
+    }
+    sums[2 * V] += bound;
     sums[2 * V + 1] += fabs(d) + fabs(p.beta * c);
-    sums[2 * V + 2] += d - d == 0 ? 0.0 : 1.0;  // NaN or Inf
+    sums[2 * V + 2] += d - d == 0 ? 0.0f : 1.0f;  // NaN or Inf
   }
 };
 
-// Where each pass reads and writes within an entry.
+// Where each pass reads and writes.
 struct Passes {
   OperandLines b_rows, a_columns, a_rows, b_columns;
   DLines d_rows, d_columns;
 };
 
+// The entries' part of the scratch, after the signs.
+GEMM_HOST_DEVICE inline double* Entries(const SketchProblem& p, double* scratch) {
+  return scratch + SketchLayout{p.m, p.n, p.k}.signs();
+}
+GEMM_HOST_DEVICE inline const double* Entries(const SketchProblem& p, const double* scratch) {
+  return scratch + SketchLayout{p.m, p.n, p.k}.signs();
+}
+
+// Word `index` of the signs: x's V vectors, then y's (SketchLayout).
+GEMM_HOST_DEVICE inline void MakeSignWord(const SketchProblem& p, double* scratch, int64_t index) {
+  const SketchLayout l{p.m, p.n, p.k};
+  const bool x = index < V * l.x_words();
+  const int64_t words = x ? l.x_words() : l.y_words(), at = x ? index : index - V * l.x_words();
+  const int64_t length = x ? p.n : p.m, first = at % words * 32;
+  uint32_t bits = 0;
+  for (int b = 0; b < 32 && first + b < length; ++b) {
+    if (SketchSign(p.seed, x ? 0 : 1, static_cast<int>(at / words), first + b) > 0) bits |= 1u << b;
+  }
+  reinterpret_cast<uint32_t*>(scratch)[index] = bits;
+}
+
 inline Passes PassesOf(const SketchProblem& p, double* scratch) {
   const SketchLayout l{p.m, p.n, p.k};
   const int64_t entry = l.doubles();
+  const uint32_t* x = reinterpret_cast<const uint32_t*>(scratch);
+  const uint32_t* y = x + V * l.x_words();
+  const int64_t xw = l.x_words(), yw = l.y_words();
+  double* entries = Entries(p, scratch);
   Passes s;
-  // op(B)·x and yᵀ·op(A): k-vectors, signs made on the fly.
-  s.b_rows = {p.b, true, p.n, p.k, 0, p.seed, scratch, entry, l.b_rows()};
-  s.a_columns = {p.a, false, p.m, p.k, 1, p.seed, scratch, entry, l.a_columns()};
+  // op(B)·x and yᵀ·op(A): k-vectors.
+  s.b_rows = {p.b, true, p.n, p.k, x, xw, entries, entry, l.b_rows()};
+  s.a_columns = {p.a, false, p.m, p.k, y, yw, entries, entry, l.a_columns()};
   // op(A)·(op(B)·x) and (yᵀ·op(A))·op(B), with |op(A)|·(|op(B)|·1) and its
   // transpose beside them for the bound on fp64's own rounding, and the
   // norms of op(A)'s rows and op(B)'s columns.
-  s.a_rows = {p.a, true, p.k, p.m, 0, p.seed, scratch, entry, l.a_rows(), l.b_rows(), l.b_rows() + V * p.k};
-  s.b_columns = {p.b, false, p.k, p.n, 0, p.seed, scratch, entry, l.b_columns(), l.a_columns(),
-                 l.a_columns() + V * p.k};
+  s.a_rows = {p.a, true, p.k, p.m, x, xw, entries, entry, l.a_rows(), l.b_rows(), l.b_rows() + V * p.k};
+  s.b_columns = {p.b, false, p.k, p.n, y, yw, entries, entry, l.b_columns(), l.a_columns(), l.a_columns() + V * p.k};
   const int64_t a_norms = l.a_rows() + (V + 1) * p.m, b_norms = l.b_columns() + (V + 1) * p.n;
-  s.d_rows = {p, true, p.m, scratch, entry, l.d_rows(), a_norms, b_norms};
-  s.d_columns = {p, false, p.n, scratch, entry, l.d_columns(), a_norms, b_norms};
+  const FormTolerance& t = p.tolerance;
+  const double accumulation = (t.unit * std::sqrt(static_cast<double>(p.k)) + t.input) * std::fabs(p.product_scale);
+  const double c_rounding = p.reads_c ? 0x1p-23 * std::fabs(p.beta) : 0.0;
+  s.d_rows = {p, true, p.m, x, xw, entries, entry, l.d_rows(), a_norms, b_norms, accumulation, c_rounding};
+  s.d_columns = {p, false, p.n, y, yw, entries, entry, l.d_columns(), a_norms, b_norms, accumulation, c_rounding};
   return s;
 }
 
 // The sums of squares of op(A)'s rows and op(B)'s columns become norms.
 GEMM_HOST_DEVICE inline void TakeNorm(const SketchProblem& p, double* scratch, int64_t e, int64_t line) {
   const SketchLayout l{p.m, p.n, p.k};
-  double* entry = scratch + e * l.doubles();
+  double* entry = Entries(p, scratch) + e * l.doubles();
   double* x = line < p.m ? entry + l.a_rows() + (V + 1) * p.m + line
                          : entry + l.b_columns() + (V + 1) * p.n + (line - p.m);
   *x = sqrt(*x);
@@ -126,14 +215,14 @@ struct LineVerdict {
 GEMM_HOST_DEVICE inline LineVerdict JudgeLine(const SketchProblem& p, const double* scratch, int64_t e,
                                               int64_t line) {
   const SketchLayout l{p.m, p.n, p.k};
-  const double* entry = scratch + e * l.doubles();
+  const double* entry = Entries(p, scratch) + e * l.doubles();
   const bool row = line < p.m;
   const int64_t o = row ? line : line - p.m, outputs = row ? p.m : p.n;
   const double* product = entry + (row ? l.a_rows() : l.b_columns());  // op(A)·op(B) against the vectors
   const double* dsums = entry + (row ? l.d_rows() : l.d_columns());
   // fp64's own rounding: n + k terms of at most Σ|d| + |α'|·Σ|a||b|, each
   // off by 2^-53; 2^-40 leaves room.
-  const double bound = kSketchLambda * sqrt(dsums[2 * V * outputs + o]) +
+  const double bound = kSketchLambda * sqrt(dsums[2 * V * outputs + o] * (1 + 0x1p-10)) +
                        0x1p-40 * (dsums[(2 * V + 1) * outputs + o] + fabs(p.product_scale) * product[V * outputs + o]);
   LineVerdict verdict{dsums[(2 * V + 2) * outputs + o] > 0, 0.0, bound};
   for (int v = 0; v < V; ++v) {
@@ -172,7 +261,7 @@ struct SampleVerdict {
 GEMM_HOST_DEVICE inline SampleVerdict JudgeSample(const SketchProblem& p, const double* scratch, int64_t e,
                                                   SampleAt at, double sum) {
   const SketchLayout l{p.m, p.n, p.k};
-  const double* entry = scratch + e * l.doubles();
+  const double* entry = Entries(p, scratch) + e * l.doubles();
   const double c = p.reads_c ? p.c.At(e, at.i, at.j) : 0.0;
   const double ref = p.product_scale * sum + p.beta * c;
   const double d = p.d.At(e, at.i, at.j);

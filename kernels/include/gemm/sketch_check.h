@@ -76,37 +76,50 @@ struct SketchResult {
   double sure_error() const { return 2.0 * fmin(largest_row_bound, largest_column_bound); }
 };
 
-// The largest honest error of one element of D: half an ulp in D's type, the
-// epilogue's fp32 rounding, the K-aware accumulation term for a row of norm
-// `a_norm` and a column of norm `b_norm`, and β·C's rounding.
-GEMM_HOST_DEVICE inline double HalfUlp(ElementType t, double v) {
-  const int mantissa = t == ElementType::kF16 ? 11 : t == ElementType::kBF16 ? 8 : 24;  // with the implicit bit
+// 2^e as a double, from its bits (e from -1022 to 1023).
+GEMM_HOST_DEVICE inline double Pow2(int e) {
+  const uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(bits));
+#else
+  double d;
+  __builtin_memcpy(&d, &bits, sizeof d);
+  return d;
+#endif
+}
+
+// Half an ulp of a value of type `t` (fp16, bf16 or fp32, so exactly a
+// float): 2^(E - p) for |v| in [2^E, 2^(E+1)) with p significant bits, E
+// no lower than the type's smallest normal exponent. From the float's bits:
+// this runs once per element of D.
+GEMM_HOST_DEVICE inline double HalfUlp(ElementType t, float v) {
+  const int significant = t == ElementType::kF16 ? 11 : t == ElementType::kBF16 ? 8 : 24;
   const int min_exponent = t == ElementType::kF16 ? -14 : -126;
-  int exponent = 0;
-  const double fraction = frexp(fabs(v), &exponent);  // |v| = fraction·2^exponent, fraction in [0.5, 1)
-  (void)fraction;
-  const int e = (v == 0 || exponent - 1 < min_exponent) ? min_exponent : exponent - 1;
-  return ldexp(1.0, e - mantissa);  // half of 2^(e - (mantissa - 1))
+  const int exponent = static_cast<int>((element_detail::FloatBits(v) >> 23) & 0xff) - 127;  // 0 and subnormals: -127
+  return Pow2((exponent < min_exponent ? min_exponent : exponent) - significant);
 }
 
-GEMM_HOST_DEVICE inline double ElementErrorBound(const SketchProblem& p, double d, double c, double a_norm,
-                                                 double b_norm) {
-  const FormTolerance& t = p.tolerance;
-  const double accumulation = (t.unit * sqrt(static_cast<double>(p.k)) + t.input) * fabs(p.product_scale);
-  return HalfUlp(p.d.type, d) + 0x1p-24 * fabs(d) + accumulation * a_norm * b_norm +
-         (p.reads_c ? 0x1p-23 * fabs(p.beta) * fabs(c) : 0.0);
+// The same in fp32 for fp16 and bf16 (whose half-ulps are normal floats,
+// 2^-25 and up, and 2^-134 and up, as subnormals), for the inner loop.
+GEMM_HOST_DEVICE inline float HalfUlpF(ElementType t, float v) {
+  const int significant = t == ElementType::kF16 ? 11 : 8;
+  const int min_exponent = t == ElementType::kF16 ? -14 : -126;
+  const int exponent = static_cast<int>((element_detail::FloatBits(v) >> 23) & 0xff) - 127;
+  const int e = (exponent < min_exponent ? min_exponent : exponent) - significant;
+  return e >= -126 ? element_detail::Pow2f(e) : element_detail::BitsFloat(1u << (e + 149));
 }
 
-// Entry `e`'s random sign for vector v of a side (0: rows, the vector x of
-// length n; 1: columns, y of length m) at index i.
-GEMM_HOST_DEVICE inline double SketchSign(uint64_t seed, int64_t e, int side, int v, int64_t i) {
-  const uint64_t stream = Mix64(seed ^ Mix64(static_cast<uint64_t>(e) * 4 + side * 2 + v + 1));
+// Entry-independent random signs: vector v of a side (0: rows, x of length
+// n; 1: columns, y of length m) at index i. Made once per check.
+GEMM_HOST_DEVICE inline double SketchSign(uint64_t seed, int side, int v, int64_t i) {
+  const uint64_t stream = Mix64(seed ^ Mix64(static_cast<uint64_t>(side * 2 + v + 1)));
   return (Mix64(stream + static_cast<uint64_t>(i)) >> 63) ? 1.0 : -1.0;
 }
 
-// The sums the check keeps per batch entry, in doubles: per side the
-// k-vectors op(B)·x and yᵀ·op(A) with their absolute sums, then the
-// row (m) and column (n) sums of the operands and of D.
+// The scratch: the sign vectors as bits (x, then y), then per
+// batch entry, in doubles: per side the k-vectors op(B)·x and yᵀ·op(A)
+// with their absolute sums, then the row (m) and column (n) sums of the
+// operands and of D.
 struct SketchLayout {
   static constexpr int V = kSketchVectors;
   static constexpr int kOperandSums = V + 2;  // dot per vector, absolute sum, sum of squares
@@ -119,11 +132,36 @@ struct SketchLayout {
   GEMM_HOST_DEVICE int64_t d_rows() const { return b_columns() + kOperandSums * n; }    // (2V + 3)·m
   GEMM_HOST_DEVICE int64_t d_columns() const { return d_rows() + kDSums * m; }          // (2V + 3)·n
   GEMM_HOST_DEVICE int64_t doubles() const { return d_columns() + kDSums * n; }         // per entry
+  // The signs come first, as bits: V vectors of n for x, then V of m for y.
+  GEMM_HOST_DEVICE int64_t x_words() const { return (n + 31) / 32; }  // per vector
+  GEMM_HOST_DEVICE int64_t y_words() const { return (m + 31) / 32; }
+  GEMM_HOST_DEVICE int64_t sign_words() const { return V * (x_words() + y_words()); }
+  GEMM_HOST_DEVICE int64_t signs() const { return (sign_words() + 1) / 2; }  // in doubles
 };
 
 // Device scratch SketchCheck (gemm/sketch_check_gpu.h) needs for `p`.
 inline size_t SketchScratchBytes(const SketchProblem& p) {
-  return static_cast<size_t>(SketchLayout{p.m, p.n, p.k}.doubles() * p.batch) * sizeof(double);
+  const SketchLayout l{p.m, p.n, p.k};
+  return static_cast<size_t>(l.signs() + l.doubles() * p.batch) * sizeof(double);
+}
+
+// The check's view of a form's operands, dense as FormProblem has them.
+inline SketchProblem SketchOfForm(const FormProblem& f, uint64_t seed) {
+  const GemmForm& g = f.form;
+  const int64_t m = f.m, n = f.n, k = f.k;
+  const bool a_k = g.a_layout == Layout::kKContiguous, b_k = g.b_layout == Layout::kKContiguous;
+  SketchProblem p;
+  p.m = m, p.n = n, p.k = k, p.batch = g.batch;
+  p.a = {f.a, g.a, a_k ? k : 1, a_k ? 1 : m, g.stride_a};  // stored m×k, or k×m
+  p.b = {f.b, g.b, b_k ? 1 : n, b_k ? k : 1, g.stride_b};  // stored n×k, or k×n
+  p.c = {f.c, g.c, n, 1, g.stride_c};
+  p.d = {f.d, g.d, n, 1, m * n};
+  p.product_scale = g.ProductScale();
+  p.reads_c = g.ReadsC();
+  p.beta = p.reads_c ? g.beta : 0.0;
+  p.tolerance = ToleranceOf(g);
+  p.seed = seed;
+  return p;
 }
 
 // The check on the host, for the CPU engine and the tests.

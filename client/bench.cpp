@@ -51,7 +51,8 @@ struct Combo {
 // caller's (a C, when the form reads one, is generated from `seed`).
 gemm::v1::MultiplyRequest RequestFor(const Combo& c, const BenchArgs& args, uint64_t seed = 1,
                                      gemm::GemmForm* form = nullptr) {
-  gemm::v1::MultiplyRequest req = MultiplyRequestFor(c.m, c.n, c.k, c.step, args.repeats, args.benchmark, args.verify);
+  gemm::v1::MultiplyRequest req = MultiplyRequestFor(c.m, c.n, c.k, c.step, args.repeats, args.benchmark,
+                                                     args.verify || args.fast_verify, args.fast_verify);
   gemm::GemmForm resolved;
   ApplyForm(args.form, &req, &resolved);  // checked once before the run
   if (resolved.ReadsC()) req.mutable_c()->mutable_random()->set_seed(seed);

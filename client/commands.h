@@ -24,6 +24,7 @@ struct RunArgs {
   // multiplied by handle, left stored.
   std::string a_handle, b_handle;
   bool no_verify = false;
+  bool fast_verify = false;  // VERIFICATION_FAST instead of the full check
   uint32_t repeats = 1;
   std::string transport = "auto";  // auto | inline | handle
   // With more than one: handles, A and B uploaded at once and D fetched in
@@ -44,6 +45,7 @@ struct BenchArgs {
   uint64_t count = 0;
   uint32_t repeats = 1;
   bool verify = false;
+  bool fast_verify = false;  // implies verify
   bool benchmark = false;
   // A and B sent in each request and D returned in its reply, as a client
   // with its own data sends them, instead of server-generated inputs.
@@ -80,7 +82,7 @@ uint32_t AutoConnections(uint32_t concurrency);
 // A Multiply of m×n×k on `step` with run's and bench's settings; its
 // operands and output are the caller's to set.
 gemm::v1::MultiplyRequest MultiplyRequestFor(int64_t m, int64_t n, int64_t k, uint32_t step, uint32_t repeats,
-                                             bool benchmark, bool verify);
+                                             bool benchmark, bool verify, bool fast = false);
 
 // "512x384x256" -> m, n, k; false on a malformed string.
 bool ParseShape(const std::string& text, int64_t* m, int64_t* n, int64_t* k);

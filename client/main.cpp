@@ -73,7 +73,11 @@ int main(int argc, char** argv) {
   b_handle->needs(a_handle)->excludes(b_opt);
   run->add_option("--out", run_args.out_file, "write D (raw, in D's type) to this file");
   gemmc::AddFormOptions(run, &run_args.form, /*with_c=*/true);
-  run->add_flag("--no-verify", run_args.no_verify, "skip the check against the reference");
+  auto* no_verify = run->add_flag("--no-verify", run_args.no_verify, "skip the check against the reference");
+  run->add_flag("--fast-verify", run_args.fast_verify,
+                "VERIFICATION_FAST: check D by random projections and sampled elements instead of a second GEMM "
+                "(docs/verification.md says what it catches)")
+      ->excludes(no_verify);
   run->add_option("--repeats", run_args.repeats, "kernel runs; the report gives the median")->capture_default_str();
   run->add_option("--transport", run_args.transport,
                   "how file inputs travel: auto, inline (in the request), handle (chunked upload)")
@@ -123,6 +127,7 @@ int main(int argc, char** argv) {
   dur->excludes(cnt);
   bench->add_option("--repeats", bench_args.repeats, "kernel runs per request")->capture_default_str();
   bench->add_flag("--verify", bench_args.verify, "verify every result (slower)");
+  bench->add_flag("--fast-verify", bench_args.fast_verify, "verify every result with VERIFICATION_FAST");
   auto* inline_flag = bench->add_flag(
       "--inline", bench_args.inline_data,
       "send A and B in each request and take D back in the reply (the matrices a seed makes, once per shape), "

@@ -25,6 +25,13 @@ TEST(CpuForms, EveryTypeLayoutCAndBatchMatchesAnFp64Product) {
   for (const testing::Case& c : testing::AllCases()) testing::RunCase(engine, c, seed += 3);
 }
 
+// VERIFICATION_FAST passes every honest case (no false alarm in any type).
+TEST(CpuForms, TheFastCheckPassesEveryCase) {
+  CpuEngine engine;
+  uint32_t seed = 5;
+  for (const testing::Case& c : testing::AllCases()) testing::RunCase(engine, c, seed += 3, {13, 9, 20}, true);
+}
+
 TEST(CpuForms, RandomOperandsOfEveryTypeComeFromTheSeed) {
   // x @ W in bf16: A random, B random, both generated as the GPU generates them.
   GemmForm f;

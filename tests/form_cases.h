@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "engine/engine.h"
 #include "gemm/form.h"
+#include "gemm/sketch_check.h"
 
 namespace gemmd::testing {
 
@@ -105,16 +107,22 @@ struct CaseJob {
   int WrongElements() const;
 };
 
-// Runs the case on `engine` (device 0, step 0), D poisoned, and checks D.
-inline void RunCase(Engine& engine, const Case& c, uint32_t seed, CaseShape s = {13, 9, 20}) {
-  SCOPED_TRACE(Name(c) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+// Runs the case on `engine` (device 0, step 0), D poisoned, and checks D;
+// verified by VERIFICATION_FAST's sketch where `fast`.
+inline void RunCase(Engine& engine, const Case& c, uint32_t seed, CaseShape s = {13, 9, 20}, bool fast = false) {
+  SCOPED_TRACE(Name(c) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+               (fast ? " fast" : ""));
   const gemm::GemmForm f = FormOf(c, s);
   ASSERT_EQ(gemm::CombinationError(f), "");
   CaseJob run(f, s, seed);
+  run.job.verify_fast = fast;
   auto report = engine.Run(0, run.job);
   ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->verification.passed) << report->verification.max_abs_error;
-  EXPECT_EQ(report->verification.elements, static_cast<uint64_t>(f.batch * s.m * s.n));
+  EXPECT_TRUE(report->verification.passed) << report->verification.max_abs_error << " "
+                                           << report->verification.worst_line_ratio;
+  EXPECT_EQ(report->verification.fast, fast);
+  const uint64_t checked = fast ? std::min<uint64_t>(s.m * s.n, gemm::kSketchSamples) : s.m * s.n;
+  EXPECT_EQ(report->verification.elements, static_cast<uint64_t>(f.batch) * checked);
   EXPECT_EQ(run.WrongElements(), 0);
 }
 

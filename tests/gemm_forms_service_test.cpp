@@ -9,6 +9,7 @@
 
 #include "gemm/form.h"
 #include "gemm/steps.h"
+#include "gemm/sketch_check.h"
 #include "server_fixture.h"
 #include "x_times_w.h"
 
@@ -38,6 +39,40 @@ TEST_F(GemmFormsTest, Bf16XTimesWPlusBetaCBatchedWithASharedWMatchesFp64) {
   EXPECT_THAT(resp.verification().tolerance_source(), HasSubstr("bfloat16"));
   ASSERT_EQ(resp.d().size(), static_cast<size_t>(4 * 24 * 40 * 2));
   EXPECT_EQ(problem.Mismatches(resp.d()), 0);
+}
+
+// VERIFICATION_FAST: the report says which check ran, what it used and the
+// single-element error it is sure to catch; D is the same product.
+TEST_F(GemmFormsTest, TheFastCheckSaysWhatItRanAndWhatItCatches) {
+  const XTimesW problem(4, 24, 40, 72);
+  gemm::v1::MultiplyRequest req = problem.Request(client());
+  req.set_verification(gemm::v1::VERIFICATION_FAST);
+  MultiplyResponse resp;
+  ASSERT_TRUE(client().Multiply(req, &resp).ok());
+  const gemm::v1::VerificationReport& v = resp.verification();
+  EXPECT_TRUE(v.passed());
+  EXPECT_EQ(v.mode(), gemm::v1::VERIFICATION_FAST);
+  EXPECT_EQ(v.reference(), "cpu-sketch-fp64");
+  EXPECT_EQ(v.sketch_vectors(), 2u);
+  EXPECT_EQ(v.elements(), 4u * 24 * 40) << "fewer elements than samples: every one recomputed";
+  EXPECT_GT(v.sure_error(), 0);
+  EXPECT_LT(v.worst_line_ratio(), 1);
+  EXPECT_EQ(problem.Mismatches(resp.d()), 0);
+
+  gemm::v1::MultiplyRequest plain;
+  plain.mutable_shape()->set_m(300);
+  plain.mutable_shape()->set_n(200);
+  plain.mutable_shape()->set_k(100);
+  plain.mutable_a()->mutable_random()->set_seed(1);
+  plain.mutable_b()->mutable_random()->set_seed(2);
+  plain.set_verification(gemm::v1::VERIFICATION_FAST);
+  ASSERT_TRUE(client().Multiply(plain, &resp).ok());
+  EXPECT_TRUE(resp.verification().passed());
+  EXPECT_EQ(resp.verification().mode(), gemm::v1::VERIFICATION_FAST);
+  EXPECT_EQ(resp.verification().elements(), static_cast<uint64_t>(gemm::kSketchSamples));
+  plain.set_verification(gemm::v1::VERIFICATION_UNSPECIFIED);
+  ASSERT_TRUE(client().Multiply(plain, &resp).ok());
+  EXPECT_EQ(resp.verification().mode(), gemm::v1::VERIFICATION_FULL) << "the default";
 }
 
 TEST_F(GemmFormsTest, Fp8WithScalesAndFp32DOfFp16AndStoredDsKeepTheirType) {

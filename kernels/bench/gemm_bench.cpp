@@ -25,6 +25,7 @@
 #include "gemm/gemm.h"
 #include "accuracy.h"
 #include "diagnose_run.h"
+#include "fast_check.h"
 #include "gemm/steps.h"
 #include "gemm/vendor_plan.h"
 #include "shape_sweep.h"
@@ -64,6 +65,7 @@ struct Options {
   uint64_t seed = 1;
   bool pitched = false;
   int accuracy = 0;  // seeds per shape of --accuracy (accuracy.h); 0: time instead
+  bool fast_check = false;  // --fast-check (fast_check.h)
   bool autotune = true;  // the autotuned cuBLASLt column (off in sweeps)
   bool diagnose = false;  // the pattern diagnostics (diagnose_run.h) instead of timing
   std::string csv, md;
@@ -92,7 +94,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
                "[--steps 1,2,...] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] [--md FILE]\n"
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
                "error against the exact product, beside cuBLAS's\n"
-               "       gemm-bench --diagnose [--steps ...]: each step on structured probes, and what a wrong D says\n",
+               "       gemm-bench --diagnose [--steps ...]: each step on structured probes, and what a wrong D says\n"
+               "       gemm-bench --fast-check [--shapes ...]: VERIFICATION_FAST's check beside cuBLAS's GEMM\n",
                msg);
   std::exit(2);
 }
@@ -133,6 +136,8 @@ Options Parse(int argc, char** argv) {
       o.pitched = layout == "pitched";
     } else if (a == "--diagnose") {
       o.diagnose = true;
+    } else if (a == "--fast-check") {
+      o.fast_check = true;
     } else if (a == "--no-autotune") {
       o.autotune = false;
     } else if (a == "--accuracy") {
@@ -195,6 +200,11 @@ double Median(std::vector<float> v) {
 int main(int argc, char** argv) {
   const Options opt = Parse(argc, argv);
   if (opt.diagnose) return gemm::bench::RunDiagnostics(opt.steps, opt.device);
+  if (opt.fast_check) {
+    std::vector<gemm::bench::FastCheckShape> shapes;
+    for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
+    return gemm::bench::RunFastCheck(shapes, opt.device);
+  }
   if (opt.accuracy > 0) {
     std::vector<gemm::bench::AccuracyShape> shapes;
     for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});

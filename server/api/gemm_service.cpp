@@ -152,6 +152,7 @@ void GemmService::Multiply(QueuedCall* queued) {
   job.k = s.k();
   job.step = static_cast<int>(req->step());
   job.verify = req->verification() != gemm::v1::VERIFICATION_NONE;
+  job.verify_fast = req->verification() == gemm::v1::VERIFICATION_FAST;
   job.repeats = std::max<uint32_t>(req->repeats(), 1);
   job.benchmark = req->benchmark();
 
@@ -309,6 +310,12 @@ void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, ab
   vr->set_accumulation_atol(v.accumulation_atol);
   vr->set_reference(v.reference);
   vr->set_tolerance_source(v.tolerance_source);
+  if (v.performed) vr->set_mode(v.fast ? gemm::v1::VERIFICATION_FAST : gemm::v1::VERIFICATION_FULL);
+  if (v.fast) {
+    vr->set_sketch_vectors(v.sketch_vectors);
+    vr->set_sure_error(v.sure_error);
+    vr->set_worst_line_ratio(v.worst_line_ratio);
+  }
   resp->set_d_type(ToProto(job.form.d));
   resp->set_batch_count(static_cast<uint32_t>(job.form.batch));
 

@@ -1,7 +1,8 @@
 // Which Multiply requests may share one launch (the Dispatcher's batching):
 // small step-0 GEMMs of one shape and one form (gemm::SameComputation: the
 // types, layouts, alpha, beta and scales), which cuBLAS runs as one strided
-// batched GEMM. A request that is a batch itself runs alone. The ladder's
+// batched GEMM. A request that is a batch itself, or asks for the fast
+// check (VERIFICATION_FAST), runs alone. The ladder's
 // kernels take one problem each; benchmark timing and repeats time single
 // launches: those requests always run alone.
 #pragma once
@@ -29,6 +30,7 @@ struct BatchPolicy {
 // (it is a hash); an engine checks the shapes before it batches.
 inline uint64_t BatchKey(const GemmJob& job, const BatchPolicy& policy) {
   if (policy.max_batch < 2 || job.step != 0 || job.form.batch != 1 || job.repeats != 1 || job.benchmark ||
+      job.verify_fast ||
       job.k > policy.max_k ||
       static_cast<double>(job.m) * job.n * job.k > policy.max_multiply_adds) {
     return 0;

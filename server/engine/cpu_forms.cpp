@@ -106,7 +106,12 @@ absl::StatusOr<GemmReport> RunFormOnCpu(const BlasApi& blas, const GemmJob& job)
   }
   report.seconds.download = SecondsSince(t);
 
-  if (job.verify) {
+  if (job.verify && job.verify_fast) {
+    t = Clock::now();
+    const gemm::SketchProblem problem = HostSketchProblem(job, a.data(), b.data(), f.ReadsC() ? c.data() : nullptr, d);
+    report.verification = FastVerification(gemm::SketchCheckOnHost(problem), problem.tolerance, "cpu-sketch-fp64");
+    report.seconds.verify = SecondsSince(t);
+  } else if (job.verify) {
     if (job.should_stop()) return absl::CancelledError("request cancelled before verification");
     t = Clock::now();
     const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());

@@ -22,9 +22,8 @@ bool OneLaunchCanRun(const std::vector<const GemmJob*>& jobs, uint64_t staging_b
   if (jobs.size() < 2 || jobs.size() > gemm::kMaxCompareBatch) return false;
   const GemmJob& first = *jobs.front();
   for (const GemmJob* job : jobs) {
-    if (job->step != 0 || !job->form.IsPlain() || job->repeats != 1 || job->benchmark || job->m != first.m ||
-        job->n != first.n ||
-        job->k != first.k) {
+    if (job->step != 0 || !job->form.IsPlain() || job->repeats != 1 || job->benchmark || job->verify_fast ||
+        job->m != first.m || job->n != first.n || job->k != first.k) {
       return false;
     }
   }

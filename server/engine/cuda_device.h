@@ -24,6 +24,7 @@
 #include "engine/host_copier.h"
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
+#include "gemm/sketch_check_gpu.h"
 #include "gemm/vendor_plan.h"
 
 namespace gemmd {
@@ -83,6 +84,8 @@ struct Lane {
   uint32_t next_slot = 0;
   gemm::CompareResult* cmp = nullptr;       // device
   gemm::CompareResult* cmp_host = nullptr;  // pinned
+  gemm::SketchResult* sketch = nullptr;       // device: VERIFICATION_FAST's result
+  gemm::SketchResult* sketch_host = nullptr;  // pinned
   float* row_norms = nullptr;               // device: A's and B's largest row norms (gemm/tolerance.h)
   bool busy = false;
 };

@@ -111,6 +111,8 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
       if (e == cudaSuccess) e = cudaMalloc(&lane->row_norms, 2 * sizeof(float));
       if (e == cudaSuccess) e = cudaMalloc(&lane->scratch, kLaneScratchBytes);
       if (e == cudaSuccess) e = cudaMallocHost(&lane->cmp_host, sizeof(gemm::CompareResult));
+      if (e == cudaSuccess) e = cudaMalloc(&lane->sketch, sizeof(gemm::SketchResult));
+      if (e == cudaSuccess) e = cudaMallocHost(&lane->sketch_host, sizeof(gemm::SketchResult));
       if (e != cudaSuccess) return absl::InternalError(dev->desc.id + ": lane set-up: " + ErrorText(e));
       dev->lanes.push_back(std::move(lane));
     }
@@ -200,6 +202,8 @@ CudaEngine::~CudaEngine() {
       if (lane->row_norms) cudaFree(lane->row_norms);
       if (lane->scratch) cudaFree(lane->scratch);
       if (lane->cmp_host) cudaFreeHost(lane->cmp_host);
+      if (lane->sketch) cudaFree(lane->sketch);
+      if (lane->sketch_host) cudaFreeHost(lane->sketch_host);
       gemm::DestroyContext(&lane->ctx);
     }
     if (dev->keep_warm_stream) {
@@ -474,15 +478,28 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   cudaError_t e = cached[0] ? cudaSuccess : buffers.Allocate(&a.data, a.elements());
   if (e == cudaSuccess && !cached[1]) e = buffers.Allocate(&b.data, (vendor_padded ? VendorB(b, d) : b).elements());
   if (e == cudaSuccess) e = buffers.Allocate(&d.data, d.elements());
-  if (e == cudaSuccess && job.verify) e = buffers.Allocate(&ref.data, ref.elements());
+  const bool full_check = job.verify && !job.verify_fast;
+  gemm::SketchProblem sketch;  // VERIFICATION_FAST's view of the pitched operands
+  void* sketch_scratch = nullptr;
+  if (job.verify_fast) {
+    sketch.m = job.m, sketch.n = job.n, sketch.k = job.k;
+    sketch.a = {a.data, gemm::ElementType::kF16, a.ld, 1, 0};
+    sketch.b = {b.data, gemm::ElementType::kF16, 1, b.ld, 0};  // op(B) = Bᵀ
+    sketch.d = {d.data, gemm::ElementType::kF16, d.ld, 1, 0};
+    sketch.seed = FreshSketchSeed();
+  }
+  if (e == cudaSuccess && full_check) e = buffers.Allocate(&ref.data, ref.elements());
+  if (e == cudaSuccess && job.verify && job.verify_fast) {
+    e = buffers.AllocateBytes(&sketch_scratch, gemm::SketchScratchBytes(sketch));
+  }
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     size_t free_bytes = 0, total = 0;
     cudaMemGetInfo(&free_bytes, &total);
     return absl::ResourceExhaustedError(
         dev.desc.id + " cannot hold this request: it needs " +
-        std::to_string((a.elements() + b.elements() + d.elements() * (job.verify ? 2 : 1)) * 2) +
-        " bytes for A, B, D" + (job.verify ? " and the reference" : "") + "; " + std::to_string(free_bytes) + " of " +
+        std::to_string((a.elements() + b.elements() + d.elements() * (full_check ? 2 : 1)) * 2) +
+        " bytes for A, B, D" + (full_check ? " and the reference" : "") + "; " + std::to_string(free_bytes) + " of " +
         std::to_string(total) + " bytes are free");
   }
   if (e != cudaSuccess) return dev.Fail("allocation", e);
@@ -544,7 +561,16 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       }
       cudaEventRecord(lane->stops[r], lane->compute);
     }
-    if (job.verify) {  // queued behind the kernels: one wait for both
+    if (job.verify && job.verify_fast) {  // a few passes over A, B and D (gemm/sketch_check.h)
+      sketch.a.data = a.data, sketch.b.data = b.data, sketch.d.data = d.data;
+      e = gemm::SketchCheck(sketch, sketch_scratch, lane->sketch, lane->compute);
+      if (e == cudaSuccess) {
+        e = cudaMemcpyAsync(lane->sketch_host, lane->sketch, sizeof(gemm::SketchResult), cudaMemcpyDeviceToHost,
+                            lane->compute);
+      }
+      if (e == cudaSuccess) e = cudaEventRecord(lane->verified, lane->compute);
+      if (e != cudaSuccess) return dev.Fail("verification", e);
+    } else if (job.verify) {  // queued behind the kernels: one wait for both
       // The reference is not poisoned: D is, so an element the step leaves
       // unwritten is NaN and fails whatever the reference holds; and the
       // reference (cuBLAS, or a ladder step the start-up gate checked
@@ -603,8 +629,10 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     if (job.verify) {
       report.seconds.verify = SecondsBetween(lane->stops[repeats - 1], lane->verified);
       report.verification =
-          LaneVerification(*lane, static_cast<uint64_t>(job.m) * job.n, gemm::FormTolerance{},
-                           job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step));
+          job.verify_fast
+              ? FastVerification(*lane->sketch_host, gemm::FormTolerance{}, gemm::kSketchReference)
+              : LaneVerification(*lane, static_cast<uint64_t>(job.m) * job.n, gemm::FormTolerance{},
+                                 job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step));
     }
   }
 

@@ -19,6 +19,7 @@
 
 #include "engine/cuda_device.h"
 #include "engine/permanent_refusal.h"
+#include "engine/verify.h"
 #include "gemm/form_ops.h"
 #include "gemm/vendor_forms.h"
 
@@ -58,6 +59,7 @@ bool FormsShareOneLaunch(const std::vector<const GemmJob*>& jobs, uint64_t stagi
   const GemmJob& first = *jobs.front();
   for (const GemmJob* job : jobs) {
     if (job->step != 0 || job->form.IsPlain() || job->form.batch != 1 || job->repeats != 1 || job->benchmark ||
+        job->verify_fast ||
         job->m != first.m || job->n != first.n || job->k != first.k || !gemm::SameComputation(job->form, first.form)) {
       return false;
     }
@@ -101,9 +103,12 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   const uint64_t d_bytes = count * d_count * gemm::ElementBytes(f.d);
   bool any_verify = false;
   for (const GemmJob* job : jobs) any_verify |= job->verify;
+  // VERIFICATION_FAST (gemm/sketch_check.h); such a request runs alone.
+  const bool fast = any_verify && first.verify_fast;
+  const bool full_check = any_verify && !fast;
 
   PoolBuffers buffers(dev.pool, stream, stream, lane->scratch, kLaneScratchBytes);
-  uint64_t needed = d_bytes + gemm::VendorFormScratchBytes(p) + (any_verify ? count * d_count * sizeof(double) : 0);
+  uint64_t needed = d_bytes + gemm::VendorFormScratchBytes(p) + (full_check ? count * d_count * sizeof(double) : 0);
   cudaError_t e = cudaSuccess;
   for (Input& in : inputs) {
     in.each = in.storage.Footprint(f.batch) / count;
@@ -121,19 +126,20 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
     if (e == cudaSuccess && !in.cached) e = buffers.AllocateBytes(&ptr, bytes);
     p.*in.data = ptr;
   }
-  void *scratch = nullptr, *ref = nullptr, *bounds = nullptr, *compared = nullptr;
+  void *scratch = nullptr, *ref = nullptr, *bounds = nullptr, *compared = nullptr, *sketch_scratch = nullptr;
   if (e == cudaSuccess) e = buffers.AllocateBytes(&p.d, d_bytes);
   if (e == cudaSuccess && gemm::VendorFormScratchBytes(p) > 0) {
     e = buffers.AllocateBytes(&scratch, gemm::VendorFormScratchBytes(p));
   }
-  if (e == cudaSuccess && any_verify) e = buffers.AllocateBytes(&ref, count * d_count * sizeof(double));
-  if (e == cudaSuccess && any_verify) e = buffers.AllocateBytes(&bounds, count * 3 * sizeof(float));
-  if (e == cudaSuccess && any_verify) e = buffers.AllocateBytes(&compared, count * sizeof(gemm::CompareResult));
+  if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&ref, count * d_count * sizeof(double));
+  if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&bounds, count * 3 * sizeof(float));
+  if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&compared, count * sizeof(gemm::CompareResult));
+  if (e == cudaSuccess && fast) e = buffers.AllocateBytes(&sketch_scratch, gemm::SketchScratchBytes(gemm::SketchOfForm(p, 0)));
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     return all(absl::ResourceExhaustedError(dev.desc.id + " cannot hold this request: it needs " +
                                             std::to_string(needed) + " bytes for its operands, D" +
-                                            (any_verify ? " and the reference" : "")));
+                                            (full_check ? " and the reference" : "")));
   }
   if (e != cudaSuccess) return all(dev.Fail("allocation", e));
 
@@ -178,7 +184,15 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
       cudaEventRecord(lane->stops[r], stream);
     }
     const gemm::FormTolerance tolerance = gemm::ToleranceOf(first.form);
-    if (any_verify) {
+    if (fast) {  // a few passes over the operands and D
+      e = gemm::SketchCheck(gemm::SketchOfForm(p, FreshSketchSeed()), sketch_scratch, lane->sketch, stream);
+      if (e == cudaSuccess) {
+        e = cudaMemcpyAsync(lane->sketch_host, lane->sketch, sizeof(gemm::SketchResult), cudaMemcpyDeviceToHost,
+                            stream);
+      }
+      if (e == cudaSuccess) e = cudaEventRecord(lane->verified, stream);
+      if (e != cudaSuccess) return all(dev.Fail("verification", e));
+    } else if (any_verify) {
       // One fp64 reference for the launch; each job's bound from its own
       // operands and its own comparison, as if it had run alone.
       e = gemm::ReferenceFormGemm(p, static_cast<double*>(ref), stream);
@@ -218,7 +232,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
     const double upload = SecondsBetween(lane->inputs_start, lane->starts[0]);
     const double verify = any_verify ? SecondsBetween(lane->stops[repeats - 1], lane->verified) : 0;
     const size_t verified = std::count_if(jobs.begin(), jobs.end(), [](const GemmJob* j) { return j->verify; });
-    if (any_verify) std::copy_n(reinterpret_cast<const gemm::CompareResult*>(lane->staging), count, results.begin());
+    if (full_check) std::copy_n(reinterpret_cast<const gemm::CompareResult*>(lane->staging), count, results.begin());
     for (size_t i = 0; i < count; ++i) {
       GemmReport& report = reports[i];
       report.batch_size = static_cast<uint32_t>(count);
@@ -227,7 +241,8 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
       report.seconds.upload = upload;
       if (jobs[i]->verify) {
         report.seconds.verify = verify / verified;
-        report.verification = VerificationOf(results[i], d_count, tolerance, "gpu-simt-fp64");
+        report.verification = fast ? FastVerification(*lane->sketch_host, tolerance, gemm::kSketchReference)
+                                   : VerificationOf(results[i], d_count, tolerance, "gpu-simt-fp64");
       }
     }
   }

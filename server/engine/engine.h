@@ -56,6 +56,9 @@ struct GemmJob {
   OperandView a, b;  // plain: A is m×k, B is n×k
   OperandView c;     // read when form.ReadsC()
   bool verify = true;
+  // With verify: VERIFICATION_FAST's sketch (gemm/sketch_check.h) instead
+  // of a full reference GEMM.
+  bool verify_fast = false;
   uint32_t repeats = 1;
   // gemm-bench's hygiene: L2 flushed and D poisoned before every repeat.
   bool benchmark = false;
@@ -79,6 +82,11 @@ struct VerificationResult {
   // The bound's K-aware term, added to atol (gemm/tolerance.h).
   double accumulation_atol = 0;
   std::string reference;
+  // VERIFICATION_FAST's (gemm/sketch_check.h): mismatches then counts the
+  // rows, columns and samples that failed, elements the samples.
+  bool fast = false;
+  uint32_t sketch_vectors = 0;
+  double sure_error = 0, worst_line_ratio = 0;
 };
 
 // The phases at the two ends of Run (upload: from the call until the inputs

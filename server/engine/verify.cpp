@@ -1,9 +1,10 @@
 #include "engine/verify.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <random>
 #include <vector>
-
 
 namespace gemmd {
 
@@ -57,6 +58,41 @@ double MaxRowNorm(const float* x, size_t rows, size_t cols) {
     largest = std::max(largest, std::sqrt(sum));
   }
   return largest;
+}
+
+VerificationResult FastVerification(const gemm::SketchResult& sketch, const gemm::FormTolerance& tolerance,
+                                    std::string reference) {
+  VerificationResult v;
+  v.performed = true;
+  v.fast = true;
+  v.passed = sketch.passed();
+  v.mismatches = sketch.failed_lines + sketch.failed_samples;
+  v.non_finite = sketch.non_finite;
+  v.elements = sketch.samples;
+  v.max_abs_error = sketch.max_sample_error;
+  v.rtol = tolerance.rtol;
+  v.atol = tolerance.atol;
+  v.tolerance_source = tolerance.source;
+  v.accumulation_atol = sketch.sample_atol;
+  v.reference = std::move(reference);
+  v.sketch_vectors = gemm::kSketchVectors;
+  v.sure_error = sketch.sure_error();
+  v.worst_line_ratio = sketch.worst_line_ratio;
+  return v;
+}
+
+gemm::SketchProblem HostSketchProblem(const GemmJob& job, const float* a, const float* b, const float* c,
+                                      const void* d) {
+  gemm::SketchProblem p = gemm::SketchOfForm({job.m, job.n, job.k, job.form, a, b, c, const_cast<void*>(d)},
+                                             FreshSketchSeed());
+  p.a.type = p.b.type = p.c.type = gemm::ElementType::kF32;  // widened exactly
+  return p;
+}
+
+uint64_t FreshSketchSeed() {
+  static const uint64_t base = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  static std::atomic<uint64_t> count{0};
+  return gemm::Mix64(base + count.fetch_add(1, std::memory_order_relaxed));
 }
 
 }  // namespace gemmd

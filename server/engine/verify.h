@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "gemm/form.h"
+#include "gemm/sketch_check.h"
 #include "gemm/tolerance.h"
 
 namespace gemmd {
@@ -24,6 +25,19 @@ VerificationResult CompareWithReference(const uint16_t* d, const double* ref, si
 // under that form's tolerance (gemm/form.h) plus `accumulation_atol`.
 VerificationResult CompareWithReference(const void* d, gemm::ElementType type, const double* ref, size_t count,
                                         const gemm::FormTolerance& tolerance, double accumulation_atol);
+
+// VERIFICATION_FAST's report from the sketch's result.
+VerificationResult FastVerification(const gemm::SketchResult& sketch, const gemm::FormTolerance& tolerance,
+                                    std::string reference);
+
+// The sketch's problem for `job`'s operands as the CPU engine holds them:
+// A, B and C widened to fp32 in their stored layouts, D in its type.
+gemm::SketchProblem HostSketchProblem(const GemmJob& job, const float* a, const float* b, const float* c,
+                                      const void* d);
+
+// A new seed for the sketch's vectors and samples: a computation cannot
+// know them in advance.
+uint64_t FreshSketchSeed();
 
 // The largest ‖row‖₂ of a rows×cols row-major matrix.
 double MaxRowNorm(const float* x, size_t rows, size_t cols);

@@ -8,6 +8,7 @@
 
 #include "engine/cuda_engine.h"
 #include "form_cases.h"
+#include "gemm/sketch_check.h"
 #include "gemm/test_hooks.h"
 #include "gpu_test_util.h"
 #include "server_fixture.h"
@@ -47,6 +48,19 @@ TEST(FormsGpu, EveryCaseOnStepZeroMatchesAnFp64Product) {
   for (const Types& t : AllTypes()) fp8_types += gemm::IsFp8(t.a);
   // All but fp8 with an MN-contiguous operand: 3 of 4 layouts, 3 C modes, 3 batch modes.
   EXPECT_EQ(ran, static_cast<int>(AllCases().size()) - fp8_types * 3 * 3 * 3);
+}
+
+// VERIFICATION_FAST on every case the GPU takes: no false alarm in any
+// type, layout, C or batch, and D still the product.
+TEST(FormsGpu, EveryCasePassesTheFastCheck) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  uint32_t seed = 900;
+  for (const Case& c : AllCases()) {
+    if (!GpuTakes(c)) continue;
+    RunCase(*engine, c, seed += 3, {130, 72, 96}, /*fast=*/true);
+    if (!gemm::IsFp8(c.types.a)) RunCase(*engine, c, seed += 3, {67, 33, 45}, /*fast=*/true);
+  }
 }
 
 // With the start-up plan (gemm/vendor_forms.h) a request runs the pick of
@@ -102,6 +116,11 @@ TEST(FormsGpu, APlantedVendorFaultIsCaughtInEveryType) {
     EXPECT_FALSE(r->verification.passed) << Name(c);
     EXPECT_GT(r->verification.mismatches, 0u) << Name(c);
     EXPECT_EQ(r->verification.reference, "gpu-simt-fp64");
+    job.verify_fast = true;
+    r = engine->Run(0, job);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_FALSE(r->verification.passed) << Name(c) << " (fast)";
+    EXPECT_EQ(r->verification.reference, gemm::kSketchReference);
   }
   gemm::testing::PlantVendorFault(false);
   GemmJob job;

@@ -10,7 +10,14 @@ from .service_part import bench_row, docs, median_by
 
 
 # gemm-client bench's input modes for the delivered figures, and their names.
-DELIVERED_MODES = {"": "unverified", "--verify": "verified", "--stored": "by stored handles, unverified"}
+DELIVERED_MODES = {"": "unverified", "--verify": "verified", "--fast-verify": "fast-verified (VERIFICATION_FAST)",
+                   "--stored": "by stored handles, unverified"}
+# The builds before VERIFICATION_FAST refuse it.
+NEW_MODES = ("--fast-verify",)
+
+
+def modes_of(build):
+    return [m for m in DELIVERED_MODES if build == "gemmd" or m not in NEW_MODES]
 
 
 def step10_capacity(lab, name):
@@ -37,21 +44,28 @@ def verification_cost(lab):
         for build in builds if round == 1 else builds[::-1]:
             with lab.gemmd(f"verify_{build}_{round}", binary=build):
                 for size, step in cases:
-                    for _ in range(5):
-                        lab.client("run", "--m", size, "--n", size, "--k", size, "--step", step, "--json",
-                                   out=f"verify_{build}_{size}_{step}.json", append=True)
+                    for check in ("", "--fast-verify") if build == "gemmd" else ("",):
+                        for _ in range(5):
+                            lab.client("run", "--m", size, "--n", size, "--k", size, "--step", step,
+                                       *([check] if check else []), "--json",
+                                       out=f"verify_{build}_{size}_{step}{check}.json", append=True)
                 # Delivered: step 10 at 8 in flight, verified and not, and
                 # by stored handles (uploaded once) unverified.
                 for size in (4096, 8192):
-                    for mode in DELIVERED_MODES:
+                    for mode in modes_of(build):
                         name = f"delivered_{build}_{size}{mode}_{round}"
                         lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency",
                                    "8", "--duration", "3", *([mode] if mode else []), "--json",
                                    lab.out / f"{name}.json", out=f"{name}.txt")
     capacity = step10_capacity(lab, "verify_capacity")
+    # The fast check's own cost beside cuBLAS's GEMM, kernels alone (gemm-bench --fast-check).
+    lab.run(["gemm-bench", "--fast-check", "--shapes", "1024x1024x1024,4096x4096x4096,8192x8192x8192"],
+            out="fast_check.md", timeout=120)
+    lab.note("VERIFICATION_FAST's check beside the GEMM it checks (gemm-bench --fast-check):",
+             *[f"  {line}" for line in (lab.out / "fast_check.md").read_text(errors="replace").splitlines()])
     for build in builds:
         for size in (4096, 8192):
-            for mode in DELIVERED_MODES:
+            for mode in modes_of(build):
                 # Delivered TFLOPS: requests per second times each one's 2·size³ operations.
                 tflops = [bench_row(lab, f"delivered_{build}_{size}{mode}_{r}")["rate"] * 2 * size ** 3 / 1e12
                           for r in (1, 2)]
@@ -61,15 +75,20 @@ def verification_cost(lab):
                          f" x{statistics.median(tflops) / cap if cap else 0:.2f} of the kernel's capacity")
     for build in builds:
         for size, step in cases:
-            runs = [d for d in docs(lab, f"verify_{build}_{size}_{step}.json") if d["verification"]["passed"]]
-            if not runs:
-                lab.note(f"verification cost, {build}, {size}^3 step {step}: no verified reply")
-                continue
-            kernel, verify = median_by(runs, "kernelSeconds") * 1e3, median_by(runs, "verifySeconds") * 1e3
-            compute = median_by(runs, "computeSeconds") * 1e3
-            lab.note(f"verification cost, {build:12s} {size}^3 step {step:>2}, median of {len(runs)}: kernel "
-                     f"{kernel:.3f} ms, verify {verify:.3f} ms (x{verify / kernel:.2f} the kernel), compute phase "
-                     f"{compute:.3f} ms; reference {runs[0]['verification']['reference']}")
+            for check in ("", "--fast-verify") if build == "gemmd" else ("",):
+                runs = [d for d in docs(lab, f"verify_{build}_{size}_{step}{check}.json")
+                        if d["verification"]["passed"]]
+                label = f"{build}{' fast' if check else ''}"
+                if not runs:
+                    lab.note(f"verification cost, {label}, {size}^3 step {step}: no verified reply")
+                    continue
+                kernel, verify = median_by(runs, "kernelSeconds") * 1e3, median_by(runs, "verifySeconds") * 1e3
+                compute = median_by(runs, "computeSeconds") * 1e3
+                v = runs[0]["verification"]
+                sure = f", sure to catch one element off by {v['sureError']:.3g}" if "sureError" in v else ""
+                lab.note(f"verification cost, {label:17s} {size}^3 step {step:>2}, median of {len(runs)}: kernel "
+                         f"{kernel:.3f} ms, verify {verify:.3f} ms (x{verify / kernel:.2f} the kernel), compute "
+                         f"phase {compute:.3f} ms; reference {v['reference']}{sure}")
 
 
 def random_halves(path, elements, seed):

@@ -42,8 +42,10 @@ def forms(lab):
             for _ in range(1 + STEADY):
                 lab.client("run", *shape, *options, "--no-verify", "--repeats", "5", "--json", out=name, append=True)
             lab.client("run", *shape, *options, "--json", out=f"forms_{i}_verified.json")
+            lab.client("run", *shape, *options, "--fast-verify", "--json", out=f"forms_{i}_fast.json")
             reports = docs(lab, name)
             checked = docs(lab, f"forms_{i}_verified.json")
+            fast = docs(lab, f"forms_{i}_fast.json")
             if len(reports) < 1 + STEADY or not checked:
                 lab.note(f"  forms {label}: no reply (see {name})")
                 continue
@@ -52,15 +54,20 @@ def forms(lab):
             kernel = statistics.median(r["timing"]["kernelSeconds"] for r in steady)
             tflops = statistics.median(r["tflops"] for r in steady)
             v = checked[0]["verification"]
+            fast_ms = fast[0]["timing"].get("verifySeconds", 0) * 1e3 if fast else float("nan")
+            fast_ok = bool(fast) and fast[0]["verification"].get("passed", False)
             rows.append((label, m, n, k, first["timing"]["totalSeconds"] / total, kernel * 1e3, tflops,
-                         v.get("passed", False), v.get("maxAbsError", 0), checked[0]["timing"].get("verifySeconds", 0)))
+                         v.get("passed", False), v.get("maxAbsError", 0), checked[0]["timing"].get("verifySeconds", 0),
+                         fast_ms, fast_ok))
     if not rows:
         return
     base = rows[0][6]
-    lab.note("  form | shape | first/steady total | kernel ms | TFLOPS | vs plain fp16 | verified (max err, verify ms)")
-    for label, m, n, k, first, kernel, tflops, passed, err, verify in rows:
+    lab.note("  form | shape | first/steady total | kernel ms | TFLOPS | vs plain fp16 | verified (max err, verify ms) "
+             "| fast-verified (verify ms)")
+    for label, m, n, k, first, kernel, tflops, passed, err, verify, fast_ms, fast_ok in rows:
         lab.note(f"  {label} | {m}x{n}x{k} | x{first:.2f} | {kernel:.3f} | {tflops:.0f} | {tflops / base:.2f} | "
-                 f"{'passed' if passed else 'FAILED'} ({err:.3g}, {verify * 1e3:.1f})")
+                 f"{'passed' if passed else 'FAILED'} ({err:.3g}, {verify * 1e3:.1f}) | "
+                 f"{'passed' if fast_ok else 'FAILED'} ({fast_ms:.2f})")
     worst = max(r[4] for r in rows)
     failed = [r[0] for r in rows if not r[7]]
     lab.note(f"forms: worst first request x{worst:.2f} of steady (target <= 1.2); "

@@ -25,8 +25,11 @@ def diagnose(lab, compute_major):
         lab.note(*[f"| {s} | {p} | {d} |" for s, p, d in rows if d != "exact"][:40])
 
 
-GPU_TESTS = ("kernels_gpu_test", "cuda_engine_gpu_test", "forms_gpu_test", "device_fault_gpu_test",
-             "step_gate_gpu_test")
+GPU_TESTS = ("kernels_gpu_test", "cuda_engine_gpu_test", "forms_gpu_test", "sketch_check_gpu_test",
+             "device_fault_gpu_test", "step_gate_gpu_test")
+# Lines of a test's output the summary carries: VERIFICATION_FAST's
+# planted-fault table and its sweep.
+TABLE_LINES = ("planted faults", "  one ", "  two ", "  none ", "sweep: ")
 
 
 def tests(lab):
@@ -42,6 +45,8 @@ def tests(lab):
         failed = f", FAILED: {', '.join(counts['failed'])}" if counts["failed"] else ""
         lab.note(f"{name}: rc={rc} {counts['ran']} ran, {len(counts['failed'])} failed, "
                  f"{counts['skipped']} skipped{failed}")
+        log = (lab.out / f"{name}.log").read_text(errors="replace").splitlines()
+        lab.note(*[f"  {line}" for line in log if line.startswith(TABLE_LINES)])
 
 
 def bench(lab):

@@ -43,6 +43,9 @@ PURPOSES = {
              "their first requests, bf16 by stored handles with and without the device cache, small requests of "
              "each form with the server's batching on and off, and the plain path's verification, delivered TFLOPS "
              "and small requests beside the build before the forms",
+    "fast_verification": "the GPU harness's tests, forms and verify parts: VERIFICATION_FAST's planted-fault table "
+                         "and sweep, its cost beside the full check and the kernel (gemm-bench --fast-check), per "
+                         "form and delivered at 8 in flight",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",
     "soak_sass_sanitize": "the GPU harness's soak, sass and sanitize parts",
     "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",

@@ -10,6 +10,7 @@ import grpc
 import numpy as np
 
 from gemmd import Client, GemmClient
+from gemmd._proto.gemm.v1 import gemm_pb2
 
 try:
     import torch
@@ -93,6 +94,17 @@ class MatmulTest(unittest.TestCase):
         self.assertEqual(reply.batch_count, 4)
         self.assertTrue(reply.verification.passed)
         self.expect_close(bf16_values(got), bf16_values(x), bf16_values(w), bf16_values(r), beta=0.5, d="bf16")
+
+    def test_the_fast_check_is_asked_for_and_reported(self):
+        x = bf16_bits(self.values((4, 24, 72)))
+        w = bf16_bits(self.values((72, 40)))
+        got, reply = self.client.matmul(x, w, dtype="bf16", verify="fast", reply=True)
+        self.assertTrue(reply.verification.passed)
+        self.assertEqual(reply.verification.mode, gemm_pb2.VERIFICATION_FAST)  # the package's own stubs
+        self.assertGreater(reply.verification.sure_error, 0)
+        self.expect_close(bf16_values(got), bf16_values(x), bf16_values(w), d="bf16")
+        with self.assertRaisesRegex(ValueError, "True, False or 'fast'"):
+            self.client.matmul(x, w, dtype="bf16", verify="quick")
 
     def test_alpha_beta_and_an_fp32_c_broadcast_over_the_batch(self):
         a = self.values((3, 16, 30)).astype(np.float16)

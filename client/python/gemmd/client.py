@@ -122,6 +122,10 @@ class GemmClient:
     def multiply(self, a, b, step=0, verify=True, repeats=1, benchmark=False):
         """Returns (D as float16 (m, n), the MultiplyResponse) for D = a @ b.T.
 
+        verify: True (every element against an independent GEMM), "fast"
+        (VERIFICATION_FAST: random projections and samples, docs/verification.md)
+        or False.
+
         benchmark: time the kernel as gemm-bench does (L2 flushed and D
         poisoned before every repeat)."""
         a = np.ascontiguousarray(a, dtype="<f2")
@@ -131,7 +135,7 @@ class GemmClient:
             raise ValueError(f"a is {m}x{k} and b is {n}x{kb}: both need k columns")
         req = gemm_pb2.MultiplyRequest(
             shape=gemm_pb2.Shape(m=m, n=n, k=k), step=step, repeats=repeats, benchmark=benchmark,
-            verification=gemm_pb2.VERIFICATION_FULL if verify else gemm_pb2.VERIFICATION_NONE)
+            verification=_verification(verify))
         uploaded = []
         try:
             if a.nbytes + b.nbytes + _OVERHEAD <= self._max:
@@ -234,6 +238,15 @@ class _Operand:
         return np.ascontiguousarray(swapped if transposed else x).tobytes(), transposed
 
 
+def _verification(verify):
+    """The request's check: True, "fast" or False."""
+    if verify == "fast":
+        return gemm_pb2.VERIFICATION_FAST
+    if verify is True or verify is False:
+        return gemm_pb2.VERIFICATION_FULL if verify else gemm_pb2.VERIFICATION_NONE
+    raise ValueError(f"verify is True, False or 'fast', not {verify!r}")
+
+
 class Client(GemmClient):
     def upload_typed(self, array, dtype, label="", chunk_bytes=1 << 20, transient=False):
         """Uploads a 2-D array of the wire type `dtype` in chunks; returns its handle."""
@@ -259,7 +272,8 @@ class Client(GemmClient):
         dtype names the wire type of numpy arrays held as bits ('bf16' for a
         uint16 view, 'fp8_e4m3' or 'fp8_e5m2' for uint8), b_dtype B's where
         it differs, c_dtype C's; fp8 operands take a_scale and b_scale
-        (default 1). With reply=True, returns (D, the MultiplyResponse)."""
+        (default 1). verify: True (the full check), "fast" (VERIFICATION_FAST)
+        or False. With reply=True, returns (D, the MultiplyResponse)."""
         A = _Operand(a, dtype, "a")
         B = _Operand(b, b_dtype if b_dtype is not None else dtype, "b")
         (m, k), (kb, n) = A.rows_cols(), B.rows_cols()
@@ -272,7 +286,7 @@ class Client(GemmClient):
                 raise ValueError(f"{name}'s batch of {x.array.shape[0]} does not broadcast against {batch}")
         req = gemm_pb2.MultiplyRequest(
             shape=gemm_pb2.Shape(m=m, n=n, k=k), step=step,
-            verification=gemm_pb2.VERIFICATION_FULL if verify else gemm_pb2.VERIFICATION_NONE,
+            verification=_verification(verify),
             a_type=_TYPES[A.type][0], b_type=_TYPES[B.type][0], allow_tf32=allow_tf32)
         if out_dtype is not None:
             req.d_type = _TYPES[out_dtype][0]

@@ -102,6 +102,16 @@ struct PlainGemm {
     return p;
   }
 
+  // The largest change a planted fault made to one element of D (NaN
+  // where it planted one, which compares as no change).
+  double PlantedError(const std::vector<uint16_t>& planted) const {
+    double largest = 0;
+    for (size_t e = 0; e < planted.size(); ++e) {
+      largest = std::max(largest, std::fabs(double{gemm::HalfToFloat(planted[e])} - gemm::HalfToFloat(d[e])));
+    }
+    return largest;
+  }
+
   // A copy of D with `fault` planted at a place `rng` picks.
   std::vector<uint16_t> Planted(Fault fault, std::mt19937_64& rng) const {
     std::vector<uint16_t> out = d;
@@ -135,7 +145,8 @@ struct PlainGemm {
         const int64_t t1 = std::uniform_int_distribution<int64_t>(0, tiles_m * tiles_n - 1)(rng);
         int64_t t2 = std::uniform_int_distribution<int64_t>(0, tiles_m * tiles_n - 2)(rng);
         if (t2 >= t1) ++t2;
-        const int64_t r1 = t1 / tiles_n * 128, c1 = t1 % tiles_n * 128, r2 = t2 / tiles_n * 128, c2 = t2 % tiles_n * 128;
+        const int64_t r1 = t1 / tiles_n * 128, c1 = t1 % tiles_n * 128;
+        const int64_t r2 = t2 / tiles_n * 128, c2 = t2 % tiles_n * 128;
         for (int64_t r = 0; r < 128; ++r) {
           for (int64_t c = 0; c < 128; ++c) std::swap(out[(r1 + r) * n + c1 + c], out[(r2 + r) * n + c2 + c]);
         }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <vector>
 
+#include "cuda_check.h"
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
 #include "gemm/half.h"
@@ -14,15 +15,6 @@
 
 namespace gemm::bench {
 namespace {
-
-#define ACCURACY_CHECK(expr)                                                                      \
-  do {                                                                                            \
-    cudaError_t e_ = (expr);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      return 1;                                                                                   \
-    }                                                                                             \
-  } while (0)
 
 struct Measure {
   double max_error = 0;         // max |d - exact|
@@ -65,9 +57,9 @@ int RunAccuracy(const std::vector<AccuracyShape>& shapes, const std::vector<int>
     return 1;
   }
   cudaStream_t stream;
-  ACCURACY_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  BENCH_RETURN_ON_CUDA_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   float* norms = nullptr;
-  ACCURACY_CHECK(cudaMalloc(&norms, 2 * sizeof(float)));
+  BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&norms, 2 * sizeof(float)));
   std::ofstream out_csv;
   if (!csv.empty()) {
     out_csv.open(csv);
@@ -80,11 +72,11 @@ int RunAccuracy(const std::vector<AccuracyShape>& shapes, const std::vector<int>
     const uint64_t ae = s.m * s.k, be = s.n * s.k, de = s.m * s.n;
     __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
     double* exact = nullptr;
-    ACCURACY_CHECK(cudaMalloc(&a, ae * 2));
-    ACCURACY_CHECK(cudaMalloc(&b, be * 2));
-    ACCURACY_CHECK(cudaMalloc(&d, de * 2));
-    ACCURACY_CHECK(cudaMalloc(&ref, de * 2));
-    ACCURACY_CHECK(cudaMalloc(&exact, de * sizeof(double)));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&a, ae * 2));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&b, be * 2));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&d, de * 2));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&ref, de * 2));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&exact, de * sizeof(double)));
     std::vector<Measure> measures(steps.size());
     std::vector<std::string> status(steps.size(), "ok");
     Measure cublas;
@@ -93,35 +85,35 @@ int RunAccuracy(const std::vector<AccuracyShape>& shapes, const std::vector<int>
     std::vector<double> exact_host(de);
     for (int seed = 0; seed < seeds; ++seed) {
       const uint64_t sd = first_seed + 2 * static_cast<uint64_t>(seed);
-      ACCURACY_CHECK(FillRandom(a, ae, sd, OperandId::kA, stream));
-      ACCURACY_CHECK(FillRandom(b, be, sd + 1, OperandId::kB, stream));
-      ACCURACY_CHECK(ReferenceGemmFp64(s.m, s.n, s.k, a, s.k, b, s.k, exact, s.n, stream));
-      ACCURACY_CHECK(MaxRowNorm(a, s.m, s.k, s.k, norms, stream));
-      ACCURACY_CHECK(MaxRowNorm(b, s.n, s.k, s.k, norms + 1, stream));
+      BENCH_RETURN_ON_CUDA_ERROR(FillRandom(a, ae, sd, OperandId::kA, stream));
+      BENCH_RETURN_ON_CUDA_ERROR(FillRandom(b, be, sd + 1, OperandId::kB, stream));
+      BENCH_RETURN_ON_CUDA_ERROR(ReferenceGemmFp64(s.m, s.n, s.k, a, s.k, b, s.k, exact, s.n, stream));
+      BENCH_RETURN_ON_CUDA_ERROR(MaxRowNorm(a, s.m, s.k, s.k, norms, stream));
+      BENCH_RETURN_ON_CUDA_ERROR(MaxRowNorm(b, s.n, s.k, s.k, norms + 1, stream));
       float norm_host[2];
-      ACCURACY_CHECK(cudaMemcpyAsync(norm_host, norms, sizeof norm_host, cudaMemcpyDeviceToHost, stream));
-      ACCURACY_CHECK(Poison(ref, de, stream));
+      BENCH_RETURN_ON_CUDA_ERROR(cudaMemcpyAsync(norm_host, norms, sizeof norm_host, cudaMemcpyDeviceToHost, stream));
+      BENCH_RETURN_ON_CUDA_ERROR(Poison(ref, de, stream));
       const std::string vendor_err = Launch(kVendorStep, Problem{s.m, s.n, s.k, a, b, ref, s.k, s.k, s.n}, ctx, stream);
       if (!vendor_err.empty()) {
         std::fprintf(stderr, "cuBLAS: %s\n", vendor_err.c_str());
         return 1;
       }
-      ACCURACY_CHECK(cudaMemcpyAsync(exact_host.data(), exact, de * sizeof(double), cudaMemcpyDeviceToHost, stream));
-      ACCURACY_CHECK(cudaMemcpyAsync(host16.data(), ref, de * 2, cudaMemcpyDeviceToHost, stream));
-      ACCURACY_CHECK(cudaStreamSynchronize(stream));
+      BENCH_RETURN_ON_CUDA_ERROR(cudaMemcpyAsync(exact_host.data(), exact, de * sizeof(double), cudaMemcpyDeviceToHost, stream));
+      BENCH_RETURN_ON_CUDA_ERROR(cudaMemcpyAsync(host16.data(), ref, de * 2, cudaMemcpyDeviceToHost, stream));
+      BENCH_RETURN_ON_CUDA_ERROR(cudaStreamSynchronize(stream));
       accumulation = std::max(accumulation, AccumulationAtol(s.k, norm_host[0], norm_host[1]));
       const std::vector<float> cublas_d = ToFloat(host16);
       Accumulate(cublas_d, cublas_d, exact_host, accumulation, &cublas);
       for (size_t i = 0; i < steps.size(); ++i) {
         if (status[i] != "ok") continue;
-        ACCURACY_CHECK(Poison(d, de, stream));
+        BENCH_RETURN_ON_CUDA_ERROR(Poison(d, de, stream));
         const std::string err = Launch(steps[i], Problem{s.m, s.n, s.k, a, b, d, s.k, s.k, s.n}, ctx, stream);
         if (!err.empty()) {
           status[i] = err;
           continue;
         }
-        ACCURACY_CHECK(cudaMemcpyAsync(host16.data(), d, de * 2, cudaMemcpyDeviceToHost, stream));
-        ACCURACY_CHECK(cudaStreamSynchronize(stream));
+        BENCH_RETURN_ON_CUDA_ERROR(cudaMemcpyAsync(host16.data(), d, de * 2, cudaMemcpyDeviceToHost, stream));
+        BENCH_RETURN_ON_CUDA_ERROR(cudaStreamSynchronize(stream));
         Accumulate(ToFloat(host16), cublas_d, exact_host, accumulation, &measures[i]);
       }
     }

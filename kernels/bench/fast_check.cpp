@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cuda_check.h"
 #include "gemm/device_ops.h"
 #include "gemm/gemm.h"
 #include "gemm/sketch_check_gpu.h"
@@ -13,26 +14,17 @@
 namespace gemm::bench {
 namespace {
 
-#define FAST_CHECK(expr)                                                                          \
-  do {                                                                                            \
-    cudaError_t e_ = (expr);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      return 1;                                                                                   \
-    }                                                                                             \
-  } while (0)
-
 // The median of ten timed runs of `run` on `stream`, after one untimed.
 template <class Run>
 int MedianMs(Run run, cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, double* ms) {
   std::vector<float> times;
   for (int i = 0; i < 11; ++i) {
-    FAST_CHECK(cudaEventRecord(start, stream));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaEventRecord(start, stream));
     if (!run()) return 1;
-    FAST_CHECK(cudaEventRecord(stop, stream));
-    FAST_CHECK(cudaEventSynchronize(stop));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaEventRecord(stop, stream));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaEventSynchronize(stop));
     float t = 0;
-    FAST_CHECK(cudaEventElapsedTime(&t, start, stop));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaEventElapsedTime(&t, start, stop));
     if (i > 0) times.push_back(t);
   }
   std::sort(times.begin(), times.end());
@@ -49,26 +41,27 @@ int RunFastCheck(const std::vector<FastCheckShape>& shapes, int device) {
     return 1;
   }
   cudaStream_t stream;
-  FAST_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  BENCH_RETURN_ON_CUDA_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t start, stop;
-  FAST_CHECK(cudaEventCreate(&start));
-  FAST_CHECK(cudaEventCreate(&stop));
+  BENCH_RETURN_ON_CUDA_ERROR(cudaEventCreate(&start));
+  BENCH_RETURN_ON_CUDA_ERROR(cudaEventCreate(&stop));
   SketchResult* result = nullptr;
-  FAST_CHECK(cudaMalloc(&result, sizeof(SketchResult)));
-  std::printf("| shape | GEMM ms (cuBLAS) | fast check ms | check / GEMM | passed | sure to catch one element off by |\n"
-              "| --- | ---: | ---: | ---: | --- | ---: |\n");
+  BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&result, sizeof(SketchResult)));
+  std::printf(
+      "| shape | GEMM ms (cuBLAS) | fast check ms | check / GEMM | passed | sure to catch one element off by |\n"
+      "| --- | ---: | ---: | ---: | --- | ---: |\n");
   for (const FastCheckShape& s : shapes) {
     __half *a = nullptr, *b = nullptr, *d = nullptr;
     void* scratch = nullptr;
     SketchProblem p;
     p.m = s.m, p.n = s.n, p.k = s.k;
     p.seed = 2026;
-    FAST_CHECK(cudaMalloc(&a, s.m * s.k * 2));
-    FAST_CHECK(cudaMalloc(&b, s.n * s.k * 2));
-    FAST_CHECK(cudaMalloc(&d, s.m * s.n * 2));
-    FAST_CHECK(cudaMalloc(&scratch, SketchScratchBytes(p)));
-    FAST_CHECK(FillRandom(a, s.m * s.k, 1, OperandId::kA, stream));
-    FAST_CHECK(FillRandom(b, s.n * s.k, 2, OperandId::kB, stream));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&a, s.m * s.k * 2));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&b, s.n * s.k * 2));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&d, s.m * s.n * 2));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&scratch, SketchScratchBytes(p)));
+    BENCH_RETURN_ON_CUDA_ERROR(FillRandom(a, s.m * s.k, 1, OperandId::kA, stream));
+    BENCH_RETURN_ON_CUDA_ERROR(FillRandom(b, s.n * s.k, 2, OperandId::kB, stream));
     p.a = {a, ElementType::kF16, s.k, 1, 0};
     p.b = {b, ElementType::kF16, 1, s.k, 0};  // op(B) = Bᵀ
     p.d = {d, ElementType::kF16, s.n, 1, 0};
@@ -81,7 +74,7 @@ int RunFastCheck(const std::vector<FastCheckShape>& shapes, int device) {
       return 1;
     }
     SketchResult r{};
-    FAST_CHECK(cudaMemcpy(&r, result, sizeof r, cudaMemcpyDeviceToHost));
+    BENCH_RETURN_ON_CUDA_ERROR(cudaMemcpy(&r, result, sizeof r, cudaMemcpyDeviceToHost));
     std::printf("| %ldx%ldx%ld | %.3f | %.3f | %.2f | %s | %.3g |\n", s.m, s.n, s.k, gemm_ms, check_ms,
                 check_ms / gemm_ms, r.passed() ? "yes" : "NO", r.sure_error());
     for (void* ptr : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(d), scratch}) cudaFree(ptr);

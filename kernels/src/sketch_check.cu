@@ -19,7 +19,8 @@ using sketch::V;
 // shares an output (lanes side by side); else a thread takes an output and
 // neighbouring threads read neighbouring elements. T: the matrix's type.
 template <class Op, ElementType T>
-__global__ void __launch_bounds__(256, 3) LinesKernel(Op op, int64_t outputs, int64_t length, int64_t chunk, bool warp_per_output) {
+__global__ void __launch_bounds__(256, 3)
+    LinesKernel(Op op, int64_t outputs, int64_t length, int64_t chunk, bool warp_per_output) {
   constexpr int N = Op::kSums;
   const int64_t e = blockIdx.z;
   const int64_t r0 = int64_t{blockIdx.y} * chunk, r1 = r0 + chunk < length ? r0 + chunk : length;
@@ -143,7 +144,8 @@ __global__ void SamplesKernel(SketchProblem p, const double* scratch, SketchResu
   const int64_t e = blockIdx.y;
   if (s >= sketch::SamplesPerEntry(p)) return;
   const sketch::SampleAt at = sketch::SampleOf(p, e, s);
-  const int64_t a_base = e * p.a.batch_stride + at.i * p.a.row_stride, b_base = e * p.b.batch_stride + at.j * p.b.col_stride;
+  const int64_t a_base = e * p.a.batch_stride + at.i * p.a.row_stride;
+  const int64_t b_base = e * p.b.batch_stride + at.j * p.b.col_stride;
   const ElementType ta = kTyped ? T : p.a.type, tb = kTyped ? T : p.b.type;
   double sum = 0;
   int64_t kk = lane;

@@ -55,9 +55,9 @@ SketchResult SketchCheckOnHost(const SketchProblem& p) {
     for (int64_t line = 0; line < p.m + p.n; ++line) {
       const sketch::LineVerdict v = sketch::JudgeLine(p, scratch.data(), e, line);
       result.failed_lines += v.failed;
-      if (line < p.m) {
-        result.non_finite += static_cast<unsigned long long>(
-            sketch::Entries(p, scratch.data())[e * layout.doubles() + layout.d_rows() + (2 * sketch::V + 2) * p.m + line]);
+      if (line < p.m) {  // non-finite elements, counted once: by their rows
+        const double* entry = sketch::Entries(p, scratch.data()) + e * layout.doubles();
+        result.non_finite += static_cast<unsigned long long>(entry[layout.d_rows() + (2 * sketch::V + 2) * p.m + line]);
       }
       result.worst_line_ratio = std::max(result.worst_line_ratio, static_cast<float>(v.ratio));
       if (std::isfinite(v.bound)) {
@@ -74,7 +74,9 @@ SketchResult SketchCheckOnHost(const SketchProblem& p) {
       const sketch::SampleVerdict v = sketch::JudgeSample(p, scratch.data(), e, at, sum);
       ++result.samples;
       result.failed_samples += v.failed;
-      if (std::isfinite(v.error)) result.max_sample_error = std::max(result.max_sample_error, static_cast<float>(v.error));
+      if (std::isfinite(v.error)) {
+        result.max_sample_error = std::max(result.max_sample_error, static_cast<float>(v.error));
+      }
       result.sample_atol = std::max(result.sample_atol, static_cast<float>(v.accumulation));
     }
   }

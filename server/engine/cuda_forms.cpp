@@ -134,7 +134,9 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&ref, count * d_count * sizeof(double));
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&bounds, count * 3 * sizeof(float));
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&compared, count * sizeof(gemm::CompareResult));
-  if (e == cudaSuccess && fast) e = buffers.AllocateBytes(&sketch_scratch, gemm::SketchScratchBytes(gemm::SketchOfForm(p, 0)));
+  if (e == cudaSuccess && fast) {
+    e = buffers.AllocateBytes(&sketch_scratch, gemm::SketchScratchBytes(gemm::SketchOfForm(p, 0)));
+  }
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     return all(absl::ResourceExhaustedError(dev.desc.id + " cannot hold this request: it needs " +

@@ -399,7 +399,9 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
                  step, s.m(), s.n(), s.k(), form, total * 1e3, call->device,
                  call->resp->timing().kernel_seconds() * 1e3, call->resp->tflops(),
                  call->resp->verification().performed()
-                     ? (call->resp->verification().passed() ? "passed" : "FAILED")
+                     ? (call->resp->verification().mode() == gemm::v1::VERIFICATION_FAST
+                            ? (call->resp->verification().passed() ? "passed-fast" : "FAILED-fast")
+                            : (call->resp->verification().passed() ? "passed" : "FAILED"))
                      : "skipped",
                  call->context().peer());
   } else {

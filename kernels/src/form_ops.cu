@@ -24,31 +24,59 @@ __global__ void ConvertKernel(const float* src, ElementType type, void* dst, uin
   }
 }
 
-constexpr int kTile = 16;
+// A 64×64 block of outputs per 16×16 threads, each thread 4×4 of them
+// (rows ty + 16u, columns tx + 16v), over 16-deep steps of K whose op(A)
+// and op(B) tiles are widened to fp64 in shared memory: half a shared load
+// per fp64 FMA, where one output per thread took two. Batch entry per
+// blockIdx.z. Each sum runs over K in order, in fp64.
+constexpr int kBlock = 64, kStep = 16, kThreadsPerSide = 16, kPerThread = kBlock / kThreadsPerSide;
 
-// One output element per thread, 16×16 tiles of op(A) and op(B) widened to
-// fp64 in shared memory; batch entry per blockIdx.z.
-__global__ void ReferenceKernel(FormProblem p, double* ref) {
-  __shared__ double as[kTile][kTile + 1], bs[kTile][kTile + 1];
+__global__ void __launch_bounds__(256) ReferenceKernel(FormProblem p, double* ref) {
+  __shared__ double as[kStep][kBlock + 1], bs[kStep][kBlock + 1];
   const GemmForm& f = p.form;
   const int64_t e = blockIdx.z;
-  const int64_t i = int64_t{blockIdx.y} * kTile + threadIdx.y;
-  const int64_t j = int64_t{blockIdx.x} * kTile + threadIdx.x;
+  const int64_t row0 = int64_t{blockIdx.y} * kBlock, col0 = int64_t{blockIdx.x} * kBlock;
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kThreadsPerSide + tx;
   const uint64_t a0 = static_cast<uint64_t>(e * f.stride_a), b0 = static_cast<uint64_t>(e * f.stride_b);
-  double sum = 0;
-  for (int64_t k0 = 0; k0 < p.k; k0 += kTile) {
-    const int64_t ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;
-    as[threadIdx.y][threadIdx.x] = i < p.m && ka < p.k ? LoadElement(f.a, p.a, a0 + IndexInA(f, p.m, p.k, i, ka)) : 0.0;
-    bs[threadIdx.y][threadIdx.x] = kb < p.k && j < p.n ? LoadElement(f.b, p.b, b0 + IndexInB(f, p.n, p.k, kb, j)) : 0.0;
+  double acc[kPerThread][kPerThread] = {};
+  for (int64_t k0 = 0; k0 < p.k; k0 += kStep) {
+    // 1,024 elements of each tile, four per thread; neighbouring threads
+    // take neighbouring k (K-contiguous operands read in runs).
+#pragma unroll
+    for (int l = 0; l < kPerThread; ++l) {
+      const int idx = tid + l * kThreadsPerSide * kThreadsPerSide, r = idx / kStep, kk = idx % kStep;
+      const int64_t i = row0 + r, j = col0 + r, kg = k0 + kk;
+      as[kk][r] = i < p.m && kg < p.k ? LoadElement(f.a, p.a, a0 + IndexInA(f, p.m, p.k, i, kg)) : 0.0;
+      bs[kk][r] = j < p.n && kg < p.k ? LoadElement(f.b, p.b, b0 + IndexInB(f, p.n, p.k, kg, j)) : 0.0;
+    }
     __syncthreads();
 #pragma unroll
-    for (int t = 0; t < kTile; ++t) sum = fma(as[threadIdx.y][t], bs[t][threadIdx.x], sum);
+    for (int kk = 0; kk < kStep; ++kk) {
+      double a[kPerThread], b[kPerThread];
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+        a[u] = as[kk][ty + kThreadsPerSide * u];
+        b[u] = bs[kk][tx + kThreadsPerSide * u];
+      }
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+#pragma unroll
+        for (int v = 0; v < kPerThread; ++v) acc[u][v] = fma(a[u], b[v], acc[u][v]);
+      }
+    }
     __syncthreads();
   }
-  if (i >= p.m || j >= p.n) return;
-  double value = f.ProductScale() * sum;
-  if (f.ReadsC()) value += f.beta * LoadElement(f.c, p.c, static_cast<uint64_t>(e * f.stride_c + i * p.n + j));
-  ref[(static_cast<uint64_t>(e) * p.m + i) * p.n + j] = value;
+#pragma unroll
+  for (int u = 0; u < kPerThread; ++u) {
+#pragma unroll
+    for (int v = 0; v < kPerThread; ++v) {
+      const int64_t i = row0 + ty + kThreadsPerSide * u, j = col0 + tx + kThreadsPerSide * v;
+      if (i >= p.m || j >= p.n) continue;
+      double value = f.ProductScale() * acc[u][v];
+      if (f.ReadsC()) value += f.beta * LoadElement(f.c, p.c, static_cast<uint64_t>(e * f.stride_c + i * p.n + j));
+      ref[(static_cast<uint64_t>(e) * p.m + i) * p.n + j] = value;
+    }
+  }
 }
 
 // Non-negative floats order as their bits do.
@@ -133,9 +161,9 @@ cudaError_t ConvertFromFloat(const float* src, ElementType type, void* dst, uint
 }
 
 cudaError_t ReferenceFormGemm(const FormProblem& p, double* ref, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((p.n + kTile - 1) / kTile), static_cast<unsigned>((p.m + kTile - 1) / kTile),
+  const dim3 grid(static_cast<unsigned>((p.n + kBlock - 1) / kBlock), static_cast<unsigned>((p.m + kBlock - 1) / kBlock),
                   static_cast<unsigned>(p.form.batch));
-  ReferenceKernel<<<grid, dim3(kTile, kTile), 0, stream>>>(p, ref);
+  ReferenceKernel<<<grid, dim3(kThreadsPerSide, kThreadsPerSide), 0, stream>>>(p, ref);
   return cudaGetLastError();
 }
 

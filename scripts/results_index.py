@@ -46,6 +46,8 @@ PURPOSES = {
     "fast_verification": "the GPU harness's tests, forms and verify parts: VERIFICATION_FAST's planted-fault table "
                          "and sweep, its cost beside the full check and the kernel (gemm-bench --fast-check), per "
                          "form and delivered at 8 in flight",
+    "forms_reference": "the GPU harness's tests and forms parts with the forms' fp64 reference GEMM register-blocked "
+                       "(4x4 outputs a thread): every form's full and fast verification times",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",
     "soak_sass_sanitize": "the GPU harness's soak, sass and sanitize parts",
     "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",

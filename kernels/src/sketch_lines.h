@@ -4,8 +4,10 @@
 //
 // Each pass reduces one matrix along its rows or its columns: for output o
 // (a row or a column of it) of batch entry e, Begin(e, o) gives the line,
-// Add<T>(line, r, sums) adds element r's share, and Out(e, s, o) is where
-// sum s of output o goes.
+// Add<T>(line, r, sums) adds element r's share (Load<T> then Accumulate<T>,
+// which the GPU's loop calls apart to issue several loads at once), and
+// Out(e, s, o) is where sum s of output o goes. T is the element type the
+// pass reads, fixed at compile time.
 #pragma once
 
 #include <cmath>
@@ -18,7 +20,6 @@ inline constexpr int V = kSketchVectors;
 
 // Bit r of a sign vector: + where set.
 GEMM_HOST_DEVICE inline bool SignBit(const uint32_t* words, int64_t r) { return (words[r >> 5] >> (r & 31)) & 1u; }
-
 
 // Reduces op(A) or op(B): per output, Σ m·vec_v over the reduction index
 // for each vector, Σ |m|·weight, and Σ m². Begin(e, o) works out what is
@@ -59,9 +60,9 @@ struct OperandLines {
   }
   template <ElementType T>
   GEMM_HOST_DEVICE void Add(const Line& l, int64_t r, double* sums) const {
-    Accumulate(l, r, Load<T>(l, r), sums);
+    Accumulate<T>(l, r, Load<T>(l, r), sums);
   }
-  template <ElementType T = ElementType::kF32>
+  template <ElementType T>  // as DLines's; the value is already loaded
   GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float value, double* sums) const {
     const double x = value;
     for (int v = 0; v < V; ++v) {

@@ -52,12 +52,8 @@ void Accumulate(const std::vector<float>& d, const std::vector<float>& cublas, c
 int RunAccuracy(const std::vector<AccuracyShape>& shapes, const std::vector<int>& steps, int device, int seeds,
                 uint64_t first_seed, const std::string& csv) {
   DeviceContext ctx;
-  if (auto err = CreateContext(device, &ctx); !err.empty()) {
-    std::fprintf(stderr, "gemm-bench: %s\n", err.c_str());
-    return 1;
-  }
   cudaStream_t stream;
-  BENCH_RETURN_ON_CUDA_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (!OpenDevice(device, &ctx, &stream)) return 1;
   float* norms = nullptr;
   BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&norms, 2 * sizeof(float)));
   std::ofstream out_csv;

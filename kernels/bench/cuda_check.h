@@ -1,10 +1,13 @@
 // gemm-bench's handling of a CUDA error: say where and what, and fail the
-// run (return 1 from the function that checks).
+// run (return 1 from the function that checks); and the device a mode runs
+// on.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdio>
+
+#include "gemm/gemm.h"
 
 #define BENCH_RETURN_ON_CUDA_ERROR(expr)                                                          \
   do {                                                                                            \
@@ -14,3 +17,21 @@
       return 1;                                                                                   \
     }                                                                                             \
   } while (0)
+
+namespace gemm::bench {
+
+// The mode's context on `device` and a non-blocking stream; false, with
+// the reason printed, where either cannot be made.
+inline bool OpenDevice(int device, DeviceContext* ctx, cudaStream_t* stream) {
+  if (auto err = CreateContext(device, ctx); !err.empty()) {
+    std::fprintf(stderr, "gemm-bench: %s\n", err.c_str());
+    return false;
+  }
+  if (auto e = cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking); e != cudaSuccess) {
+    std::fprintf(stderr, "gemm-bench: stream: %s\n", cudaGetErrorString(e));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gemm::bench

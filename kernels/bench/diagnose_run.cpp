@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cuda_check.h"
 #include "gemm/diagnose_step.h"
 #include "gemm/gemm.h"
 #include "gemm/steps.h"
@@ -11,12 +12,8 @@ namespace gemm::bench {
 
 int RunDiagnostics(const std::vector<int>& steps, int device) {
   DeviceContext ctx;
-  if (auto err = CreateContext(device, &ctx); !err.empty()) {
-    std::fprintf(stderr, "gemm-bench: %s\n", err.c_str());
-    return 1;
-  }
   cudaStream_t stream;
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (!OpenDevice(device, &ctx, &stream)) return 1;
   std::printf("| step | probe | diagnosis |\n| ---: | --- | --- |\n");
   bool all_exact = true;
   for (int step : steps) {

@@ -36,12 +36,8 @@ int MedianMs(Run run, cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, 
 
 int RunFastCheck(const std::vector<FastCheckShape>& shapes, int device) {
   DeviceContext ctx;
-  if (auto err = CreateContext(device, &ctx); !err.empty()) {
-    std::fprintf(stderr, "gemm-bench: %s\n", err.c_str());
-    return 1;
-  }
   cudaStream_t stream;
-  BENCH_RETURN_ON_CUDA_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (!OpenDevice(device, &ctx, &stream)) return 1;
   cudaEvent_t start, stop;
   BENCH_RETURN_ON_CUDA_ERROR(cudaEventCreate(&start));
   BENCH_RETURN_ON_CUDA_ERROR(cudaEventCreate(&stop));
@@ -53,18 +49,13 @@ int RunFastCheck(const std::vector<FastCheckShape>& shapes, int device) {
   for (const FastCheckShape& s : shapes) {
     __half *a = nullptr, *b = nullptr, *d = nullptr;
     void* scratch = nullptr;
-    SketchProblem p;
-    p.m = s.m, p.n = s.n, p.k = s.k;
-    p.seed = 2026;
     BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&a, s.m * s.k * 2));
     BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&b, s.n * s.k * 2));
     BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&d, s.m * s.n * 2));
+    const SketchProblem p = SketchOfPlain(s.m, s.n, s.k, a, s.k, b, s.k, d, s.n, 2026);
     BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&scratch, SketchScratchBytes(p)));
     BENCH_RETURN_ON_CUDA_ERROR(FillRandom(a, s.m * s.k, 1, OperandId::kA, stream));
     BENCH_RETURN_ON_CUDA_ERROR(FillRandom(b, s.n * s.k, 2, OperandId::kB, stream));
-    p.a = {a, ElementType::kF16, s.k, 1, 0};
-    p.b = {b, ElementType::kF16, 1, s.k, 0};  // op(B) = Bᵀ
-    p.d = {d, ElementType::kF16, s.n, 1, 0};
     const Problem gemm_problem{s.m, s.n, s.k, a, b, d, s.k, s.k, s.n};
     double gemm_ms = 0, check_ms = 0;
     if (MedianMs([&] { return Launch(kVendorStep, gemm_problem, ctx, stream).empty(); }, stream, start, stop,

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "common/atomic_max.h"
+
 namespace gemm {
 namespace {
 
@@ -101,8 +103,7 @@ __device__ void PublishBlock(ComparePartial p, CompareResult* result) {
   }
   if (p.mismatches) atomicAdd(&result->mismatches, p.mismatches);
   if (p.non_finite) atomicAdd(&result->non_finite, p.non_finite);
-  // Non-negative floats order like their bit patterns.
-  atomicMax(reinterpret_cast<unsigned*>(&result->max_abs_error), __float_as_uint(p.max_err));
+  AtomicMaxNonNegative(&result->max_abs_error, p.max_err);
 }
 
 // Eight fp16 values from one 16-byte load.
@@ -195,7 +196,7 @@ __global__ void MaxRowNormKernel(const __grid_constant__ RowNormList list) {
   __syncthreads();
   if (threadIdx.x != 0) return;
   for (unsigned w = 1; w < blockDim.x / 32; ++w) largest = fmaxf(largest, warps[w]);
-  atomicMax(reinterpret_cast<unsigned*>(m.norm), __float_as_uint(sqrtf(largest)));
+  AtomicMaxNonNegative(m.norm, sqrtf(largest));
 }
 
 // Whether rows of `cols` elements `ld` apart, from each base, can be read

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "common/atomic_max.h"
+
 namespace gemm {
 namespace {
 
@@ -77,11 +79,6 @@ __global__ void __launch_bounds__(256) ReferenceKernel(FormProblem p, double* re
       ref[(static_cast<uint64_t>(e) * p.m + i) * p.n + j] = value;
     }
   }
-}
-
-// Non-negative floats order as their bits do.
-__device__ void AtomicMaxNonNegative(float* at, float value) {
-  atomicMax(reinterpret_cast<unsigned*>(at), __float_as_uint(value));
 }
 
 // Thread v of entry blockIdx.y: ‖row v of op(A)‖ (v < m) or ‖column v - m

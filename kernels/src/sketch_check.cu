@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/atomic_max.h"
 #include "gemm/sketch_check_gpu.h"
 #include "sketch_lines.h"
 
@@ -20,8 +21,9 @@ using sketch::V;
 // neighbouring threads read neighbouring elements. T: the matrix's type.
 template <class Op, ElementType T>
 __global__ void __launch_bounds__(256, 3)
-    LinesKernel(Op op, int64_t outputs, int64_t length, int64_t chunk, bool warp_per_output) {
+    LinesKernel(Op op, int64_t chunk, bool warp_per_output) {
   constexpr int N = Op::kSums;
+  const int64_t outputs = op.outputs, length = op.length;
   const int64_t e = blockIdx.z;
   const int64_t r0 = int64_t{blockIdx.y} * chunk, r1 = r0 + chunk < length ? r0 + chunk : length;
   double sums[N] = {};
@@ -33,7 +35,7 @@ __global__ void __launch_bounds__(256, 3)
       const typename Op::Line line = op.Begin(e, o);
       int64_t r = r0 + lane;
       // Four elements a lane per step, their loads issued before any sum
-      // waits on them: the passes are bound by memory latency, not work.
+      // waits on them.
       for (; r + 96 < r1; r += 128) {
         float x[4];
 #pragma unroll
@@ -67,38 +69,27 @@ __global__ void __launch_bounds__(256, 3)
 }
 
 template <class Op, ElementType T>
-cudaError_t LaunchTyped(const Op& op, int64_t outputs, int64_t length, bool contiguous, int64_t batch,
-                        cudaStream_t stream) {
+cudaError_t LaunchTyped(const Op& op, int64_t batch, cudaStream_t stream) {
   constexpr int kThreads = 256;
+  const bool contiguous = op.contiguous();
   const int64_t chunk = contiguous ? 2048 : 128;
-  const int64_t threads = contiguous ? outputs * 32 : outputs;
+  const int64_t threads = contiguous ? op.outputs * 32 : op.outputs;
   const dim3 grid(static_cast<unsigned>((threads + kThreads - 1) / kThreads),
-                  static_cast<unsigned>((length + chunk - 1) / chunk), static_cast<unsigned>(batch));
-  LinesKernel<Op, T><<<grid, kThreads, 0, stream>>>(op, outputs, length, chunk, contiguous);
+                  static_cast<unsigned>((op.length + chunk - 1) / chunk), static_cast<unsigned>(batch));
+  LinesKernel<Op, T><<<grid, kThreads, 0, stream>>>(op, chunk, contiguous);
   return cudaGetLastError();
 }
 
 template <class Op>
-cudaError_t LaunchLines(const Op& op, int64_t outputs, int64_t length, bool contiguous, int64_t batch,
-                        cudaStream_t stream) {
+cudaError_t LaunchLines(const Op& op, int64_t batch, cudaStream_t stream) {
   switch (op.type()) {
-    case ElementType::kF16: return LaunchTyped<Op, ElementType::kF16>(op, outputs, length, contiguous, batch, stream);
-    case ElementType::kBF16: return LaunchTyped<Op, ElementType::kBF16>(op, outputs, length, contiguous, batch, stream);
-    case ElementType::kF32: return LaunchTyped<Op, ElementType::kF32>(op, outputs, length, contiguous, batch, stream);
-    case ElementType::kF8E4M3:
-      return LaunchTyped<Op, ElementType::kF8E4M3>(op, outputs, length, contiguous, batch, stream);
-    case ElementType::kF8E5M2:
-      return LaunchTyped<Op, ElementType::kF8E5M2>(op, outputs, length, contiguous, batch, stream);
+    case ElementType::kF16: return LaunchTyped<Op, ElementType::kF16>(op, batch, stream);
+    case ElementType::kBF16: return LaunchTyped<Op, ElementType::kBF16>(op, batch, stream);
+    case ElementType::kF32: return LaunchTyped<Op, ElementType::kF32>(op, batch, stream);
+    case ElementType::kF8E4M3: return LaunchTyped<Op, ElementType::kF8E4M3>(op, batch, stream);
+    case ElementType::kF8E5M2: return LaunchTyped<Op, ElementType::kF8E5M2>(op, batch, stream);
   }
   return cudaErrorInvalidValue;
-}
-
-// Whether a pass's reduction index walks contiguous memory.
-bool ReducesContiguously(const sketch::OperandLines& op) {
-  return (op.per_row ? op.matrix.col_stride : op.matrix.row_stride) == 1;
-}
-bool ReducesContiguously(const sketch::DLines& op) {
-  return (op.per_row ? op.problem.d.col_stride : op.problem.d.row_stride) == 1;
 }
 
 __global__ void SignsKernel(SketchProblem p, double* scratch) {
@@ -111,11 +102,6 @@ __global__ void NormsKernel(SketchProblem p, double* scratch) {
   if (line < p.m + p.n) sketch::TakeNorm(p, scratch, blockIdx.y, line);
 }
 
-// Non-negative floats order as their bits do.
-__device__ void AtomicMaxNonNegative(float* address, float value) {
-  if (value >= 0) atomicMax(reinterpret_cast<int*>(address), __float_as_int(value));
-}
-
 __global__ void JudgeKernel(SketchProblem p, const double* scratch, SketchResult* result) {
   const int64_t line = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   const int64_t e = blockIdx.y;
@@ -124,7 +110,7 @@ __global__ void JudgeKernel(SketchProblem p, const double* scratch, SketchResult
   if (v.failed) atomicAdd(&result->failed_lines, 1ull);
   if (line < p.m) {  // non-finite elements, counted once: by their rows
     const SketchLayout l{p.m, p.n, p.k};
-    const double nf = sketch::Entries(p, scratch)[e * l.doubles() + l.d_rows() + (2 * V + 2) * p.m + line];
+    const double nf = sketch::Entries(p, scratch)[e * l.doubles() + l.d_row_non_finite() + line];
     if (nf > 0) atomicAdd(&result->non_finite, static_cast<unsigned long long>(nf));
   }
   AtomicMaxNonNegative(&result->worst_line_ratio, static_cast<float>(v.ratio));
@@ -169,7 +155,7 @@ __global__ void SamplesKernel(SketchProblem p, const double* scratch, SketchResu
   atomicAdd(&result->samples, 1ull);
   if (v.failed) atomicAdd(&result->failed_samples, 1ull);
   if (v.error - v.error == 0) AtomicMaxNonNegative(&result->max_sample_error, static_cast<float>(v.error));
-  AtomicMaxNonNegative(&result->sample_atol, static_cast<float>(v.accumulation));
+  if (v.accumulation >= 0) AtomicMaxNonNegative(&result->sample_atol, static_cast<float>(v.accumulation));
 }
 
 }  // namespace
@@ -183,18 +169,12 @@ cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResul
   const sketch::Passes passes = sketch::PassesOf(p, scratch);
   // The k-vectors first, then the operands' lines that read them.
   for (const sketch::OperandLines* op : {&passes.b_rows, &passes.a_columns, &passes.a_rows, &passes.b_columns}) {
-    if (auto e = LaunchLines(*op, op->outputs, op->length, ReducesContiguously(*op), p.batch, stream);
-        e != cudaSuccess) {
-      return e;
-    }
+    if (auto e = LaunchLines(*op, p.batch, stream); e != cudaSuccess) return e;
   }
   const dim3 lines(static_cast<unsigned>((p.m + p.n + 255) / 256), static_cast<unsigned>(p.batch));
   NormsKernel<<<lines, 256, 0, stream>>>(p, scratch);
   for (const sketch::DLines* op : {&passes.d_rows, &passes.d_columns}) {
-    const int64_t length = op->per_row ? p.n : p.m;
-    if (auto e = LaunchLines(*op, op->outputs, length, ReducesContiguously(*op), p.batch, stream); e != cudaSuccess) {
-      return e;
-    }
+    if (auto e = LaunchLines(*op, p.batch, stream); e != cudaSuccess) return e;
   }
   JudgeKernel<<<lines, 256, 0, stream>>>(p, scratch, result);
   const int64_t sample_threads = sketch::SamplesPerEntry(p) * 32;

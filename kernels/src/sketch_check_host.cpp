@@ -11,26 +11,26 @@ namespace gemm {
 namespace {
 
 template <class Op, ElementType T>
-void RunTyped(const Op& op, int64_t length, int64_t batch) {
+void RunTyped(const Op& op, int64_t batch) {
   double sums[Op::kSums];
   for (int64_t e = 0; e < batch; ++e) {
     for (int64_t o = 0; o < op.outputs; ++o) {
       std::fill(sums, sums + Op::kSums, 0.0);
       const typename Op::Line line = op.Begin(e, o);
-      for (int64_t r = 0; r < length; ++r) op.template Add<T>(line, r, sums);
+      for (int64_t r = 0; r < op.length; ++r) op.template Add<T>(line, r, sums);
       for (int s = 0; s < Op::kSums; ++s) *op.Out(e, s, o) = sums[s];
     }
   }
 }
 
 template <class Op>
-void RunLines(const Op& op, int64_t length, int64_t batch) {
+void RunLines(const Op& op, int64_t batch) {
   switch (op.type()) {
-    case ElementType::kF16: return RunTyped<Op, ElementType::kF16>(op, length, batch);
-    case ElementType::kBF16: return RunTyped<Op, ElementType::kBF16>(op, length, batch);
-    case ElementType::kF32: return RunTyped<Op, ElementType::kF32>(op, length, batch);
-    case ElementType::kF8E4M3: return RunTyped<Op, ElementType::kF8E4M3>(op, length, batch);
-    case ElementType::kF8E5M2: return RunTyped<Op, ElementType::kF8E5M2>(op, length, batch);
+    case ElementType::kF16: return RunTyped<Op, ElementType::kF16>(op, batch);
+    case ElementType::kBF16: return RunTyped<Op, ElementType::kBF16>(op, batch);
+    case ElementType::kF32: return RunTyped<Op, ElementType::kF32>(op, batch);
+    case ElementType::kF8E4M3: return RunTyped<Op, ElementType::kF8E4M3>(op, batch);
+    case ElementType::kF8E5M2: return RunTyped<Op, ElementType::kF8E5M2>(op, batch);
   }
 }
 
@@ -41,13 +41,13 @@ SketchResult SketchCheckOnHost(const SketchProblem& p) {
   for (int64_t i = 0; i < SketchLayout{p.m, p.n, p.k}.sign_words(); ++i) sketch::MakeSignWord(p, scratch.data(), i);
   const sketch::Passes passes = sketch::PassesOf(p, scratch.data());
   for (const sketch::OperandLines* op : {&passes.b_rows, &passes.a_columns, &passes.a_rows, &passes.b_columns}) {
-    RunLines(*op, op->length, p.batch);
+    RunLines(*op, p.batch);
   }
   for (int64_t e = 0; e < p.batch; ++e) {
     for (int64_t line = 0; line < p.m + p.n; ++line) sketch::TakeNorm(p, scratch.data(), e, line);
   }
-  RunLines(passes.d_rows, p.n, p.batch);
-  RunLines(passes.d_columns, p.m, p.batch);
+  RunLines(passes.d_rows, p.batch);
+  RunLines(passes.d_columns, p.batch);
 
   SketchResult result{};
   const SketchLayout layout{p.m, p.n, p.k};
@@ -57,7 +57,7 @@ SketchResult SketchCheckOnHost(const SketchProblem& p) {
       result.failed_lines += v.failed;
       if (line < p.m) {  // non-finite elements, counted once: by their rows
         const double* entry = sketch::Entries(p, scratch.data()) + e * layout.doubles();
-        result.non_finite += static_cast<unsigned long long>(entry[layout.d_rows() + (2 * sketch::V + 2) * p.m + line]);
+        result.non_finite += static_cast<unsigned long long>(entry[layout.d_row_non_finite() + line]);
       }
       result.worst_line_ratio = std::max(result.worst_line_ratio, static_cast<float>(v.ratio));
       if (std::isfinite(v.bound)) {

@@ -45,6 +45,8 @@ struct OperandLines {
     const double* weight;
   };
   GEMM_HOST_DEVICE ElementType type() const { return matrix.type; }
+  // Whether the reduction walks contiguous memory.
+  GEMM_HOST_DEVICE bool contiguous() const { return (per_row ? matrix.col_stride : matrix.row_stride) == 1; }
   GEMM_HOST_DEVICE double* Out(int64_t e, int s, int64_t o) const {
     return scratch + e * entry_doubles + out_at + s * outputs + o;
   }
@@ -83,6 +85,7 @@ struct DLines {
   static constexpr int kSums = SketchLayout::kDSums;
   SketchProblem problem;
   bool per_row;
+  int64_t length;  // n where per_row, else m
   int64_t outputs;
   const uint32_t* signs;  // x where per_row, else y: bits, `words` apart
   int64_t words;
@@ -99,6 +102,7 @@ struct DLines {
     const double* other_norms;  // the columns' (rows') norms, by r
   };
   GEMM_HOST_DEVICE ElementType type() const { return problem.d.type; }
+  GEMM_HOST_DEVICE bool contiguous() const { return (per_row ? problem.d.col_stride : problem.d.row_stride) == 1; }
   GEMM_HOST_DEVICE double* Out(int64_t e, int s, int64_t o) const {
     return scratch + e * entry_doubles + out_at + s * outputs + o;
   }
@@ -188,12 +192,12 @@ inline Passes PassesOf(const SketchProblem& p, double* scratch) {
   // norms of op(A)'s rows and op(B)'s columns.
   s.a_rows = {p.a, true, p.k, p.m, x, xw, entries, entry, l.a_rows(), l.b_rows(), l.b_rows() + V * p.k};
   s.b_columns = {p.b, false, p.k, p.n, y, yw, entries, entry, l.b_columns(), l.a_columns(), l.a_columns() + V * p.k};
-  const int64_t a_norms = l.a_rows() + (V + 1) * p.m, b_norms = l.b_columns() + (V + 1) * p.n;
-  const FormTolerance& t = p.tolerance;
-  const double accumulation = (t.unit * std::sqrt(static_cast<double>(p.k)) + t.input) * std::fabs(p.product_scale);
-  const double c_rounding = p.reads_c ? 0x1p-23 * std::fabs(p.beta) : 0.0;
-  s.d_rows = {p, true, p.m, x, xw, entries, entry, l.d_rows(), a_norms, b_norms, accumulation, c_rounding};
-  s.d_columns = {p, false, p.n, y, yw, entries, entry, l.d_columns(), a_norms, b_norms, accumulation, c_rounding};
+  const double accumulation = ProductTermPerNorms(p.tolerance, p.k, p.product_scale);
+  const double c_rounding = CTermPerValue(p.reads_c, p.beta);
+  s.d_rows = {p, true, p.n, p.m, x, xw, entries, entry, l.d_rows(), l.a_norms(), l.b_norms(), accumulation,
+              c_rounding};
+  s.d_columns = {p, false, p.m, p.n, y, yw, entries, entry, l.d_columns(), l.a_norms(), l.b_norms(), accumulation,
+                 c_rounding};
   return s;
 }
 
@@ -201,8 +205,7 @@ inline Passes PassesOf(const SketchProblem& p, double* scratch) {
 GEMM_HOST_DEVICE inline void TakeNorm(const SketchProblem& p, double* scratch, int64_t e, int64_t line) {
   const SketchLayout l{p.m, p.n, p.k};
   double* entry = Entries(p, scratch) + e * l.doubles();
-  double* x = line < p.m ? entry + l.a_rows() + (V + 1) * p.m + line
-                         : entry + l.b_columns() + (V + 1) * p.n + (line - p.m);
+  double* x = line < p.m ? entry + l.a_norms() + line : entry + l.b_norms() + (line - p.m);
   *x = sqrt(*x);
 }
 
@@ -267,10 +270,9 @@ GEMM_HOST_DEVICE inline SampleVerdict JudgeSample(const SketchProblem& p, const 
   const double ref = p.product_scale * sum + p.beta * c;
   const double d = p.d.At(e, at.i, at.j);
   const FormTolerance& t = p.tolerance;
-  const double accumulation = (t.unit * sqrt(static_cast<double>(p.k)) + t.input) * fabs(p.product_scale) *
-                                  entry[l.a_rows() + (V + 1) * p.m + at.i] *
-                                  entry[l.b_columns() + (V + 1) * p.n + at.j] +
-                              (p.reads_c ? 0x1p-23 * fabs(p.beta * c) : 0.0);
+  const double accumulation = ProductTermPerNorms(t, p.k, p.product_scale) * entry[l.a_norms() + at.i] *
+                                  entry[l.b_norms() + at.j] +
+                              CTermPerValue(p.reads_c, p.beta) * fabs(c);
   const double error = fabs(d - ref);
   return {!(error <= t.atol + t.rtol * fabs(ref) + accumulation), error, accumulation};
 }

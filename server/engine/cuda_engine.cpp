@@ -478,20 +478,13 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   cudaError_t e = cached[0] ? cudaSuccess : buffers.Allocate(&a.data, a.elements());
   if (e == cudaSuccess && !cached[1]) e = buffers.Allocate(&b.data, (vendor_padded ? VendorB(b, d) : b).elements());
   if (e == cudaSuccess) e = buffers.Allocate(&d.data, d.elements());
-  const bool full_check = job.verify && !job.verify_fast;
-  gemm::SketchProblem sketch;  // VERIFICATION_FAST's view of the pitched operands
+  const bool fast_check = job.verify && job.verify_fast, full_check = job.verify && !job.verify_fast;
+  // VERIFICATION_FAST's view of the pitched operands, where they now are.
+  const gemm::SketchProblem sketch = gemm::SketchOfPlain(job.m, job.n, job.k, a.data, a.ld, b.data, b.ld, d.data,
+                                                         d.ld, fast_check ? FreshSketchSeed() : 0);
   void* sketch_scratch = nullptr;
-  if (job.verify_fast) {
-    sketch.m = job.m, sketch.n = job.n, sketch.k = job.k;
-    sketch.a = {a.data, gemm::ElementType::kF16, a.ld, 1, 0};
-    sketch.b = {b.data, gemm::ElementType::kF16, 1, b.ld, 0};  // op(B) = Bᵀ
-    sketch.d = {d.data, gemm::ElementType::kF16, d.ld, 1, 0};
-    sketch.seed = FreshSketchSeed();
-  }
   if (e == cudaSuccess && full_check) e = buffers.Allocate(&ref.data, ref.elements());
-  if (e == cudaSuccess && job.verify && job.verify_fast) {
-    e = buffers.AllocateBytes(&sketch_scratch, gemm::SketchScratchBytes(sketch));
-  }
+  if (e == cudaSuccess && fast_check) e = buffers.AllocateBytes(&sketch_scratch, gemm::SketchScratchBytes(sketch));
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     size_t free_bytes = 0, total = 0;
@@ -561,8 +554,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       }
       cudaEventRecord(lane->stops[r], lane->compute);
     }
-    if (job.verify && job.verify_fast) {  // a few passes over A, B and D (gemm/sketch_check.h)
-      sketch.a.data = a.data, sketch.b.data = b.data, sketch.d.data = d.data;
+    if (fast_check) {  // a few passes over A, B and D (gemm/sketch_check.h)
       e = gemm::SketchCheck(sketch, sketch_scratch, lane->sketch, lane->compute);
       if (e == cudaSuccess) {
         e = cudaMemcpyAsync(lane->sketch_host, lane->sketch, sizeof(gemm::SketchResult), cudaMemcpyDeviceToHost,
@@ -629,7 +621,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     if (job.verify) {
       report.seconds.verify = SecondsBetween(lane->stops[repeats - 1], lane->verified);
       report.verification =
-          job.verify_fast
+          fast_check
               ? FastVerification(*lane->sketch_host, gemm::FormTolerance{}, gemm::kSketchReference)
               : LaneVerification(*lane, static_cast<uint64_t>(job.m) * job.n, gemm::FormTolerance{},
                                  job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step));

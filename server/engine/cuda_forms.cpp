@@ -101,8 +101,8 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   }
   const uint64_t d_count = static_cast<uint64_t>(first.form.batch) * m * n;
   const uint64_t d_bytes = count * d_count * gemm::ElementBytes(f.d);
-  bool any_verify = false;
-  for (const GemmJob* job : jobs) any_verify |= job->verify;
+  const size_t verified = std::count_if(jobs.begin(), jobs.end(), [](const GemmJob* j) { return j->verify; });
+  const bool any_verify = verified > 0;
   // VERIFICATION_FAST (gemm/sketch_check.h); such a request runs alone.
   const bool fast = any_verify && first.verify_fast;
   const bool full_check = any_verify && !fast;
@@ -206,10 +206,9 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
         own.form = jobs[i]->form;
         for (const Input& in : inputs) own.*in.data = At(p.*in.data, i * in.each, in.storage.type);
         own.d = const_cast<char*>(At(p.d, i * d_count, f.d));
-        const double scale = std::fabs(own.form.ProductScale());
         const gemm::FormBoundTerms terms{bound + 3 * i,
-                                         (tolerance.unit * std::sqrt(static_cast<double>(k)) + tolerance.input) * scale,
-                                         f.ReadsC() ? 0x1p-23 * std::fabs(f.beta) : 0.0};
+                                         gemm::ProductTermPerNorms(tolerance, k, own.form.ProductScale()),
+                                         gemm::CTermPerValue(f.ReadsC(), f.beta)};
         e = gemm::FormBoundInputs(own, bound + 3 * i, stream);
         if (e == cudaSuccess) {
           e = gemm::CompareForm(own.d, f.d, static_cast<const double*>(ref) + i * d_count, d_count, tolerance.rtol,
@@ -233,7 +232,6 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
     if ((e = MedianRepeatSeconds(*lane, repeats, &kernel)) != cudaSuccess) return all(dev.Fail("timing", e));
     const double upload = SecondsBetween(lane->inputs_start, lane->starts[0]);
     const double verify = any_verify ? SecondsBetween(lane->stops[repeats - 1], lane->verified) : 0;
-    const size_t verified = std::count_if(jobs.begin(), jobs.end(), [](const GemmJob* j) { return j->verify; });
     if (full_check) std::copy_n(reinterpret_cast<const gemm::CompareResult*>(lane->staging), count, results.begin());
     for (size_t i = 0; i < count; ++i) {
       GemmReport& report = reports[i];

@@ -241,12 +241,17 @@ inline FormTolerance ToleranceOf(const GemmForm& f) {
   return t;
 }
 
+// The bound's K-aware term per unit of ‖a_i‖₂·‖b_j‖₂, (unit·√K + input)·|α'|,
+// and C's per unit of |c|, 2^-23·|β| where C is read.
+GEMM_HOST_DEVICE inline double ProductTermPerNorms(const FormTolerance& t, int64_t k, double product_scale) {
+  return (t.unit * sqrt(static_cast<double>(k)) + t.input) * fabs(product_scale);
+}
+GEMM_HOST_DEVICE inline double CTermPerValue(bool reads_c, double beta) { return reads_c ? 0x1p-23 * fabs(beta) : 0.0; }
+
 inline double FormAccumulationAtol(const GemmForm& f, int64_t k, double max_a_norm, double max_b_norm,
                                    double max_abs_c) {
-  const FormTolerance t = ToleranceOf(f);
-  const double product = std::fabs(f.ProductScale()) * max_a_norm * max_b_norm;
-  return t.unit * std::sqrt(static_cast<double>(k)) * product + t.input * product +
-         (f.ReadsC() ? 0x1p-23 * std::fabs(f.beta) * max_abs_c : 0.0);
+  return ProductTermPerNorms(ToleranceOf(f), k, f.ProductScale()) * max_a_norm * max_b_norm +
+         CTermPerValue(f.ReadsC(), f.beta) * max_abs_c;
 }
 
 }  // namespace gemm

@@ -132,6 +132,12 @@ struct SketchLayout {
   GEMM_HOST_DEVICE int64_t d_rows() const { return b_columns() + kOperandSums * n; }    // (2V + 3)·m
   GEMM_HOST_DEVICE int64_t d_columns() const { return d_rows() + kDSums * m; }          // (2V + 3)·n
   GEMM_HOST_DEVICE int64_t doubles() const { return d_columns() + kDSums * n; }         // per entry
+  // Within an entry: op(A)'s row norms (m) and op(B)'s column norms (n), in
+  // place of their sums of squares once taken; each row's count of
+  // non-finite elements of D (m).
+  GEMM_HOST_DEVICE int64_t a_norms() const { return a_rows() + (V + 1) * m; }
+  GEMM_HOST_DEVICE int64_t b_norms() const { return b_columns() + (V + 1) * n; }
+  GEMM_HOST_DEVICE int64_t d_row_non_finite() const { return d_rows() + (2 * V + 2) * m; }
   // The signs come first, as bits: V vectors of n for x, then V of m for y.
   GEMM_HOST_DEVICE int64_t x_words() const { return (n + 31) / 32; }  // per vector
   GEMM_HOST_DEVICE int64_t y_words() const { return (m + 31) / 32; }
@@ -160,6 +166,19 @@ inline SketchProblem SketchOfForm(const FormProblem& f, uint64_t seed) {
   p.reads_c = g.ReadsC();
   p.beta = p.reads_c ? g.beta : 0.0;
   p.tolerance = ToleranceOf(g);
+  p.seed = seed;
+  return p;
+}
+
+// The check's view of gemmd's original fp16 D = A·Bᵀ: A m×k and B n×k, K
+// contiguous, D m×n, rows `lda`, `ldb` and `ldd` elements apart.
+inline SketchProblem SketchOfPlain(int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const void* b,
+                                   int64_t ldb, const void* d, int64_t ldd, uint64_t seed) {
+  SketchProblem p;
+  p.m = m, p.n = n, p.k = k;
+  p.a = {a, ElementType::kF16, lda, 1, 0};
+  p.b = {b, ElementType::kF16, 1, ldb, 0};  // op(B) = Bᵀ: (kk, j) at j·ldb + kk
+  p.d = {d, ElementType::kF16, ldd, 1, 0};
   p.seed = seed;
   return p;
 }

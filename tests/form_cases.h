@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -105,6 +106,19 @@ struct CaseJob {
 
   // Elements of D further from an fp64 product than the form's rounding allows.
   int WrongElements() const;
+};
+
+// `count` requests of one form, each with operands of its own (seeds
+// `first_seed`, +7, ...), and the batch an engine's RunBatch takes.
+struct CaseBatch {
+  std::vector<std::unique_ptr<CaseJob>> jobs;
+  std::vector<const GemmJob*> batch;
+  CaseBatch(const gemm::GemmForm& f, CaseShape s, int count, uint32_t first_seed) {
+    for (int i = 0; i < count; ++i) {
+      jobs.push_back(std::make_unique<CaseJob>(f, s, first_seed + 7 * i));
+      batch.push_back(&jobs.back()->job);
+    }
+  }
 };
 
 // Runs the case on `engine` (device 0, step 0), D poisoned, and checks D;

@@ -93,13 +93,7 @@ struct PlainGemm {
 
   // The check's problem over `dd` (this GEMM's D, or a faulty copy of it).
   gemm::SketchProblem Problem(const std::vector<uint16_t>& dd, uint64_t seed) const {
-    gemm::SketchProblem p;
-    p.m = m, p.n = n, p.k = k;
-    p.a = {a.data(), ElementType::kF16, k, 1, 0};
-    p.b = {b.data(), ElementType::kF16, 1, k, 0};  // op(B) = Bᵀ: (kk, j) at j·k + kk
-    p.d = {dd.data(), ElementType::kF16, n, 1, 0};
-    p.seed = seed;
-    return p;
+    return gemm::SketchOfPlain(m, n, k, a.data(), k, b.data(), k, dd.data(), n, seed);
   }
 
   // The largest change a planted fault made to one element of D (NaN

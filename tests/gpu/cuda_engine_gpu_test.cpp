@@ -12,6 +12,7 @@
 #include "gemm/steps.h"
 #include "gemm/test_hooks.h"
 #include "gpu_test_util.h"
+#include "planted_batch_fault.h"
 #include "server_fixture.h"
 #include "test_util.h"
 
@@ -153,13 +154,7 @@ TEST(CudaEngineGpu, ABatchOfOneShapeIsOneLaunchAndEachJobIsItsOwn) {
     EXPECT_EQ(CountMismatches(ds[i], expected), 0) << i;
   }
 
-  gemm::testing::PlantVendorFault(true);
-  auto faulty = engine->RunBatch(0, batch);
-  gemm::testing::PlantVendorFault(false);
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    ASSERT_TRUE(faulty[i].ok()) << faulty[i].status();
-    if (i != 2) EXPECT_FALSE(faulty[i]->verification.passed) << i;
-  }
+  ExpectAPlantedFaultFailsEveryVerifiedJob(*engine, batch);
 
   GemmJob other = SeededJob(m, n, k + 1, 9);
   batch.back() = &other;

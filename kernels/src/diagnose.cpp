@@ -17,10 +17,29 @@ using Decodes = DiagnosticProbe::Decodes;
 
 constexpr int64_t kTileRows = 128, kKTile = 64, kKSlice = 16, kQuarter = 32, kRowGroup = 8;
 
-// The k that row i of a probe's A selects: spread over every k-tile.
+// Every right value is 1024 + an index mod 1024: an exact fp16 integer, and
+// no sum of two of them is one (a sum is at least 2048), so a product
+// counted twice or a stale sum never passes for a value moved.
+constexpr int64_t kValueBase = 1024, kPeriod = 1024;
+float ValueOf(int64_t index) { return static_cast<float>(kValueBase + index % kPeriod); }
+bool IsValue(float v) { return v >= kValueBase && v < kValueBase + kPeriod && v == std::round(v); }
+// The index a value names (mod kPeriod).
+int64_t Source(float v) { return static_cast<int64_t>(v) - kValueBase; }
+// The index congruent to `source` (mod kPeriod) nearest to `near`: where a
+// value read from a probe with more than kPeriod rows or columns came from.
+int64_t Nearest(int64_t source, int64_t near) {
+  const int64_t d = near - source + kPeriod / 2;
+  return source + (d >= 0 ? d / kPeriod : -((kPeriod - 1 - d) / kPeriod)) * kPeriod;
+}
+
+// The k that row i of a probe's A selects: spread over every k-tile. The
+// i/8 and i/128 terms make rows of other 8-row groups, and of the other CTA
+// of a pair, select k's that are not a multiple of 8 away: a row fault
+// (a stride byte offset, a pair's loads, an epilogue's row mapping) then
+// never passes for a K16 slice or swizzle fault in the k probes.
 int64_t KOfRow(int64_t row, int64_t m, int64_t k) {
   const int64_t stride = std::max<int64_t>(1, k / std::max<int64_t>(1, std::min(m, k)));
-  return (row * stride + row / kKTile) % k;
+  return (row * stride + row / kRowGroup + row / kTileRows) % k;
 }
 
 uint16_t Half(float x) { return FloatToHalf(x); }
@@ -37,13 +56,12 @@ DiagnosticProbe Make(const std::string& shape_name, int64_t m, int64_t n, int64_
   p.b.assign(static_cast<size_t>(n * k), Half(0));
   // Row i of A is one-hot at KOfRow(i): D's row i is B's column KOfRow(i).
   for (int64_t i = 0; i < m; ++i) {
-    const float one = decodes == Decodes::kRow ? static_cast<float>(i % 2047 + 1) : 1.0f;
+    const float one = decodes == Decodes::kRow ? ValueOf(i) : 1.0f;
     p.a[static_cast<size_t>(i * k + KOfRow(i, m, k))] = Half(one);
   }
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t x = 0; x < k; ++x) {
-      const float v = decodes == Decodes::kRow ? 1.0f : decodes == Decodes::kColumn ? static_cast<float>(j % 2047 + 1)
-                                                                                   : static_cast<float>(x % 2047 + 1);
+      const float v = decodes == Decodes::kRow ? 1.0f : decodes == Decodes::kColumn ? ValueOf(j) : ValueOf(x);
       p.b[static_cast<size_t>(j * k + x)] = Half(v);
     }
   }
@@ -82,9 +100,6 @@ std::string Evidence(const std::vector<Bad>& bad) {
   out << ")";
   return out.str();
 }
-
-// The source index an expected or seen value names: value - 1.
-int64_t Source(float v) { return static_cast<int64_t>(v) - 1; }
 
 // Rows (or columns) that hold another's: named by how they moved.
 std::string ExplainRowMoves(const std::map<int64_t, std::set<int64_t>>& moves) {
@@ -183,7 +198,7 @@ std::string ExplainKMoves(const std::vector<std::pair<int64_t, int64_t>>& moves)
            "(of the TMA box, the descriptor's layout field, or a synchronous load)";
   } else {
     out << "rows read the wrong k (deltas " << *deltas.begin() << (deltas.size() > 1 ? " and more" : "")
-        << "): the A operand's row or k addressing";
+        << "): an operand's row or k addressing, or the epilogue's row mapping (the rows probe tells which)";
   }
   return out.str();
 }
@@ -198,7 +213,10 @@ std::vector<DiagnosticProbe> DiagnosticProbes(int64_t max_m, int64_t max_n, int6
   const Shape shapes[] = {{"one tile, one k-tile", 128, 128, 64},
                           {"one tile, several k-tiles", 128, 128, 256},
                           {"one cluster tile", 256, 256, 256},
-                          {"several waves", 1024, 512, 128}};
+                          {"several waves", 1024, 512, 128},
+                          // More tiles than a GPU holds CTAs (three per SM on 148 SMs take 444 of its 512):
+                          // a persistent CTA's second tile starts on an accumulator that held its first.
+                          {"more tiles than CTAs", 4096, 2048, 128}};
   std::vector<DiagnosticProbe> probes;
   for (const Shape& s : shapes) {
     if ((max_m && s.m > max_m) || (max_n && s.n > max_n) || (max_k && s.k > max_k)) continue;
@@ -209,9 +227,9 @@ std::vector<DiagnosticProbe> DiagnosticProbes(int64_t max_m, int64_t max_n, int6
 
 float ExpectedValue(const DiagnosticProbe& p, int64_t row, int64_t col) {
   switch (p.decodes) {
-    case Decodes::kRow: return static_cast<float>(row % 2047 + 1);
-    case Decodes::kColumn: return static_cast<float>(col % 2047 + 1);
-    case Decodes::kK: return static_cast<float>(KOfRow(row, p.m, p.k) % 2047 + 1);
+    case Decodes::kRow: return ValueOf(row);
+    case Decodes::kColumn: return ValueOf(col);
+    case Decodes::kK: return ValueOf(KOfRow(row, p.m, p.k));
   }
   return 0;
 }
@@ -229,20 +247,17 @@ Diagnosis Diagnose(const DiagnosticProbe& p, const std::vector<uint16_t>& d) {
     out.findings.push_back("D has " + std::to_string(d.size()) + " elements, not " + std::to_string(p.m * p.n));
     return out;
   }
-  const int64_t range = p.decodes == Decodes::kRow ? std::min<int64_t>(p.m, 2047)
-                        : p.decodes == Decodes::kColumn ? std::min<int64_t>(p.n, 2047)
-                                                        : std::min<int64_t>(p.k, 2047);
-  std::vector<Bad> unwritten, zeros, multiples, moved, mixed;
+  std::vector<Bad> unwritten, zeros, multiples, moved, sums;
   std::set<int64_t> unwritten_rows, unwritten_cols, zero_k_slices;
   std::map<int64_t, std::set<int64_t>> row_moves, col_moves, multiple_k_slices;
   std::vector<std::pair<int64_t, int64_t>> k_moves;
+  std::vector<int64_t> sum_k_deltas;  // k probe: how far the k of a sum's extra term lies from the right k
   for (int64_t i = 0; i < p.m; ++i) {
     for (int64_t j = 0; j < p.n; ++j) {
       const float seen = HalfToFloat(d[static_cast<size_t>(i * p.n + j)]);
       const float want = ExpectedValue(p, i, j);
       if (seen == want) continue;
       const Bad bad{i, j, want, seen};
-      const bool integral = std::isfinite(seen) && seen == std::round(seen);
       if (!std::isfinite(seen)) {
         unwritten.push_back(bad);
         unwritten_rows.insert(i);
@@ -250,22 +265,39 @@ Diagnosis Diagnose(const DiagnosticProbe& p, const std::vector<uint16_t>& d) {
       } else if (seen == 0) {
         zeros.push_back(bad);
         if (p.decodes == Decodes::kK) zero_k_slices.insert(Source(want) / kKSlice);
-      } else if (integral && seen > want && std::fmod(seen, want) == 0 && p.decodes == Decodes::kK) {
-        multiples.push_back(bad);
-        multiple_k_slices[Source(want) / kKSlice].insert(static_cast<int64_t>(seen / want));
-      } else if (integral && seen >= 1 && seen <= static_cast<float>(range)) {
+      } else if (IsValue(seen)) {
         moved.push_back(bad);
-        if (p.decodes == Decodes::kRow) row_moves[i].insert(Source(seen));
-        if (p.decodes == Decodes::kColumn) col_moves[j].insert(Source(seen));
+        if (p.decodes == Decodes::kRow) row_moves[i].insert(Nearest(Source(seen), i));
+        if (p.decodes == Decodes::kColumn) col_moves[j].insert(Nearest(Source(seen), j));
         if (p.decodes == Decodes::kK) k_moves.emplace_back(Source(want), Source(seen));
+      } else if (seen > want && std::fmod(seen, want) == 0) {
+        multiples.push_back(bad);
+        if (p.decodes == Decodes::kK) multiple_k_slices[Source(want) / kKSlice].insert(static_cast<int64_t>(seen / want));
       } else {
-        mixed.push_back(bad);
+        sums.push_back(bad);
+        const float extra = seen - want;
+        if (p.decodes == Decodes::kK) sum_k_deltas.push_back(IsValue(extra) ? Source(extra) - Source(want) : -1);
       }
     }
   }
-  if (unwritten.empty() && zeros.empty() && multiples.empty() && moved.empty() && mixed.empty()) {
+  if (unwritten.empty() && zeros.empty() && multiples.empty() && moved.empty() && sums.empty()) {
     out.exact = true;
     return out;
+  }
+  if (zeros.empty() && !multiples.empty()) {
+    // Products counted twice and none lost: whole sums doubled (a tile
+    // added onto its own earlier sums, the accumulate flag), not a slice or
+    // a k-tile read twice, which would lose another. In the k probe a
+    // k-tile read twice loses none where the K loop runs over; there it
+    // takes every K16 slice that any row selects being doubled.
+    std::set<int64_t> selected;
+    for (int64_t i = 0; i < p.m; ++i) selected.insert(KOfRow(i, p.m, p.k) / kKSlice);
+    if (p.decodes != Decodes::kK || multiple_k_slices.size() == selected.size()) {
+      sum_k_deltas.insert(sum_k_deltas.end(), multiples.size(), 0);
+      sums.insert(sums.end(), multiples.begin(), multiples.end());
+      multiples.clear();
+      multiple_k_slices.clear();
+    }
   }
   if (static_cast<int64_t>(unwritten.size()) == p.m * p.n) {
     out.findings.push_back("no element was written: the epilogue stored nothing (its TMEM or register reads refused, "
@@ -288,20 +320,28 @@ Diagnosis Diagnose(const DiagnosticProbe& p, const std::vector<uint16_t>& d) {
     if (p.decodes == Decodes::kK) {
       std::set<int64_t> twice;
       for (const auto& [slice, times] : multiple_k_slices) twice.insert(slice);
-      // Whole k-tiles (four K16 slices each) lost and doubled: a stage
-      // consumed twice; single slices: the descriptor's advance.
-      const auto whole_tiles = [](const std::set<int64_t>& slices, std::set<int64_t>* tiles) {
-        for (int64_t s : slices) tiles->insert(s / (kKTile / kKSlice));
-        for (int64_t t : *tiles) {
-          for (int64_t s = t * (kKTile / kKSlice); s < (t + 1) * (kKTile / kKSlice); ++s) {
+      // Whole k-tiles (four K16 slices each) lost or doubled, or products
+      // lost in some k-tiles and doubled in others: a stage consumed before
+      // its refill. Slices lost and doubled within the same k-tiles: the
+      // descriptor's advance.
+      constexpr int64_t kSlicesPerTile = kKTile / kKSlice;
+      const auto tiles_of = [](const std::set<int64_t>& slices) {
+        std::set<int64_t> tiles;
+        for (int64_t s : slices) tiles.insert(s / kSlicesPerTile);
+        return tiles;
+      };
+      const auto whole = [](const std::set<int64_t>& slices, const std::set<int64_t>& tiles) {
+        for (int64_t t : tiles) {
+          for (int64_t s = t * kSlicesPerTile; s < (t + 1) * kSlicesPerTile; ++s) {
             if (!slices.count(s)) return false;
           }
         }
         return true;
       };
-      std::set<int64_t> lost_tiles, doubled_tiles;
-      const bool tiles = whole_tiles(zero_k_slices, &lost_tiles) && whole_tiles(twice, &doubled_tiles);
-      if (tiles) {
+      const std::set<int64_t> lost_tiles = tiles_of(zero_k_slices), doubled_tiles = tiles_of(twice);
+      bool apart = !lost_tiles.empty() && !doubled_tiles.empty();
+      for (int64_t t : lost_tiles) apart &= !doubled_tiles.count(t);
+      if (apart || (whole(zero_k_slices, lost_tiles) && whole(twice, doubled_tiles))) {
         if (!lost_tiles.empty()) f << ": k-tiles " << Ranges(lost_tiles) << " are never read";
         if (!doubled_tiles.empty()) {
           f << (lost_tiles.empty() ? ": " : ", and ") << "k-tiles " << Ranges(doubled_tiles) << " are read twice";
@@ -315,7 +355,7 @@ Diagnosis Diagnose(const DiagnosticProbe& p, const std::vector<uint16_t>& d) {
         f << ": the per-K16 start-address advance of the MMA's descriptors, or a K loop that stops inside a k-tile";
       }
     } else {
-      f << ": a K loop that skips or repeats k-tiles";
+      f << ": a K loop that skips or repeats k-tiles, or K16 slices or stages read twice (the k probe tells which)";
     }
     std::vector<Bad> both = zeros;
     both.insert(both.end(), multiples.begin(), multiples.end());
@@ -329,11 +369,18 @@ Diagnosis Diagnose(const DiagnosticProbe& p, const std::vector<uint16_t>& d) {
     out.findings.push_back(std::to_string(moved.size()) + " elements hold another element's value: " + what +
                            Evidence(moved));
   }
-  if (!mixed.empty()) {
-    out.findings.push_back(std::to_string(mixed.size()) +
-                           " elements hold sums of several products where one was due: an accumulate flag set on the "
-                           "first k-tile (stale accumulator), or two k-tiles or tiles summed into one" +
-                           Evidence(mixed));
+  if (!sums.empty()) {
+    // In the k probe, a sum whose extra term is another k-tile's product
+    // (its k a multiple of 64 away) is a stage read while its refill
+    // landed; any other sum is a tile added onto stale sums.
+    bool other_k_tile = p.decodes == Decodes::kK;
+    for (int64_t delta : sum_k_deltas) other_k_tile &= delta != 0 && delta % kKTile == 0;
+    out.findings.push_back(
+        std::to_string(sums.size()) + " elements hold sums of several products where one was due" +
+        (other_k_tile ? ": each adds another k-tile's product (k a multiple of 64 away): a stage read while its refill "
+                        "landed (a barrier's phase)"
+                      : ": an accumulate flag set on a tile's first k-tile (the accumulator's stale sums added)") +
+        Evidence(sums));
   }
   return out;
 }

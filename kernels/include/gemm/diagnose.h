@@ -21,8 +21,9 @@
 namespace gemm {
 
 // One structured problem: D = A·Bᵀ with A m×k and B n×k, fp16 bits,
-// row-major and dense. Every element of the right D is an exact small
-// integer, and names its source by `decodes`.
+// row-major and dense. Every element of the right D is an exact integer in
+// [1024, 2048) that names its source by `decodes` (mod 1024); a sum of two
+// products is 2048 or more, so it never passes for a moved value.
 struct DiagnosticProbe {
   enum class Decodes { kRow, kColumn, kK };  // what D's value names: A's row, B's row (D's column), or k
   std::string name;
@@ -33,7 +34,9 @@ struct DiagnosticProbe {
 
 // The probes for a step whose largest problem is max_m × max_n × max_k
 // (0: no limit): one tile, one k-tile and several, one cluster tile (256
-// rows and columns), and several waves; each decoding rows, columns and k.
+// rows and columns), several waves, and more tiles than a GPU holds CTAs
+// (so that a persistent CTA takes a second tile); each decoding rows,
+// columns and k.
 std::vector<DiagnosticProbe> DiagnosticProbes(int64_t max_m, int64_t max_n, int64_t max_k);
 
 // The value every element of the probe's right D holds.

@@ -25,11 +25,15 @@ float ValueOf(int64_t index) { return static_cast<float>(kValueBase + index % kP
 bool IsValue(float v) { return v >= kValueBase && v < kValueBase + kPeriod && v == std::round(v); }
 // The index a value names (mod kPeriod).
 int64_t Source(float v) { return static_cast<int64_t>(v) - kValueBase; }
-// The index congruent to `source` (mod kPeriod) nearest to `near`: where a
-// value read from a probe with more than kPeriod rows or columns came from.
-int64_t Nearest(int64_t source, int64_t near) {
-  const int64_t d = near - source + kPeriod / 2;
-  return source + (d >= 0 ? d / kPeriod : -((kPeriod - 1 - d) / kPeriod)) * kPeriod;
+// The index in [0, extent) congruent to `source` (mod kPeriod) nearest to
+// `near`: where a value read from a probe with more than kPeriod rows or
+// columns came from.
+int64_t Nearest(int64_t source, int64_t near, int64_t extent) {
+  int64_t best = source;
+  for (int64_t c = source; c < extent; c += kPeriod) {
+    if (std::llabs(c - near) < std::llabs(best - near)) best = c;
+  }
+  return best;
 }
 
 // The k that row i of a probe's A selects: spread over every k-tile. The
@@ -145,7 +149,7 @@ std::string ExplainColumnMoves(const std::map<int64_t, std::set<int64_t>>& moves
   bool repeats = true, within_chunks = true;
   for (const auto& [from, tos] : moves) {
     for (int64_t to : tos) {
-      repeats &= from >= first && to < first && (from - to) % first == 0;
+      repeats &= first > 0 && from >= first && to < first && (from - to) % first == 0;
       within_chunks &= to / 64 == from / 64 && (to - from) % 8 == 0;
     }
   }
@@ -187,11 +191,11 @@ std::string ExplainKMoves(const std::vector<std::pair<int64_t, int64_t>>& moves)
         << (deltas.size() > 1 ? " and more" : "") << " in k): a stage reused before its phase, or the k-tile order";
   } else if (same_tile && slice_multiple) {
     out << "K16 slices exchanged within a k-tile:";
-    int shown = 0;
+    std::set<std::pair<int64_t, int64_t>> exchanged;  // (slice, the slice it reads), within a k-tile
     for (const auto& [from, tos] : slices) {
-      if (*tos.begin() == from || shown++ == 4) continue;
-      out << " slice " << from % (kKTile / kKSlice) << " reads slice " << *tos.begin() % (kKTile / kKSlice) << ";";
+      if (*tos.begin() != from) exchanged.emplace(from % (kKTile / kKSlice), *tos.begin() % (kKTile / kKSlice));
     }
+    for (const auto& [from, to] : exchanged) out << " slice " << from << " reads slice " << to << ";";
     out << " the per-K16 start-address advance of the MMA's descriptors";
   } else if (same_tile && chunk_multiple) {
     out << "k within a k-tile permuted in 8-element (16-byte) chunks, differently by row: the 128-byte swizzle "
@@ -216,7 +220,10 @@ std::vector<DiagnosticProbe> DiagnosticProbes(int64_t max_m, int64_t max_n, int6
                           {"several waves", 1024, 512, 128},
                           // More tiles than a GPU holds CTAs (three per SM on 148 SMs take 444 of its 512):
                           // a persistent CTA's second tile starts on an accumulator that held its first.
-                          {"more tiles than CTAs", 4096, 2048, 128}};
+                          // One k-tile each, so that a stage ring's rounds never hold two tiles' k-tiles
+                          // (a stale stage would read as a stale accumulator here); the single-tile probe
+                          // with several k-tiles is the one for the ring.
+                          {"more tiles than CTAs", 4096, 2048, 64}};
   std::vector<DiagnosticProbe> probes;
   for (const Shape& s : shapes) {
     if ((max_m && s.m > max_m) || (max_n && s.n > max_n) || (max_k && s.k > max_k)) continue;
@@ -267,8 +274,8 @@ Diagnosis Diagnose(const DiagnosticProbe& p, const std::vector<uint16_t>& d) {
         if (p.decodes == Decodes::kK) zero_k_slices.insert(Source(want) / kKSlice);
       } else if (IsValue(seen)) {
         moved.push_back(bad);
-        if (p.decodes == Decodes::kRow) row_moves[i].insert(Nearest(Source(seen), i));
-        if (p.decodes == Decodes::kColumn) col_moves[j].insert(Nearest(Source(seen), j));
+        if (p.decodes == Decodes::kRow) row_moves[i].insert(Nearest(Source(seen), i, p.m));
+        if (p.decodes == Decodes::kColumn) col_moves[j].insert(Nearest(Source(seen), j, p.n));
         if (p.decodes == Decodes::kK) k_moves.emplace_back(Source(want), Source(seen));
       } else if (seen > want && std::fmod(seen, want) == 0) {
         multiples.push_back(bad);
@@ -289,10 +296,12 @@ Diagnosis Diagnose(const DiagnosticProbe& p, const std::vector<uint16_t>& d) {
     // added onto its own earlier sums, the accumulate flag), not a slice or
     // a k-tile read twice, which would lose another. In the k probe a
     // k-tile read twice loses none where the K loop runs over; there it
-    // takes every K16 slice that any row selects being doubled.
+    // takes every K16 slice that any row selects being doubled, or other
+    // sums outnumbering the multiples (an accumulator's stale values,
+    // which equal a multiple of the right one only by chance).
     std::set<int64_t> selected;
     for (int64_t i = 0; i < p.m; ++i) selected.insert(KOfRow(i, p.m, p.k) / kKSlice);
-    if (p.decodes != Decodes::kK || multiple_k_slices.size() == selected.size()) {
+    if (p.decodes != Decodes::kK || multiple_k_slices.size() == selected.size() || sums.size() > multiples.size()) {
       sum_k_deltas.insert(sum_k_deltas.end(), multiples.size(), 0);
       sums.insert(sums.end(), multiples.begin(), multiples.end());
       multiples.clear();

@@ -24,6 +24,7 @@
 #include "common/tile_layout.h"
 #include "common/tile_scheduler.h"
 #include "common/tma.h"
+#include "planted_fault.h"
 
 namespace gemm::sm90 {
 
@@ -109,7 +110,7 @@ class ClusterPairTiles {
       Origin(tile, &m0, &n0);
       const uint32_t bytes = StageBytes(m0, n0);
       const bool load_a = m0 < m_, load_b = n0 + rank_ * kBShareRows < n_;
-      const int32_t a_row = static_cast<int32_t>(m0), b_row = static_cast<int32_t>(n0 + rank_ * kBShareRows);
+      const int32_t a_row = static_cast<int32_t>(PlantedARows(m0)), b_row = static_cast<int32_t>(n0 + rank_ * kBShareRows);
       int kt_begin, kt_end;
       KTiles(tile, &kt_begin, &kt_end);
       for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
@@ -153,6 +154,17 @@ class ClusterPairTiles {
 
  private:
   static constexpr uint16_t kWholeCluster = (1u << kClusterSize) - 1;
+
+  // The first row of the A tile this CTA loads for its tile at m0: its own,
+  // unless a test planted the pair fault (planted_fault.h), where both CTAs
+  // of the pair have rows.
+  __device__ int64_t PlantedARows(int64_t m0) const {
+    if constexpr (kPlantedFault == PlantedFault::kPairLoads && kClusterSize == 2) {
+      const int64_t peer_m0 = rank_ == 0 ? m0 + kTileRows : m0 - kTileRows;
+      if (m0 < m_ && peer_m0 < m_) return peer_m0;
+    }
+    return m0;
+  }
 
   // Bytes landing in one CTA's stage: its A tile (not loaded when it lies
   // wholly below the matrix) and every CTA's share of B that lies inside

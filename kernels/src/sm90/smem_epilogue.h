@@ -22,7 +22,7 @@ __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char
   for (int mb = 0; mb < kMBlocks; ++mb) {
 #pragma unroll
     for (int i = 0; i < 64; i += 2) {
-      const int row = row_base + mb * 64 + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+      const int row = row_base + mb * 64 + warp * 16 + PlantedQuadRow(lane / 4) + 8 * ((i / 2) % 2);
       const int col = 8 * (i / 4) + 2 * (lane % 4);  // 0..127
       char* half_tile = d_tile + (col / 64) * kTileBytes;
       const int c = col % 64;
@@ -42,7 +42,7 @@ inline constexpr int kDChunkBytes = kDChunkRows * 64 * 2;
 // that holds columns [col0, col0 + 64) of its warpgroup's 64 rows.
 __device__ inline char* PairInChunk(char* chunk, int i, int col0) {
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  const int row = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+  const int row = warp * 16 + PlantedQuadRow(lane / 4) + 8 * ((i / 2) % 2);
   const int c = 8 * (i / 4) + 2 * (lane % 4) - col0;  // 0..63
   return chunk + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2;
 }

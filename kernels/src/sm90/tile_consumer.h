@@ -7,6 +7,7 @@
 
 #include "common/barrier.h"
 #include "common/tile_layout.h"
+#include "planted_fault.h"
 #include "wgmma.h"
 
 namespace gemm::sm90 {
@@ -25,6 +26,23 @@ __device__ inline void MultiplyTile(float (&acc)[2][64], const char* stages, uin
                                     int k_tiles, int& it, bool leader, Release release) {
   for (int kt = 0; kt < k_tiles; ++kt, ++it) {
     const int s = it % kStages;
+    if constexpr (kPlantedFault == PlantedFault::kStagePhase) {
+      // Planted (planted_fault.h): from the second round on, the MMA reads
+      // its stage one phase early, while it still holds the previous
+      // round's k-tile. Made certain rather than a race: the stage is
+      // released only after that read, and its refill is waited for (so
+      // that no load is in flight at exit) but read only a round later.
+      // A producer that waits at exit for every stage's last release
+      // (step 9's) would wait forever: not planted there.
+      if (it < kStages) Wait(&full[s], 0);
+      IssueTileMma(acc, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/kt > 0);
+      WaitForTileMma<0>(acc);
+      if (it >= kStages) {
+        if (leader) release(&empty[s]);
+        Wait(&full[s], (it / kStages) % 2);
+      }
+      continue;
+    }
     Wait(&full[s], (it / kStages) % 2);
     const char* a_tile = stages + s * kStageBytes;
     IssueTileMma(acc, a_tile, a_tile + kTileBytes, /*accumulate=*/kt > 0);

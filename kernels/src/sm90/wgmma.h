@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "planted_fault.h"
+
 namespace gemm::sm90 {
 
 // Descriptor of a K-major operand tile in shared memory, laid out as TMA's
@@ -47,7 +49,8 @@ __device__ inline void FenceAccumulators(float (&d)[kCount]) {
 // d(64x128, f32) = A(64x16)·B(128x16)ᵀ + (accumulate ? d : 0); A and B are
 // fp16, K-major, in shared memory. Issued by all 128 threads of a warpgroup.
 // Register i of thread t holds row 16·warp + lane/4 + 8·((i/2)%2), column
-// 8·(i/4) + 2·(lane%4) + i%2.
+// 8·(i/4) + 2·(lane%4) + i%2 (the epilogues' row goes through
+// PlantedQuadRow, planted_fault.h).
 __device__ inline void WgmmaM64N128K16(float (&d)[64], uint64_t a_desc, uint64_t b_desc, int accumulate) {
   asm volatile(
       "{\n"
@@ -97,14 +100,14 @@ __device__ inline void WgmmaM64N64K16(float (&d)[32], uint64_t a_desc, uint64_t 
 // tile); the rest always add. Returns at once: WaitForTileMma to finish.
 // Tiles are in the tile_layout.h layout (128 rows of 128 swizzled bytes).
 __device__ inline void IssueTileMma(float (&acc)[2][64], const char* a_tile, const char* b_tile, bool accumulate) {
-  const uint64_t a_desc = SmemDescriptor(a_tile), b_desc = SmemDescriptor(b_tile);
+  const uint64_t a_desc = PlantedADescriptor(SmemDescriptor(a_tile)), b_desc = SmemDescriptor(b_tile);
   WgmmaFence();
 #pragma unroll
   for (int mb = 0; mb < 2; ++mb) {
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      WgmmaM64N128K16(acc[mb], AdvanceDescriptor(a_desc, mb * 64 * 128 + kk * 32), AdvanceDescriptor(b_desc, kk * 32),
-                      accumulate || kk > 0);
+      WgmmaM64N128K16(acc[mb], AdvanceDescriptor(a_desc, mb * 64 * 128 + PlantedASliceBytes(kk)),
+                      AdvanceDescriptor(b_desc, kk * 32), PlantedAccumulate(accumulate) || kk > 0);
     }
   }
   WgmmaCommit();
@@ -117,16 +120,16 @@ __device__ inline void IssueTileMma(float (&acc)[2][64], const char* a_tile, con
 template <int kRegs>
 __device__ inline void IssueWideTileMma(float (&acc)[kRegs], const char* a_rows, const char* b_rows, bool accumulate) {
   static_assert(kRegs == 128 || kRegs == 32, "m64n256 or m64n64");
-  const uint64_t a_desc = SmemDescriptor(a_rows), b_desc = SmemDescriptor(b_rows);
+  const uint64_t a_desc = PlantedADescriptor(SmemDescriptor(a_rows)), b_desc = SmemDescriptor(b_rows);
   WgmmaFence();
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
     if constexpr (kRegs == 128) {
-      WgmmaM64N256K16(acc, AdvanceDescriptor(a_desc, kk * 32), AdvanceDescriptor(b_desc, kk * 32),
-                      accumulate || kk > 0);
+      WgmmaM64N256K16(acc, AdvanceDescriptor(a_desc, PlantedASliceBytes(kk)), AdvanceDescriptor(b_desc, kk * 32),
+                      PlantedAccumulate(accumulate) || kk > 0);
     } else {
-      WgmmaM64N64K16(acc, AdvanceDescriptor(a_desc, kk * 32), AdvanceDescriptor(b_desc, kk * 32),
-                     accumulate || kk > 0);
+      WgmmaM64N64K16(acc, AdvanceDescriptor(a_desc, PlantedASliceBytes(kk)), AdvanceDescriptor(b_desc, kk * 32),
+                     PlantedAccumulate(accumulate) || kk > 0);
     }
   }
   WgmmaCommit();

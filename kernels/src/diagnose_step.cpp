@@ -9,10 +9,14 @@
 namespace gemm {
 
 std::vector<ProbeVerdict> DiagnoseStep(int step, const DeviceContext& ctx, cudaStream_t stream) {
-  std::vector<ProbeVerdict> verdicts;
   const StepInfo* info = FindStep(step);
-  if (info == nullptr) return verdicts;
-  for (const DiagnosticProbe& p : DiagnosticProbes(info->max_m, info->max_n, info->max_k)) {
+  if (info == nullptr) return {};
+  return DiagnoseLauncher(*info, [&](const Problem& p) { return Launch(step, p, ctx, stream); }, stream);
+}
+
+std::vector<ProbeVerdict> DiagnoseLauncher(const StepInfo& limits, const ProbeLauncher& launch, cudaStream_t stream) {
+  std::vector<ProbeVerdict> verdicts;
+  for (const DiagnosticProbe& p : DiagnosticProbes(limits.max_m, limits.max_n, limits.max_k)) {
     __half *a = nullptr, *b = nullptr, *d = nullptr;
     std::string error;
     if (cudaMalloc(&a, p.a.size() * 2) != cudaSuccess || cudaMalloc(&b, p.b.size() * 2) != cudaSuccess ||
@@ -24,7 +28,7 @@ std::vector<ProbeVerdict> DiagnoseStep(int step, const DeviceContext& ctx, cudaS
       cudaMemcpyAsync(a, p.a.data(), p.a.size() * 2, cudaMemcpyHostToDevice, stream);
       cudaMemcpyAsync(b, p.b.data(), p.b.size() * 2, cudaMemcpyHostToDevice, stream);
       Poison(d, out.size(), stream);
-      error = Launch(step, Problem{p.m, p.n, p.k, a, b, d, p.k, p.k, p.n}, ctx, stream);
+      error = launch(Problem{p.m, p.n, p.k, a, b, d, p.k, p.k, p.n});
     }
     if (error.empty()) {
       cudaMemcpyAsync(out.data(), d, out.size() * 2, cudaMemcpyDeviceToHost, stream);

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 scripts/build.sh
 rm -rf .bundle
 scripts/collect-runtime.sh .bundle build/server/gemmd build/client/gemm-client build/client/grpc-echo-bench build/kernels/bench/gemm-bench build/kernels/bench/transfer-limits \
-  build/server/gemmd-selftest build/tests/kernels_gpu_test build/tests/cuda_engine_gpu_test build/tests/forms_gpu_test \
+  build/server/gemmd-selftest build/tests/kernels_gpu_test build/tests/planted_faults_gpu_test build/tests/cuda_engine_gpu_test build/tests/forms_gpu_test \
   build/tests/sketch_check_gpu_test \
   build/tests/device_fault_gpu_test build/tests/step_gate_gpu_test build/tests/soak_test
 # The Python package as pip installed it (its stubs generated): the GPU

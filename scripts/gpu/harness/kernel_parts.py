@@ -25,11 +25,12 @@ def diagnose(lab, compute_major):
         lab.note(*[f"| {s} | {p} | {d} |" for s, p, d in rows if d != "exact"][:40])
 
 
-GPU_TESTS = ("kernels_gpu_test", "cuda_engine_gpu_test", "forms_gpu_test", "sketch_check_gpu_test",
+GPU_TESTS = ("kernels_gpu_test", "planted_faults_gpu_test", "cuda_engine_gpu_test", "forms_gpu_test", "sketch_check_gpu_test",
              "device_fault_gpu_test", "step_gate_gpu_test")
 # Lines of a test's output the summary carries: VERIFICATION_FAST's
-# planted-fault table and its sweep.
-TABLE_LINES = ("planted faults", "  one ", "  two ", "  none ", "sweep: ")
+# planted-fault table and its sweep, and what the pattern diagnostics said
+# of each fault planted in a kernel.
+TABLE_LINES = ("planted faults", "  one ", "  two ", "  none ", "sweep: ", "diagnosed: ")
 
 
 def tests(lab):

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "engine/cuda_engine.h"
-#include "engine/step_gate.h"
+#include "engine/self_test_steps.h"
 #include "gemm/diagnose_step.h"
 #include "gemm/test_hooks.h"
 
@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: gemmd-selftest --device N --steps S,S,...\n");
     return 2;
   }
+  bool lost = false;  // a planted fault ended the context
   gemmd::CudaEngineOptions options;
   options.staging_bytes = 1 << 20;
   options.sync_timeout_seconds = 3600;  // gemmd keeps the time: a hang is its to judge
@@ -85,10 +86,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto plants = ParsePlants(std::getenv("GEMMD_SELFTEST_PLANT"));
-  namespace protocol = gemmd::step_gate_protocol;
-  for (int step : steps) {
-    Say(protocol::Start(step));
-    std::string failure;
+  gemmd::SelfTestActions actions;
+  actions.self_test = [&](int step) -> std::string {
     auto plant = plants.find(step);
     if (plant != plants.end() && (plant->second == "narrow" || plant->second == "shortk")) {
       gemm::testing::PlantStepFault(step, plant->second == "narrow" ? gemm::testing::StepFault::kNarrowN
@@ -97,22 +96,17 @@ int main(int argc, char** argv) {
     }
     if (plant != plants.end()) {
       cudaSetDevice(device);
-      const cudaError_t launched =
-          plant->second == "hang" ? gemm::testing::LaunchHangingKernel(nullptr) : gemm::testing::LaunchFaultingKernel(nullptr);
+      const cudaError_t launched = plant->second == "hang" ? gemm::testing::LaunchHangingKernel(nullptr)
+                                                           : gemm::testing::LaunchFaultingKernel(nullptr);
       const cudaError_t e = launched != cudaSuccess ? launched : cudaDeviceSynchronize();  // a hang never returns
-      failure = std::string("faulted in its start-up self-test (") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) +
-                ")";
-      Say(protocol::Fail(step, failure));
-      return 3;  // this process's CUDA context is gone
+      lost = true;  // this process's CUDA context is gone
+      return std::string("faulted in its start-up self-test (") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) +
+             ")";
     }
-    failure = (*engine)->SelfTestStep(device, step);
-    if (!failure.empty() && (*engine)->healthy(device)) {
-      // What a wrong D says about the kernel (gemm/diagnose.h): a B200's
-      // first run should name the fault, not only withdraw the step.
-      failure += "; diagnosis: " + Diagnosis(device, step);
-    }
-    Say(failure.empty() ? protocol::Pass(step) : protocol::Fail(step, failure));
-    if (!(*engine)->healthy(device)) return 3;
-  }
-  return 0;
+    return (*engine)->SelfTestStep(device, step);
+  };
+  actions.device_healthy = [&] { return !lost && (*engine)->healthy(device); };
+  actions.diagnose = [&](int step) { return Diagnosis(device, step); };
+  actions.say = Say;
+  return gemmd::SelfTestSteps(steps, actions) ? 0 : 3;
 }

@@ -12,6 +12,7 @@ sys.path.insert(0, str(HERE.parent / "scripts" / "gpu"))
 from harness import readers  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.__main__ import PARTS_IN_ORDER, parts_to_run  # noqa: E402
+from harness import kernel_parts  # noqa: E402
 from harness.kernel_parts import CYCLES, TENSOR, sm100_verdicts  # noqa: E402
 from harness.startup_parts import first_touch_ratios  # noqa: E402
 from harness.transport_parts import per_name  # noqa: E402
@@ -182,6 +183,35 @@ class SummariesTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as refused:
             parts_to_run("tests benchmark", 9)
         self.assertIn("benchmark", str(refused.exception))
+
+    def test_a_b200_diagnoses_all_ten_steps_and_prints_the_whole_table(self):
+        """What run.sh does first on a pretended compute capability 10
+        device: gemm-bench --diagnose over steps 1-10, every row printed;
+        elsewhere only the rows that are not exact."""
+        import tempfile
+
+        class FakeLab:
+            def __init__(self, out):
+                self.out, self.args, self.notes = out, None, []
+
+            def run(self, args, out=None, timeout=None):
+                self.args = [str(a) for a in args]
+                rows = [f"| {s} | one tile, one k-tile 128x128x64, decoding k | "
+                        f"{'exact' if s != 9 else 'K16 slices exchanged'} |" for s in range(1, 11)]
+                (self.out / out).write_text("| step | probe | diagnosis |\n| ---: | --- | --- |\n" + "\n".join(rows))
+                return 0, ""
+
+            def note(self, *lines):
+                self.notes += lines
+
+        with tempfile.TemporaryDirectory() as tmp:
+            for major, printed in ((10, 10), (9, 1)):
+                lab = FakeLab(Path(tmp))
+                kernel_parts.diagnose(lab, major)
+                self.assertEqual(lab.args[:2], ["gemm-bench", "--diagnose"])
+                self.assertEqual(lab.args[lab.args.index("--steps") + 1].split(","), [str(s) for s in range(1, 11)])
+                self.assertIn("(9 probes exact of 10)", lab.notes[0])
+                self.assertEqual(sum(n.startswith("| ") and n[2].isdigit() for n in lab.notes), printed, lab.notes)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ PURPOSES = {
     "forms_reference": "the GPU harness's tests and forms parts with the forms' fp64 reference GEMM register-blocked "
                        "(4x4 outputs a thread): every form's full and fast verification times",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",
+    "planted_faults": "the GPU harness's diagnose and tests parts: every GPU test, and what the pattern diagnostics "
+                      "say of each fault planted in the real sm_90a kernels (planted_faults_gpu_test)",
     "soak_sass_sanitize": "the GPU harness's soak, sass and sanitize parts",
     "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",
     "service_run2": "the same on a second host",

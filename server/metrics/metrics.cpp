@@ -78,7 +78,8 @@ Metrics::Metrics()
       step_withdrawn_(BuildGauge()
                           .Name("gemm_step_withdrawn")
                           .Help("1 for a step whose kernel failed, faulted or hung in the start-up self-test on "
-                                "the device (ListKernels says why), 0 for a step the device offers")
+                                "the device, 0 for a step the device offers. ListKernels and the log say why; "
+                                "for a wrong result, with the pattern diagnostics' reading of it")
                           .Register(*registry_)),
       device_healthy_(BuildGauge()
                           .Name("gemm_device_healthy")

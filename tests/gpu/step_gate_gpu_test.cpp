@@ -88,6 +88,7 @@ class GatedGpuServerTest : public ServerFixture {};
 TEST_F(GatedGpuServerTest, GemmdComesUpServingWithoutTheWithdrawnSteps) {
   SKIP_WITHOUT_GPU();
   PlantedKernels planted;
+  setenv("GEMMD_SELFTEST_PLANT", "hang:3,fault:5,narrow:4", 1);  // and a step that computes a wrong D
   CudaEngineOptions o;
   o.selftest = {HelperPath(), 5};
   auto engine = CudaEngine::Create(o);
@@ -100,6 +101,9 @@ TEST_F(GatedGpuServerTest, GemmdComesUpServingWithoutTheWithdrawnSteps) {
   EXPECT_THAT(kernels.kernels(3).unavailable_reason(), HasSubstr("hung"));
   EXPECT_FALSE(kernels.kernels(5).available());
   EXPECT_THAT(kernels.kernels(5).unavailable_reason(), HasSubstr("cudaErrorIllegalAddress"));
+  EXPECT_FALSE(kernels.kernels(4).available());  // withdrawn with what its D says
+  EXPECT_THAT(kernels.kernels(4).unavailable_reason(), HasSubstr("; diagnosis: "));
+  EXPECT_THAT(kernels.kernels(4).unavailable_reason(), HasSubstr("the tile's N"));
   EXPECT_TRUE(kernels.kernels(10).available());
 
   grpc::health::v1::HealthCheckResponse::ServingStatus health{};
@@ -116,6 +120,7 @@ TEST_F(GatedGpuServerTest, GemmdComesUpServingWithoutTheWithdrawnSteps) {
   const std::string metrics = MetricsText(server());
   EXPECT_EQ(Sample(metrics, "gemm_step_withdrawn{device=\"cuda:0\",step=\"3\"}"), 1);
   EXPECT_EQ(Sample(metrics, "gemm_step_withdrawn{device=\"cuda:0\",step=\"5\"}"), 1);
+  EXPECT_EQ(Sample(metrics, "gemm_step_withdrawn{device=\"cuda:0\",step=\"4\"}"), 1);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 // cuda_forms.cpp. A batch that is not of one shape and kind, or whose Ds do
 // not fit the staging, runs job by job.
 #include <algorithm>
+#include <optional>
 
 #include "engine/cuda_device.h"
 #include "engine/verify.h"
@@ -124,7 +125,8 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   auto* cmp_host = reinterpret_cast<gemm::CompareResult*>(lane->staging + count * d_stride);
   float launch_ms = 0, verify_ms = 0;
   {
-    std::lock_guard compute(dev.compute_mu);
+    if (input_stream == lane->compute) cudaEventRecord(lane->inputs_done, lane->compute);
+    std::optional<ComputeTurn> turn(std::in_place, dev, *lane);
     if (lane->starts.empty()) {
       cudaEvent_t s0, s1;
       if ((e = cudaEventCreate(&s0)) != cudaSuccess || (e = cudaEventCreate(&s1)) != cudaSuccess) {
@@ -178,12 +180,13 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
                           lane->compute);
       if (e != cudaSuccess) return all(dev.Fail("verification", e));
     }
+    turn.reset();  // the next lane's GEMM queues behind this one while the host waits
     if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return all(st);
     cudaEventElapsedTime(&launch_ms, lane->starts[0], lane->stops[0]);
     cudaEventElapsedTime(&verify_ms, lane->stops[0], lane->verified);
     if (input_stream == lane->compute) {
       float ms = 0;
-      cudaEventElapsedTime(&ms, lane->inputs_start, lane->starts[0]);
+      cudaEventElapsedTime(&ms, lane->inputs_start, lane->inputs_done);
       upload_seconds = ms * 1e-3;
     }
   }

@@ -73,8 +73,10 @@ struct Lane {
   cudaEvent_t norms_ready = nullptr;
   // Timed: inputs made or staged on the compute stream, the verification,
   // and a small D's copy down (see kOneStreamBytes).
-  cudaEvent_t inputs_start = nullptr, verified = nullptr, downloaded = nullptr;
+  cudaEvent_t inputs_start = nullptr, inputs_done = nullptr, verified = nullptr, downloaded = nullptr;
   std::vector<cudaEvent_t> starts, stops;
+  // The end of this lane's last ComputeTurn on the compute stream.
+  cudaEvent_t turn_done = nullptr;
   char* staging = nullptr;  // pinned, kStagingSlots chunks used in turn
   char* scratch = nullptr;  // device, kLaneScratchBytes: a small request's A, B, D and reference
   uint64_t staging_bytes = 0;
@@ -98,9 +100,11 @@ struct CudaEngine::Device {
   std::vector<std::unique_ptr<Lane>> lanes;
   std::mutex lanes_mu;
   std::condition_variable lane_free;
-  // Kernels and verification of one request at a time: timings stay clean,
-  // while another lane's upload or download overlaps them.
+  // Kernels and verification of one request at a time (ComputeTurn):
+  // timings stay clean, while another lane's upload or download overlaps
+  // them. last_turn_done (under compute_mu) is the latest turn's end.
   std::mutex compute_mu;
+  cudaEvent_t last_turn_done = nullptr;
   gemm::L2Flush l2_flush;  // before benchmark-timed runs, under compute_mu
   std::unique_ptr<HostCopier> copier;  // staging copies of big inline operands and D
   // Stored matrices kept on the device (engine/device_matrix_cache.h);
@@ -163,6 +167,29 @@ struct CudaEngine::Device {
   }
 };
 
+
+// One request's kernels and checks in the device's order. compute_mu is
+// held only while they are queued: the GPU runs them after the previous
+// turn's (an event on this lane's compute stream, not a host wait), so
+// another lane queues its GEMM while this one runs, and the device goes
+// from one GEMM to the next without waiting for the host to wake. Wait for
+// the lane's compute stream after the turn, not inside it.
+class ComputeTurn {
+ public:
+  ComputeTurn(CudaEngine::Device& dev, Lane& lane) : lock_(dev.compute_mu), dev_(dev), lane_(lane) {
+    if (dev.last_turn_done != nullptr) cudaStreamWaitEvent(lane.compute, dev.last_turn_done, 0);
+  }
+  ~ComputeTurn() {
+    if (cudaEventRecord(lane_.turn_done, lane_.compute) == cudaSuccess) dev_.last_turn_done = lane_.turn_done;
+  }
+  ComputeTurn(const ComputeTurn&) = delete;
+  ComputeTurn& operator=(const ComputeTurn&) = delete;
+
+ private:
+  std::lock_guard<std::mutex> lock_;
+  CudaEngine::Device& dev_;
+  Lane& lane_;
+};
 
 // Borrows a free lane of a device for one request.
 class LaneLease {

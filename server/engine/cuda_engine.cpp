@@ -103,6 +103,8 @@ absl::StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(CudaEngineOptions
       if (e == cudaSuccess) e = cudaEventCreateWithFlags(&lane->inputs_ready, cudaEventDisableTiming);
       if (e == cudaSuccess) e = cudaEventCreateWithFlags(&lane->norms_ready, cudaEventDisableTiming);
       if (e == cudaSuccess) e = cudaEventCreate(&lane->inputs_start);
+      if (e == cudaSuccess) e = cudaEventCreate(&lane->inputs_done);
+      if (e == cudaSuccess) e = cudaEventCreateWithFlags(&lane->turn_done, cudaEventDisableTiming);
       if (e == cudaSuccess) e = cudaEventCreate(&lane->verified);
       if (e == cudaSuccess) e = cudaEventCreate(&lane->downloaded);
       lane->staging_bytes = std::max<uint64_t>(options.staging_bytes, 1 << 20);
@@ -191,8 +193,8 @@ CudaEngine::~CudaEngine() {
       for (cudaEvent_t ev : lane->starts) cudaEventDestroy(ev);
       for (cudaEvent_t ev : lane->stops) cudaEventDestroy(ev);
       for (cudaEvent_t ev : lane->staged) if (ev) cudaEventDestroy(ev);
-      for (cudaEvent_t ev : {lane->inputs_ready, lane->norms_ready, lane->inputs_start, lane->verified,
-                             lane->downloaded}) {
+      for (cudaEvent_t ev : {lane->inputs_ready, lane->norms_ready, lane->inputs_start, lane->inputs_done,
+                             lane->verified, lane->downloaded, lane->turn_done}) {
         if (ev) cudaEventDestroy(ev);
       }
       if (lane->copy) cudaStreamDestroy(lane->copy);
@@ -516,6 +518,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     }
   }
   if ((e = gemm::FillRandom(generated, fills, input_stream)) != cudaSuccess) return dev.Fail("upload", e);
+  if (input_stream == lane->compute) cudaEventRecord(lane->inputs_done, lane->compute);
   if (input_stream == lane->copy) {  // the compute stream waits for the copy stream's uploads
     if (e = cudaEventRecord(lane->inputs_ready, lane->copy); e != cudaSuccess) return dev.Fail("event", e);
     if (auto st = dev.Wait(lane->copy, timeout); !st.ok()) return st;
@@ -527,9 +530,9 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
 
   cudaEvent_t before_download = nullptr;  // a small D's copy down starts here
   const char* d_staged = nullptr;         // and lands here
+  const uint32_t repeats = std::max<uint32_t>(job.repeats, 1);
   {
-    std::lock_guard compute(dev.compute_mu);
-    const uint32_t repeats = std::max<uint32_t>(job.repeats, 1);
+    ComputeTurn turn(dev, *lane);
     if ((e = EnsureRepeatEvents(*lane, repeats)) != cudaSuccess) return dev.Fail("event", e);
     // D's row tails are this engine's padding: nothing reads them back.
     const gemm::Problem problem = vendor_padded && job.step == gemm::kVendorStep
@@ -612,20 +615,20 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       if (e == cudaSuccess) e = cudaEventRecord(lane->downloaded, lane->compute);
       if (e != cudaSuccess) return dev.Fail("download", e);
     }
-    if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
-    if ((e = MedianRepeatSeconds(*lane, repeats, &report.seconds.kernel)) != cudaSuccess) return dev.Fail("timing", e);
-    report.seconds.repeats = repeats;
-    if (input_stream == lane->compute) {  // made or staged on the compute stream: until the first repeat started
-      report.seconds.upload = SecondsBetween(lane->inputs_start, lane->starts[0]);
-    }
-    if (job.verify) {
-      report.seconds.verify = SecondsBetween(lane->stops[repeats - 1], lane->verified);
-      report.verification =
-          fast_check
-              ? FastVerification(*lane->sketch_host, gemm::FormTolerance{}, gemm::kSketchReference)
-              : LaneVerification(*lane, static_cast<uint64_t>(job.m) * job.n, gemm::FormTolerance{},
-                                 job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step));
-    }
+  }
+  // Outside the turn: the next lane's GEMM is queued behind this one meanwhile.
+  if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
+  if ((e = MedianRepeatSeconds(*lane, repeats, &report.seconds.kernel)) != cudaSuccess) return dev.Fail("timing", e);
+  report.seconds.repeats = repeats;
+  if (input_stream == lane->compute) {  // made or staged on the compute stream (not the wait for the device's turn)
+    report.seconds.upload = SecondsBetween(lane->inputs_start, lane->inputs_done);
+  }
+  if (job.verify) {
+    report.seconds.verify = SecondsBetween(lane->stops[repeats - 1], lane->verified);
+    report.verification =
+        fast_check ? FastVerification(*lane->sketch_host, gemm::FormTolerance{}, gemm::kSketchReference)
+                   : LaneVerification(*lane, static_cast<uint64_t>(job.m) * job.n, gemm::FormTolerance{},
+                                      job.step != gemm::kVendorStep ? "cublas" : VendorReferenceName(reference_step));
   }
 
   if (d_staged != nullptr) {  // out of the staging, with the device free for another lane's GEMM

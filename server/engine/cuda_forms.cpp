@@ -15,6 +15,7 @@
 // 16-byte aligned) runs its jobs one by one.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "engine/cuda_device.h"
@@ -164,7 +165,8 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   std::vector<GemmReport> reports(count);
   std::vector<gemm::CompareResult> results(count);
   {  // the GEMMs and their check, one launch at a time per device
-    std::lock_guard compute(dev.compute_mu);
+    if ((e = cudaEventRecord(lane->inputs_done, stream)) != cudaSuccess) return all(dev.Fail("event", e));
+    std::optional<ComputeTurn> turn(std::in_place, dev, *lane);
     const uint32_t repeats = std::max<uint32_t>(first.repeats, 1);
     if ((e = EnsureRepeatEvents(*lane, repeats)) != cudaSuccess) return all(dev.Fail("event", e));
     // D poisoned (all bits set: NaN in every type) so that an element the
@@ -224,13 +226,14 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
       if (e == cudaSuccess) e = cudaEventRecord(lane->verified, stream);
       if (e != cudaSuccess) return all(dev.Fail("verification", e));
     }
+    turn.reset();  // the next lane's GEMM queues behind this one while the host waits
     if (auto st = dev.Wait(stream, timeout); !st.ok()) return all(st);
     for (Input& in : inputs) {
       if (in.cached && !in.cached.hit()) in.cached.MarkReady();  // filled: other requests may read it now
     }
     double kernel = 0;
     if ((e = MedianRepeatSeconds(*lane, repeats, &kernel)) != cudaSuccess) return all(dev.Fail("timing", e));
-    const double upload = SecondsBetween(lane->inputs_start, lane->starts[0]);
+    const double upload = SecondsBetween(lane->inputs_start, lane->inputs_done);
     const double verify = any_verify ? SecondsBetween(lane->stops[repeats - 1], lane->verified) : 0;
     if (full_check) std::copy_n(reinterpret_cast<const gemm::CompareResult*>(lane->staging), count, results.begin());
     for (size_t i = 0; i < count; ++i) {

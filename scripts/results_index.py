@@ -34,7 +34,8 @@ PURPOSES = {
                            "device cache and the generator, in turn",
     "delivered": "the GPU harness's verify part with gemm-client bench --stored: delivered TFLOPS by input mode, this "
                  "build and the one before",
-    "lanes": "the GPU harness's lanes part: delivered TFLOPS with 1, 2 and 3 worker lanes per device",
+    "lanes": "the GPU harness's tests and lanes parts: delivered TFLOPS with 1, 2 and 3 worker lanes per device, "
+             "this build (the device's GPU order kept by events, ComputeTurn) and the one before",
     "verification_cost": "the GPU harness's verify part: VERIFICATION_FULL's time and delivered TFLOPS beside the "
                          "kernel's, this build and the one before the verification changes",
     "harness_service": "the GPU harness's service, tiny (one round), firsttouch and soak (30 s) parts",

@@ -143,22 +143,26 @@ def device_cache(lab):
 def lanes(lab):
     """Delivered TFLOPS by worker lanes per device (--workers): with two or
     more, one lane's inputs are generated and its D copied while another's
-    GEMM runs (GEMMs still one at a time: the device's compute lock). Step
-    10, server-generated inputs, 8 in flight, verified and not, beside
-    gemm-bench's step 10 in the same call; the replies' median kernel time
-    shows what the overlap costs the GEMM itself."""
+    GEMM runs, and its GEMM is queued behind the other's (GEMMs still one at
+    a time: ComputeTurn). Step 10, server-generated inputs, 8 in flight,
+    verified and not, beside gemm-bench's step 10 in the same call; the
+    replies' median kernel time shows what the overlap costs the GEMM
+    itself. A bundle with bin/gemmd-before measures it too (1 and 2 lanes)."""
     capacity = step10_capacity(lab, "lanes_capacity")
-    for workers in (1, 2, 3):
-        with lab.gemmd(f"lanes_{workers}", "--workers", workers):
+    runs = [("gemmd", w) for w in (1, 2, 3)]
+    if lab.has_tool("gemmd-before"):
+        runs += [("gemmd-before", w) for w in (1, 2)]
+    for build, workers in runs:
+        with lab.gemmd(f"lanes_{build}_{workers}", "--workers", workers, binary=build):
             for size in (4096, 8192):
                 for verify in ("", "--verify"):
-                    name = f"lanes_{workers}_{size}{verify}"
+                    name = f"lanes_{build}_{workers}_{size}{verify}"
                     lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency", "8",
                                "--duration", "3", *([verify] if verify else []), "--json", lab.out / f"{name}.json",
                                out=f"{name}.txt")
                     row = bench_row(lab, name)
                     tflops = row["rate"] * 2 * size ** 3 / 1e12
                     cap = capacity.get(size, 0.0)
-                    lab.note(f"lanes {workers}, {size}^3 step 10, 8 in flight, "
+                    lab.note(f"{build:12s} lanes {workers}, {size}^3 step 10, 8 in flight, "
                              f"{'verified' if verify else 'unverified'}: {tflops:.0f} TFLOPS, x{tflops / cap if cap else 0:.2f}"
                              f" of gemm-bench's {cap:.0f}; kernel median {row.get('kernel_median_ms', 0):.3f} ms")

@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(256, 3)
       for (; r + 96 < r1; r += 128) {
         float x[4];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) x[u] = op.template Load<T>(line, r + 32 * u);
+        for (int u = 0; u < 4; ++u) x[u] = op.template Load<T, true>(line, r + 32 * u);
 #pragma unroll
         for (int u = 0; u < 4; ++u) op.template Accumulate<T>(line, r + 32 * u, x[u], sums);
       }
@@ -120,37 +120,45 @@ __global__ void JudgeKernel(SketchProblem p, const double* scratch, SketchResult
   }
 }
 
-// A warp per sample: the exact product over K, lanes side by side, four
-// elements of each operand loaded before they are summed. T: both
-// operands' type, or kF32 for "look it up per element" where they differ.
+// A block per sample: the exact product over K, the block's threads side by
+// side along K, four elements of each operand loaded before they are summed,
+// then one sum per warp and one for the block. (A warp per sample left
+// 2,048 warps each walking K alone: 65 us at 4096^3 on an H100, waiting on
+// memory at a quarter of the SM's warps.) T: both operands' type, or kF32
+// for "look it up per element" where they differ.
+constexpr int kSampleThreads = 128;
+
 template <ElementType T, bool kTyped>
-__global__ void SamplesKernel(SketchProblem p, const double* scratch, SketchResult* result) {
-  const int64_t s = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
-  const int lane = threadIdx.x & 31;
-  const int64_t e = blockIdx.y;
-  if (s >= sketch::SamplesPerEntry(p)) return;
+__global__ void __launch_bounds__(kSampleThreads) SamplesKernel(SketchProblem p, const double* scratch,
+                                                                 SketchResult* result) {
+  const int64_t s = blockIdx.x, e = blockIdx.y;
   const sketch::SampleAt at = sketch::SampleOf(p, e, s);
   const int64_t a_base = e * p.a.batch_stride + at.i * p.a.row_stride;
   const int64_t b_base = e * p.b.batch_stride + at.j * p.b.col_stride;
   const ElementType ta = kTyped ? T : p.a.type, tb = kTyped ? T : p.b.type;
   double sum = 0;
-  int64_t kk = lane;
-  for (; kk + 96 < p.k; kk += 128) {
+  int64_t kk = threadIdx.x;
+  for (; kk + 3 * kSampleThreads < p.k; kk += 4 * kSampleThreads) {
     float a[4], b[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      a[u] = LoadElement(ta, p.a.data, a_base + (kk + 32 * u) * p.a.col_stride);
-      b[u] = LoadElement(tb, p.b.data, b_base + (kk + 32 * u) * p.b.row_stride);
+      a[u] = LoadElement(ta, p.a.data, a_base + (kk + kSampleThreads * u) * p.a.col_stride);
+      b[u] = LoadElement(tb, p.b.data, b_base + (kk + kSampleThreads * u) * p.b.row_stride);
     }
 #pragma unroll
     for (int u = 0; u < 4; ++u) sum += static_cast<double>(a[u]) * b[u];
   }
-  for (; kk < p.k; kk += 32) {
+  for (; kk < p.k; kk += kSampleThreads) {
     sum += static_cast<double>(LoadElement(ta, p.a.data, a_base + kk * p.a.col_stride)) *
            LoadElement(tb, p.b.data, b_base + kk * p.b.row_stride);
   }
   for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-  if (lane != 0) return;
+  __shared__ double warp_sums[kSampleThreads / 32];
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  sum = 0;
+  for (int w = 0; w < kSampleThreads / 32; ++w) sum += warp_sums[w];
   const sketch::SampleVerdict v = sketch::JudgeSample(p, scratch, e, at, sum);
   atomicAdd(&result->samples, 1ull);
   if (v.failed) atomicAdd(&result->failed_samples, 1ull);
@@ -177,14 +185,13 @@ cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResul
     if (auto e = LaunchLines(*op, p.batch, stream); e != cudaSuccess) return e;
   }
   JudgeKernel<<<lines, 256, 0, stream>>>(p, scratch, result);
-  const int64_t sample_threads = sketch::SamplesPerEntry(p) * 32;
-  const dim3 samples(static_cast<unsigned>((sample_threads + 255) / 256), static_cast<unsigned>(p.batch));
+  const dim3 samples(static_cast<unsigned>(sketch::SamplesPerEntry(p)), static_cast<unsigned>(p.batch));
   if (p.a.type == p.b.type && p.a.type == ElementType::kF16) {
-    SamplesKernel<ElementType::kF16, true><<<samples, 256, 0, stream>>>(p, scratch, result);
+    SamplesKernel<ElementType::kF16, true><<<samples, kSampleThreads, 0, stream>>>(p, scratch, result);
   } else if (p.a.type == p.b.type && p.a.type == ElementType::kBF16) {
-    SamplesKernel<ElementType::kBF16, true><<<samples, 256, 0, stream>>>(p, scratch, result);
+    SamplesKernel<ElementType::kBF16, true><<<samples, kSampleThreads, 0, stream>>>(p, scratch, result);
   } else {
-    SamplesKernel<ElementType::kF32, false><<<samples, 256, 0, stream>>>(p, scratch, result);
+    SamplesKernel<ElementType::kF32, false><<<samples, kSampleThreads, 0, stream>>>(p, scratch, result);
   }
   return cudaGetLastError();
 }

@@ -7,7 +7,8 @@
 // Add<T>(line, r, sums) adds element r's share (Load<T> then Accumulate<T>,
 // which the GPU's loop calls apart to issue several loads at once), and
 // Out(e, s, o) is where sum s of output o goes. T is the element type the
-// pass reads, fixed at compile time.
+// pass reads, fixed at compile time; kUnitStep, that the line's elements
+// are adjacent (contiguous(): the GPU's warp-per-output loop).
 #pragma once
 
 #include <cmath>
@@ -56,9 +57,9 @@ struct OperandLines {
             per_row ? matrix.col_stride : matrix.row_stride, vec_at >= 0 ? entry + vec_at : nullptr,
             weight_at >= 0 ? entry + weight_at : nullptr};
   }
-  template <ElementType T>
+  template <ElementType T, bool kUnitStep = false>
   GEMM_HOST_DEVICE float Load(const Line& l, int64_t r) const {
-    return LoadElement(T, matrix.data, static_cast<uint64_t>(l.base + r * l.step));
+    return LoadElement(T, matrix.data, static_cast<uint64_t>(l.base + (kUnitStep ? r : r * l.step)));
   }
   template <ElementType T>
   GEMM_HOST_DEVICE void Add(const Line& l, int64_t r, double* sums) const {
@@ -114,9 +115,9 @@ struct DLines {
             accumulation * entry[(per_row ? a_norms_at : b_norms_at) + o],
             entry + (per_row ? b_norms_at : a_norms_at)};
   }
-  template <ElementType T>
+  template <ElementType T, bool kUnitStep = false>
   GEMM_HOST_DEVICE float Load(const Line& l, int64_t r) const {
-    return LoadElement(T, problem.d.data, static_cast<uint64_t>(l.d_base + r * l.d_step));
+    return LoadElement(T, problem.d.data, static_cast<uint64_t>(l.d_base + (kUnitStep ? r : r * l.d_step)));
   }
   template <ElementType T>
   GEMM_HOST_DEVICE void Add(const Line& l, int64_t r, double* sums) const {

@@ -19,7 +19,12 @@ using sketch::V;
 // blockIdx.z. Where the reduction runs along contiguous memory a warp
 // shares an output (lanes side by side); else a thread takes an output and
 // neighbouring threads read neighbouring elements. T: the matrix's type.
-template <class Op, ElementType T>
+// Each thread issues kInFlight loads before it sums any (a lane of a warp
+// per output; a thread per output, whose 2-byte loads carry less): at three
+// blocks an SM, four left the passes waiting on memory (ncu, H100, 4096^2).
+constexpr int kInFlight = 8, kInFlightPerThread = 16;
+
+template <class Op, ElementType T, bool kVariant>
 __global__ void __launch_bounds__(256, 3)
     LinesKernel(Op op, int64_t chunk, bool warp_per_output) {
   constexpr int N = Op::kSums;
@@ -34,16 +39,14 @@ __global__ void __launch_bounds__(256, 3)
     if (o < outputs) {
       const typename Op::Line line = op.Begin(e, o);
       int64_t r = r0 + lane;
-      // Four elements a lane per step, their loads issued before any sum
-      // waits on them.
-      for (; r + 96 < r1; r += 128) {
-        float x[4];
+      for (; r + 32 * (kInFlight - 1) < r1; r += 32 * kInFlight) {
+        float x[kInFlight];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) x[u] = op.template Load<T, true>(line, r + 32 * u);
+        for (int u = 0; u < kInFlight; ++u) x[u] = op.template Load<T, true>(line, r + 32 * u);
 #pragma unroll
-        for (int u = 0; u < 4; ++u) op.template Accumulate<T>(line, r + 32 * u, x[u], sums);
+        for (int u = 0; u < kInFlight; ++u) op.template Accumulate<T, kVariant>(line, r + 32 * u, x[u], sums);
       }
-      for (; r < r1; r += 32) op.template Add<T>(line, r, sums);
+      for (; r < r1; r += 32) op.template Accumulate<T, kVariant>(line, r, op.template Load<T, true>(line, r), sums);
     }
     for (int s = 0; s < N; ++s) {
       for (int offset = 16; offset > 0; offset >>= 1) sums[s] += __shfl_down_sync(0xffffffffu, sums[s], offset);
@@ -54,14 +57,14 @@ __global__ void __launch_bounds__(256, 3)
     if (o < outputs) {
       const typename Op::Line line = op.Begin(e, o);
       int64_t r = r0;
-      for (; r + 3 < r1; r += 4) {
-        float x[4];
+      for (; r + kInFlightPerThread - 1 < r1; r += kInFlightPerThread) {
+        float x[kInFlightPerThread];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) x[u] = op.template Load<T>(line, r + u);
+        for (int u = 0; u < kInFlightPerThread; ++u) x[u] = op.template Load<T>(line, r + u);
 #pragma unroll
-        for (int u = 0; u < 4; ++u) op.template Accumulate<T>(line, r + u, x[u], sums);
+        for (int u = 0; u < kInFlightPerThread; ++u) op.template Accumulate<T, kVariant>(line, r + u, x[u], sums);
       }
-      for (; r < r1; ++r) op.template Add<T>(line, r, sums);
+      for (; r < r1; ++r) op.template Accumulate<T, kVariant>(line, r, op.template Load<T>(line, r), sums);
     }
   }
   if (o >= outputs) return;
@@ -76,7 +79,11 @@ cudaError_t LaunchTyped(const Op& op, int64_t batch, cudaStream_t stream) {
   const int64_t threads = contiguous ? op.outputs * 32 : op.outputs;
   const dim3 grid(static_cast<unsigned>((threads + kThreads - 1) / kThreads),
                   static_cast<unsigned>((op.length + chunk - 1) / chunk), static_cast<unsigned>(batch));
-  LinesKernel<Op, T><<<grid, kThreads, 0, stream>>>(op, chunk, contiguous);
+  if (op.variant()) {
+    LinesKernel<Op, T, true><<<grid, kThreads, 0, stream>>>(op, chunk, contiguous);
+  } else {
+    LinesKernel<Op, T, false><<<grid, kThreads, 0, stream>>>(op, chunk, contiguous);
+  }
   return cudaGetLastError();
 }
 

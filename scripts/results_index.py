@@ -47,6 +47,9 @@ PURPOSES = {
     "fast_verification": "the GPU harness's tests, forms and verify parts: VERIFICATION_FAST's planted-fault table "
                          "and sweep, its cost beside the full check and the kernel (gemm-bench --fast-check), per "
                          "form and delivered at 8 in flight",
+    "fast_check_speed": "the GPU harness's tests and verify parts after the fast check's kernels were reworked: the "
+                        "check beside cuBLAS (gemm-bench --fast-check), verification's cost and delivered TFLOPS "
+                        "unverified, full, fast and by stored handles",
     "forms_reference": "the GPU harness's tests and forms parts with the forms' fp64 reference GEMM register-blocked "
                        "(4x4 outputs a thread): every form's full and fast verification times",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",

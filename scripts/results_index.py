@@ -6,8 +6,8 @@ headline figures read from each CSV. Standard library only.
     scripts/results_index.py            rewrite the index
     scripts/results_index.py --check    exit 1 if the index is out of date (CI)
 
-A result file is named <gpu>_<date>_<purpose>.<ext>: gpu is h100, h200 or
-h200x2 (two H200s), date is the day of the run.
+A result file is named <gpu>_<date>_<purpose>.<ext>: gpu is h100, h200,
+h100x2 or h200x2 (two GPUs of one host), date is the day of the run.
 """
 import csv
 import os
@@ -17,8 +17,8 @@ import sys
 from collections import defaultdict
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "results")
-NAME = re.compile(r"^(h100|h200|h200x2)_(\d{4}-\d{2}-\d{2})_([a-z0-9_]+?)(?:_summary)?\.(csv|md|txt|png)$")
-GPUS = {"h100": "H100", "h200": "H200", "h200x2": "2×H200"}
+NAME = re.compile(r"^(h100|h200|h100x2|h200x2)_(\d{4}-\d{2}-\d{2})_([a-z0-9_]+?)(?:_summary)?\.(csv|md|txt|png)$")
+GPUS = {"h100": "H100", "h200": "H200", "h100x2": "2×H100", "h200x2": "2×H200"}
 PURPOSES = {
     "ladder": "gemm-bench, steps 0-10 on squares and K=1024 shapes, each timed against cuBLAS in the same process",
     "sweep_dense": "gemm-bench --sweep 150 random shapes, dense operands",
@@ -59,6 +59,8 @@ PURPOSES = {
     "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",
     "service_run2": "the same on a second host",
     "service_two_gpus": "the GPU harness's service part on two GPUs",
+    "two_gpu_scaling": "the GPU harness's verify part on one GPU of a two-GPU host, then on both: delivered TFLOPS "
+                       "unverified, full, fast and by stored handles, 8 in flight",
 }
 
 

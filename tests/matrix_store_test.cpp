@@ -55,6 +55,31 @@ TEST(MatrixStore, UploadCommitGetDelete) {
   EXPECT_EQ(store.Delete(desc->handle, kAlice).status().code(), absl::StatusCode::kNotFound);
 }
 
+// A result's handle is chosen before the engine runs (the engine may keep
+// D's device copy under it) but is nobody's to Get until the commit.
+TEST(MatrixStore, AReservedHandleIsPublishedAtCommitAndNotBefore) {
+  MatrixStore store(1 << 20, [](uint64_t, size_t) {});
+  auto pending = store.Reserve(4, 8, "D", kOwner);
+  ASSERT_TRUE(pending.ok());
+  const std::string handle = (*pending)->ReserveHandle();
+  EXPECT_EQ(MatrixStore::CheckHandle(handle), absl::OkStatus());
+  EXPECT_EQ((*pending)->ReserveHandle(), handle) << "reserved once";
+  EXPECT_EQ(store.Get(handle, kAlice).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store.List(kAlice).empty());
+  (*pending)->MarkFilled();
+  auto desc = store.Commit(std::move(*pending));
+  ASSERT_TRUE(desc.ok()) << desc.status();
+  EXPECT_EQ(desc->handle, handle);
+  EXPECT_TRUE(store.Get(handle, kAlice).ok());
+
+  auto other = store.Reserve(4, 8, "D", kOwner);  // no reservation: a handle of its own at commit
+  ASSERT_TRUE(other.ok());
+  (*other)->MarkFilled();
+  auto second = store.Commit(std::move(*other));
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(second->handle, handle);
+}
+
 TEST(MatrixStore, QuotaIsEnforcedAndReturnedByAbandonedUploads) {
   MatrixStore store(1000 + 2 * MatrixStore::kOverheadBytes);
   auto a = store.Reserve(10, 25, "", kOwner);  // 500 bytes + overhead

@@ -194,6 +194,7 @@ void GemmService::Multiply(QueuedCall* queued) {
     }
     call->d_pending = std::move(*pending);
     job.d = call->d_pending->data();
+    job.d_cache_key = call->d_pending->ReserveHandle();  // D may stay on the GPU under it
   }
 
   call->enqueued = Clock::now();
@@ -344,8 +345,10 @@ void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, ab
       return;
     }
     call->d_pending->MarkFilled();
+    const std::string reserved = call->d_pending->ReserveHandle();
     auto desc = store_.Commit(std::move(call->d_pending));
     if (!desc.ok()) {
+      engine_.ForgetMatrix(reserved);  // never stored: its device copy goes
       FinishMultiply(call, desc.status());
       return;
     }
@@ -356,6 +359,7 @@ void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, ab
     call->queued->set_on_done([this, handle = desc->handle, caller = call->caller](bool cancelled) {
       if (!cancelled) return;
       (void)store_.Delete(handle, caller);
+      engine_.ForgetMatrix(handle);
       spdlog::info("Multiply cancelled after D was stored: deleted {}, which no client received", handle);
     });
   }
@@ -409,7 +413,10 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
                  s.m(), s.n(), s.k(), form, CodeName(status.code()), total * 1e3, call->device, call->context().peer(),
                  QuoteClientText(status.message(), kLoggedMessageBytes));
   }
-  call->d_pending.reset();  // an unfinished D returns its quota now
+  if (call->d_pending != nullptr) {  // an unfinished D returns its quota now, and any device copy kept of it
+    engine_.ForgetMatrix(call->d_pending->ReserveHandle());
+    call->d_pending.reset();
+  }
   if (status.ok()) SerializeMultiplyResponse(*call->resp, std::move(call->d_inline), &call->response);
   if (status.ok() && before_reply_for_test_) before_reply_for_test_(&call->context());
   call->queued->Finish(call->response, ToGrpc(status));

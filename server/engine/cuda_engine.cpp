@@ -531,6 +531,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   cudaEvent_t before_download = nullptr;  // a small D's copy down starts here
   const char* d_staged = nullptr;         // and lands here
   const uint32_t repeats = std::max<uint32_t>(job.repeats, 1);
+  DeviceMatrixCache::Lease kept_d;  // D's copy under job.d_cache_key
   {
     ComputeTurn turn(dev, *lane);
     if ((e = EnsureRepeatEvents(*lane, repeats)) != cudaSuccess) return dev.Fail("event", e);
@@ -608,6 +609,22 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
       if (e == cudaSuccess) e = cudaEventRecord(lane->verified, lane->compute);
       if (e != cudaSuccess) return dev.Fail("verification", e);
     }
+    // D kept on the device under the handle it will be stored as, where
+    // it is big enough for a request reading it to go through the copy
+    // stream (engine/device_matrix_cache.h). Only its n columns are copied
+    // into a zeroed copy: a vendor plan reads the gaps as padding, and D's
+    // own gaps are the engine's (poisoned, or whatever the kernel left).
+    if (!job.d_cache_key.empty() && job.d != nullptr && d_bytes > kOneStreamBytes) {
+      kept_d = dev.cache->Acquire(job.d_cache_key, CachedMatrixBytes(d));
+      if (kept_d && !kept_d.hit()) {
+        e = cudaMemsetAsync(kept_d.data(), 0, CachedMatrixBytes(d), lane->compute);
+        if (e == cudaSuccess) {
+          e = cudaMemcpy2DAsync(kept_d.data(), d.ld * 2, d.data, d.ld * 2, d.row_bytes(), d.rows,
+                                cudaMemcpyDeviceToDevice, lane->compute);
+        }
+        if (e != cudaSuccess) return dev.Fail("keeping D", e);
+      }
+    }
     // A small D goes down behind the check, still before the one wait.
     before_download = job.verify ? lane->verified : lane->stops[repeats - 1];
     if (job.d != nullptr && one_stream) {
@@ -618,6 +635,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   }
   // Outside the turn: the next lane's GEMM is queued behind this one meanwhile.
   if (auto st = dev.Wait(lane->compute, timeout); !st.ok()) return st;
+  if (kept_d && !kept_d.hit()) kept_d.MarkReady();
   if ((e = MedianRepeatSeconds(*lane, repeats, &report.seconds.kernel)) != cudaSuccess) return dev.Fail("timing", e);
   report.seconds.repeats = repeats;
   if (input_stream == lane->compute) {  // made or staged on the compute stream (not the wait for the device's turn)

@@ -65,6 +65,11 @@ struct GemmJob {
   // Where D goes (form.batch·m·n elements of form.d's type), or nullptr if
   // not wanted.
   void* d = nullptr;
+  // The handle D will be stored under, where it goes to one: an engine
+  // that keeps stored matrices on the device (CudaEngine's cache) may keep
+  // D's copy under it, so that a request reading D by handle next finds it
+  // there. The caller forgets the key (ForgetMatrix) if D is never stored.
+  std::string d_cache_key;
   // Polled between phases: a cancelled or expired request is dropped early.
   std::function<bool()> should_stop = [] { return false; };
 };

@@ -115,6 +115,14 @@ PendingMatrix::~PendingMatrix() {
 
 void PendingMatrix::PopulateAhead() { matrix_->data_.PopulateAhead(); }
 
+const std::string& PendingMatrix::ReserveHandle() {
+  if (reserved_handle_.empty()) {
+    std::lock_guard lock(store_->mu_);
+    reserved_handle_ = store_->NewHandle();
+  }
+  return reserved_handle_;
+}
+
 void PendingMatrix::MarkFilled() {
   received_ = bytes();
   matrix_->data_.MarkWritten();
@@ -218,6 +226,7 @@ absl::StatusOr<std::unique_ptr<PendingMatrix>> MatrixStore::ReserveCharged(int64
   if (auto st = usage_->Add(owner, charge); !st.ok()) return st;
 
   auto pending = std::make_unique<PendingMatrix>();
+  pending->store_ = this;
   pending->matrix_ = std::make_shared<StoredMatrix>();
   StoredMatrix& m = *pending->matrix_;
   m.reservation_ = std::make_unique<QuotaReservation>(usage_, owner, charge, [this] { Publish(); });
@@ -265,7 +274,7 @@ absl::StatusOr<MatrixDescription> MatrixStore::Commit(std::unique_ptr<PendingMat
   m->reservation_->EndUpload();
   {
     std::lock_guard lock(mu_);
-    m->desc_.handle = NewHandle();
+    m->desc_.handle = pending->reserved_handle_.empty() ? NewHandle() : pending->reserved_handle_;
   }
   // On disk before anyone learns the handle (outside the lock: a big write
   // must not hold up every other call). On failure the matrix is dropped

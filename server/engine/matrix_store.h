@@ -155,6 +155,10 @@ class PendingMatrix {
   void MarkFilled();
   // New memory faulted in from now until the engine writes it (host_buffer_pool.h).
   void PopulateAhead();
+  // The handle Commit will publish it under, chosen now, so that an engine
+  // can keep a copy of a result under it before it is stored. Nobody can
+  // Get it before the commit.
+  const std::string& ReserveHandle();
 
  private:
   friend class MatrixStore;
@@ -163,6 +167,8 @@ class PendingMatrix {
   bool charged_as_received_ = false;   // an upload: quota grows with received_
   MatrixStore* listed_in_ = nullptr;   // an upload in progress, until committed
   uint64_t upload_id_ = 0;
+  MatrixStore* store_ = nullptr;       // for ReserveHandle
+  std::string reserved_handle_;
 };
 
 class MatrixStore {

@@ -474,6 +474,51 @@ TEST(CudaEngineGpu, StoredOperandsKeptOnTheDeviceGiveTheSameDAndGoWhenDeleted) {
   EXPECT_EQ(CountMismatches(d, want), 0);
 }
 
+// A D stored to a handle stays on the device under it: the next request
+// that reads it by that handle finds its copy (no upload), gets the same
+// product as from the host's bytes, and the copy goes with ForgetMatrix.
+TEST(CudaEngineGpu, ADStoredToAHandleIsReadFromTheDeviceByTheNextRequest) {
+  SKIP_WITHOUT_GPU();
+  CudaEngineOptions o;
+  o.staging_bytes = 4 << 20;
+  o.plan_vendor_kernels = true;
+  auto created = CudaEngine::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto engine = std::move(*created);
+  ASSERT_TRUE(engine->Warmup(0).ok());
+  const int64_t m = 1001, n = 999, k = 1003;  // ragged: D's pitch has gaps the plan reads as padding
+  const std::string x = RandomHalfBytes(m, k, 71), y = RandomHalfBytes(n, k, 72), w = RandomHalfBytes(517, n, 73);
+  std::string d(m * n * 2, '\0');
+  GemmJob first = HostJob(m, n, k, x, y, d);
+  first.step = 10;
+  first.d_cache_key = "m-d";
+  if (!engine->availability(10, 0).available) first.step = 0;
+  auto r = engine->Run(0, first);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->verification.passed);
+  const DeviceMemory kept = engine->memory(0);
+  EXPECT_GE(kept.cache_bytes, static_cast<uint64_t>(m * n * 2));
+
+  // D as the next request's A (m x n) against W (517 x n): D·Wᵀ.
+  const auto want = ReferenceGemm(ToDouble(d), ToDouble(w), m, 517, n);
+  for (int step : {0, 10}) {
+    if (!engine->availability(step, 0).available) continue;
+    std::string e(m * 517 * 2, '\0');
+    GemmJob next = HostJob(m, 517, n, d, w, e);
+    next.step = step;
+    next.a.cache_key = "m-d";
+    auto again = engine->Run(0, next);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(again->verification.passed) << step;
+    EXPECT_EQ(CountMismatches(e, want), 0) << step;
+  }
+  const DeviceMemory read = engine->memory(0);
+  EXPECT_EQ(read.cache_misses, kept.cache_misses) << "D was never copied up";
+  EXPECT_GE(read.cache_hits - kept.cache_hits, 1u);
+  engine->ForgetMatrix("m-d");
+  EXPECT_EQ(engine->memory(0).cache_bytes, 0u);
+}
+
 // ---------------------------------------------------------- over gRPC
 
 class GpuServerTest : public ServerFixture {

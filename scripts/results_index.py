@@ -32,6 +32,8 @@ PURPOSES = {
                     "kept on the device, beside the build before; the verification cost again",
     "tiny_now_and_before": "the GPU harness's tiny part, this build and the one before the verification changes, the "
                            "device cache and the generator, in turn",
+    "tiny_turn": "the GPU harness's tiny part, two rounds, this build and the one before the device's GPU order "
+                 "was kept by events (ComputeTurn)",
     "delivered": "the GPU harness's verify part with gemm-client bench --stored: delivered TFLOPS by input mode, this "
                  "build and the one before",
     "lanes": "the GPU harness's tests and lanes parts: delivered TFLOPS with 1, 2 and 3 worker lanes per device, "

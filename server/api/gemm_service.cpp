@@ -345,10 +345,10 @@ void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, ab
       return;
     }
     call->d_pending->MarkFilled();
-    const std::string reserved = call->d_pending->ReserveHandle();
+    const std::string reserved = call->d_pending->reserved_handle();
     auto desc = store_.Commit(std::move(call->d_pending));
     if (!desc.ok()) {
-      engine_.ForgetMatrix(reserved);  // never stored: its device copy goes
+      if (!reserved.empty()) engine_.ForgetMatrix(reserved);  // never stored: its device copy goes
       FinishMultiply(call, desc.status());
       return;
     }
@@ -414,7 +414,7 @@ void GemmService::FinishMultiply(const std::shared_ptr<MultiplyCall>& call, cons
                  QuoteClientText(status.message(), kLoggedMessageBytes));
   }
   if (call->d_pending != nullptr) {  // an unfinished D returns its quota now, and any device copy kept of it
-    engine_.ForgetMatrix(call->d_pending->ReserveHandle());
+    if (!call->d_pending->reserved_handle().empty()) engine_.ForgetMatrix(call->d_pending->reserved_handle());
     call->d_pending.reset();
   }
   if (status.ok()) SerializeMultiplyResponse(*call->resp, std::move(call->d_inline), &call->response);

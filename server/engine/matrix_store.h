@@ -159,6 +159,7 @@ class PendingMatrix {
   // can keep a copy of a result under it before it is stored. Nobody can
   // Get it before the commit.
   const std::string& ReserveHandle();
+  const std::string& reserved_handle() const { return reserved_handle_; }  // "" until reserved
 
  private:
   friend class MatrixStore;

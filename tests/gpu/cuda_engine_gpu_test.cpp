@@ -418,6 +418,22 @@ TEST(CudaEngineGpu, PlannedStepZeroIsVerifiedAndAPlantedFaultIsCaught) {
   EXPECT_FALSE(faulty->verification.passed);
 }
 
+// A warmed engine with small staging (so that a 1001×1003 operand takes
+// several slots) and the cuBLAS plan (so that step 0 reads the padded
+// operands): what the device cache's tests run on.
+std::unique_ptr<CudaEngine> WarmEngineWithVendorPlan() {
+  CudaEngineOptions o;
+  o.staging_bytes = 4 << 20;
+  o.plan_vendor_kernels = true;
+  auto created = CudaEngine::Create(o);
+  EXPECT_TRUE(created.ok()) << created.status();
+  if (!created.ok()) return nullptr;
+  auto engine = std::move(*created);
+  const absl::Status warm = engine->Warmup(0);
+  EXPECT_TRUE(warm.ok()) << warm;
+  return warm.ok() ? std::move(engine) : nullptr;
+}
+
 // Stored operands stay on the device (engine/device_matrix_cache.h): the
 // first request fills a copy, the next reads it without an upload, and
 // both match an fp64 reference; with the vendor plan's padded operands, on
@@ -425,13 +441,8 @@ TEST(CudaEngineGpu, PlannedStepZeroIsVerifiedAndAPlantedFaultIsCaught) {
 // the same copies; a deleted matrix's copies go.
 TEST(CudaEngineGpu, StoredOperandsKeptOnTheDeviceGiveTheSameDAndGoWhenDeleted) {
   SKIP_WITHOUT_GPU();
-  CudaEngineOptions o;
-  o.staging_bytes = 4 << 20;
-  o.plan_vendor_kernels = true;
-  auto created = CudaEngine::Create(o);
-  ASSERT_TRUE(created.ok()) << created.status();
-  auto engine = std::move(*created);
-  ASSERT_TRUE(engine->Warmup(0).ok());
+  auto engine = WarmEngineWithVendorPlan();
+  ASSERT_NE(engine, nullptr);
   const int64_t m = 1001, n = 999, k = 1003;  // ragged: the plan pads, D's pitch differs from n
   const std::string x = RandomHalfBytes(m, k, 61), y = RandomHalfBytes(n, k, 62);
   const auto want = ReferenceGemm(ToDouble(x), ToDouble(y), m, n, k);
@@ -479,13 +490,8 @@ TEST(CudaEngineGpu, StoredOperandsKeptOnTheDeviceGiveTheSameDAndGoWhenDeleted) {
 // product as from the host's bytes, and the copy goes with ForgetMatrix.
 TEST(CudaEngineGpu, ADStoredToAHandleIsReadFromTheDeviceByTheNextRequest) {
   SKIP_WITHOUT_GPU();
-  CudaEngineOptions o;
-  o.staging_bytes = 4 << 20;
-  o.plan_vendor_kernels = true;
-  auto created = CudaEngine::Create(o);
-  ASSERT_TRUE(created.ok()) << created.status();
-  auto engine = std::move(*created);
-  ASSERT_TRUE(engine->Warmup(0).ok());
+  auto engine = WarmEngineWithVendorPlan();
+  ASSERT_NE(engine, nullptr);
   const int64_t m = 1001, n = 999, k = 1003;  // ragged: D's pitch has gaps the plan reads as padding
   const std::string x = RandomHalfBytes(m, k, 71), y = RandomHalfBytes(n, k, 72), w = RandomHalfBytes(517, n, 73);
   std::string d(m * n * 2, '\0');

@@ -10,16 +10,27 @@
 namespace gemm {
 namespace {
 
-template <class Op, ElementType T>
-void RunTyped(const Op& op, int64_t batch) {
+template <class Op, ElementType T, bool kVariant>
+void RunVariant(const Op& op, int64_t batch) {
   double sums[Op::kSums];
   for (int64_t e = 0; e < batch; ++e) {
     for (int64_t o = 0; o < op.outputs; ++o) {
       std::fill(sums, sums + Op::kSums, 0.0);
       const typename Op::Line line = op.Begin(e, o);
-      for (int64_t r = 0; r < op.length; ++r) op.template Add<T>(line, r, sums);
+      for (int64_t r = 0; r < op.length; ++r) {
+        op.template Accumulate<T, kVariant>(line, r, op.template Load<T>(line, r), sums);
+      }
       for (int s = 0; s < Op::kSums; ++s) *op.Out(e, s, o) = sums[s];
     }
+  }
+}
+
+template <class Op, ElementType T>
+void RunTyped(const Op& op, int64_t batch) {
+  if (op.variant()) {
+    RunVariant<Op, T, true>(op, batch);
+  } else {
+    RunVariant<Op, T, false>(op, batch);
   }
 }
 

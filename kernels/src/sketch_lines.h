@@ -4,13 +4,14 @@
 //
 // Each pass reduces one matrix along its rows or its columns: for output o
 // (a row or a column of it) of batch entry e, Begin(e, o) gives the line,
-// Add<T>(line, r, sums) adds element r's share (Load<T> then Accumulate<T, kVariant>,
-// which the GPU's loop calls apart to issue several loads at once), and
-// Out(e, s, o) is where sum s of output o goes. T is the element type the
-// pass reads, fixed at compile time; kUnitStep, that the line's elements
-// are adjacent (contiguous(): the GPU's warp-per-output loop); kVariant,
-// the pass's variant() (what it reads besides the matrix), so that the
-// GPU's inner loop carries no branch on it.
+// Load<T>(line, r) reads element r and Accumulate<T, kVariant>(line, r,
+// value, sums) adds its share (the GPU's loop issues several loads before
+// it accumulates any), and Out(e, s, o) is where sum s of output o goes.
+// T is the element type the pass reads, fixed at compile time; kUnitStep,
+// that the line's elements are adjacent (contiguous(): the GPU's
+// warp-per-output loop); kVariant, the pass's variant() (what it reads
+// besides the matrix), chosen once per pass so that no inner loop branches
+// on it.
 #pragma once
 
 #include <cmath>
@@ -26,8 +27,8 @@ GEMM_HOST_DEVICE inline bool SignBit(const uint32_t* words, int64_t r) { return 
 
 // Reduces op(A) or op(B): per output, Σ m·vec_v over the reduction index
 // for each vector, Σ |m|·weight, and Σ m². Begin(e, o) works out what is
-// the same along a line; Add<T> is the inner loop's body, for the matrix's
-// element type T known at compile time.
+// the same along a line; Accumulate is the inner loop's body, for the
+// matrix's element type T known at compile time.
 struct OperandLines {
   static constexpr int kSums = SketchLayout::kOperandSums;
   StridedView matrix;
@@ -66,15 +67,7 @@ struct OperandLines {
   // Whether the pass multiplies by k-vectors and weights (op(A)·(op(B)·x)
   // and its transpose), not by the sign vectors.
   GEMM_HOST_DEVICE bool variant() const { return vec_at >= 0; }
-  template <ElementType T>
-  GEMM_HOST_DEVICE void Add(const Line& l, int64_t r, double* sums) const {
-    if (variant()) {
-      Accumulate<T, true>(l, r, Load<T>(l, r), sums);
-    } else {
-      Accumulate<T, false>(l, r, Load<T>(l, r), sums);
-    }
-  }
-  template <ElementType T, bool kVariant>  // as DLines's; the value is already loaded
+  template <ElementType T, bool kVariant>  // as DLines's
   GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float value, double* sums) const {
     const double x = value;
     for (int v = 0; v < V; ++v) {
@@ -138,14 +131,6 @@ struct DLines {
   }
   // Whether the pass reads C.
   GEMM_HOST_DEVICE bool variant() const { return problem.reads_c; }
-  template <ElementType T>
-  GEMM_HOST_DEVICE void Add(const Line& l, int64_t r, double* sums) const {
-    if (variant()) {
-      Accumulate<T, true>(l, r, Load<T>(l, r), sums);
-    } else {
-      Accumulate<T, false>(l, r, Load<T>(l, r), sums);
-    }
-  }
   template <ElementType T, bool kVariant>
   GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float d, double* sums) const {
     const SketchProblem& p = problem;

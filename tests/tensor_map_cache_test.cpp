@@ -1,5 +1,5 @@
 // The per-thread tensor map cache: a key seen lately is not encoded again,
-// any change of address, size, pitch or box is a new map, the least
+// any change of address, size, pitch, box or element type is a new map, the least
 // recently used entry goes first, and an encoding error is not kept.
 #include "common/tensor_map_cache.h"
 
@@ -34,12 +34,13 @@ TEST_F(TensorMapCacheTest, AKeySeenLatelyIsNotEncodedAgain) {
   EXPECT_EQ(m.serial, 1);
   EXPECT_EQ(encodes_, 1);
   EXPECT_EQ(cache_.hits(), 1u);
-  // Address, rows, columns, pitch and box each make another map.
+  // Address, rows, columns, pitch, box and element type each make another map.
   for (const auto& key : {TensorMapCache<FakeMap, 4>::Key{buf_ + 16, 128, 64, 64, 64, 128},
                           TensorMapCache<FakeMap, 4>::Key{buf_, 129, 64, 64, 64, 128},
                           TensorMapCache<FakeMap, 4>::Key{buf_, 128, 63, 64, 64, 128},
                           TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 72, 64, 128},
-                          TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 64, 64, 64}}) {
+                          TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 64, 64, 64},
+                          TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 64, 64, 128, /*bf16*/ 1}}) {
     const int before = encodes_;
     ASSERT_EQ(Get(key, &m), "");
     EXPECT_EQ(encodes_, before + 1);

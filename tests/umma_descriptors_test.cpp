@@ -33,6 +33,23 @@ TEST(UmmaInstrDesc, F16InputsF32AccumulatorM128N128) {
   EXPECT_EQ(Field(d, 29, 3), 0u);  // reserved, no max shift
 }
 
+// The same descriptor for bf16 A and B: Table 42's atype and btype for
+// .kind::f16 give BF16 = 1 (CUTLASS: UMMA::F16F32Format::BF16 = 1, in
+// a_format_ at bits 7-9 and b_format_ at bits 10-12): 1 << 7 = 0x80 and
+// 1 << 10 = 0x400 on top of 0x08200010. D stays F32 (the accumulator; the
+// epilogue rounds it to D's type). 0x08200490.
+TEST(UmmaInstrDesc, Bf16InputsF32AccumulatorM128N128) {
+  constexpr uint32_t d = InstrDescF16(128, 128, ElementType::kBF16);
+  static_assert(d == 0x08200490u);
+  EXPECT_EQ(Field(d, 4, 2), 1u);   // dtype F32
+  EXPECT_EQ(Field(d, 7, 3), 1u);   // atype BF16
+  EXPECT_EQ(Field(d, 10, 3), 1u);  // btype BF16
+  EXPECT_EQ(Field(d, 15, 2), 0u);  // still K-major
+  EXPECT_EQ(d & ~((7u << 7) | (7u << 10)), InstrDescF16(128, 128)) << "only the operand types differ from fp16's";
+  // The pair MMA of step 10 (M 256, N 256) in bf16: 0x10400010 + 0x480.
+  static_assert(InstrDescF16(256, 256, ElementType::kBF16) == 0x10400490u);
+}
+
 // The pair MMA (steps 9-10) names the pair's M: 256 -> M >> 4 = 16 at bit
 // 24 -> 0x10000000; N = 256 -> 32 at bit 17 -> 0x400000. 0x10400010.
 TEST(UmmaInstrDesc, PairMmaM256N256) {

@@ -63,16 +63,23 @@ std::string PrepareCublas(const Problem& p, const DeviceContext& ctx, cudaStream
   return "";
 }
 
+cudaDataType_t CudaType(ElementType t) { return t == ElementType::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
+
+bool IsFp16Problem(const Problem& p) { return p.operands == ElementType::kF16 && p.result == ElementType::kF16; }
+
 std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   int k_used = 0;
   if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
-  if (ctx.vendor_plan != nullptr && detail::LaunchPlanned(*ctx.vendor_plan, p, k_used, ctx, stream)) return "";
+  // The vendor plan's picks are fp16's (gemm/vendor_plan.h).
+  if (ctx.vendor_plan != nullptr && IsFp16Problem(p) && detail::LaunchPlanned(*ctx.vendor_plan, p, k_used, ctx, stream)) {
+    return "";
+  }
   const float alpha = 1.0f, beta = 0.0f;
   const int m = static_cast<int>(p.m), n = static_cast<int>(p.n);
-  auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k_used, &alpha, p.b,
-                                           CUDA_R_16F, static_cast<int>(p.ldb), p.a, CUDA_R_16F,
-                                           static_cast<int>(p.lda), &beta, p.d, CUDA_R_16F, static_cast<int>(p.ldd),
-                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  const cudaDataType_t in = CudaType(p.operands), out = CudaType(p.result);
+  auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k_used, &alpha, p.b, in,
+                                           static_cast<int>(p.ldb), p.a, in, static_cast<int>(p.lda), &beta, p.d,
+                                           out, static_cast<int>(p.ldd), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmEx", s);
 }
 
@@ -97,6 +104,7 @@ void testing::PlantStepFault(int step, StepFault fault) {
 std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a, int64_t stride_b, int64_t stride_d,
                               const DeviceContext& ctx, cudaStream_t stream) {
   if (first.m < 1 || first.n < 1 || first.k < 1 || count < 1) return "m, n, k and the count must be >= 1";
+  if (auto err = ProblemTypesError(first); !err.empty()) return err;
   Problem p = first;
   if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd); !err.empty()) return err;
   if (stride_a < p.m * p.lda || stride_b < p.n * p.ldb || stride_d < p.m * p.ldd) {
@@ -108,8 +116,9 @@ std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a,
   // As in LaunchCublas: row-major D = A·Bᵀ is column-major Dᵀ = op(B)·A.
   auto s = detail::Cublas(nullptr)->GemmStridedBatchedEx(
       ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(p.n), static_cast<int>(p.m), k_used, &alpha, p.b,
-      CUDA_R_16F, static_cast<int>(p.ldb), stride_b, p.a, CUDA_R_16F, static_cast<int>(p.lda), stride_a, &beta, p.d,
-      CUDA_R_16F, static_cast<int>(p.ldd), stride_d, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      CudaType(p.operands), static_cast<int>(p.ldb), stride_b, p.a, CudaType(p.operands), static_cast<int>(p.lda),
+      stride_a, &beta, p.d, CudaType(p.result), static_cast<int>(p.ldd), stride_d, count, CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmStridedBatchedEx", s);
 }
 
@@ -196,8 +205,16 @@ StepSupport Supports(int step, const DeviceContext& ctx) {
   return {true, "", family};
 }
 
+std::string ProblemTypesError(const Problem& p) {
+  const auto sixteen_bit = [](ElementType t) { return t == ElementType::kF16 || t == ElementType::kBF16; };
+  if (sixteen_bit(p.operands) && sixteen_bit(p.result)) return "";
+  return std::string("a Problem's A and B are fp16 or bf16 and its D fp16 or bf16, not ") + ElementName(p.operands) +
+         " operands and " + ElementName(p.result) + " D; gemm/vendor_forms.h computes every type";
+}
+
 std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, cudaStream_t stream) {
   if (problem.m < 1 || problem.n < 1 || problem.k < 1) return "m, n and k must be >= 1";
+  if (auto err = ProblemTypesError(problem); !err.empty()) return err;
   Problem p = problem;  // every kernel sees explicit leading dimensions
   if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd); !err.empty()) return err;
   if (step == kVendorStep) return LaunchCublas(p, ctx, stream);

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "gemm/element_type.h"
+
 namespace gemm {
 
 // D[m,n] = A[m,k]·B[n,k]ᵀ. Device pointers; all three row-major. lda, ldb
@@ -34,12 +36,20 @@ constexpr int64_t SixteenBytePitch(int64_t row) { return (row + 7) / 8 * 8; }
 
 struct Problem {
   int64_t m = 0, n = 0, k = 0;
+  // 16-bit elements of the types below; __half is only their storage here.
   const __half* a = nullptr;
   const __half* b = nullptr;
   __half* d = nullptr;
   int64_t lda = 0, ldb = 0, ldd = 0;
   bool d_tail_is_scratch = false;
+  // A and B share one type, fp16 or bf16; D is fp16 or bf16. Accumulation
+  // is fp32 in every step.
+  ElementType operands = ElementType::kF16;
+  ElementType result = ElementType::kF16;
 };
+
+// "" when every step takes the problem's element types; otherwise why not.
+std::string ProblemTypesError(const Problem& p);
 
 // What one device needs to run any step; created once per device and owner
 // (the engine keeps one per worker lane, gemm-bench one per process).

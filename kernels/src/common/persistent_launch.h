@@ -53,7 +53,7 @@ std::string LaunchSplitKOnResidentGrid(const Problem& p, const DeviceContext& ct
   const int ctas = std::min(tiles * splits * kClusterSize, resident);
   kSplitKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), p.m, p.n, p.k, partials, ldw, splits);
   std::string err = LaunchError();
-  if (err.empty() && (e = SumSplitsToHalf(partials, splits, ldw, p.m, p.n, p.d, p.ldd, stream)) != cudaSuccess) {
+  if (err.empty() && (e = SumSplits(partials, splits, ldw, p.m, p.n, p.result, p.d, p.ldd, stream)) != cudaSuccess) {
     err = std::string("split-K sum: ") + cudaGetErrorString(e);
   }
   cudaFreeAsync(partials, stream);

@@ -6,11 +6,14 @@
 
 #include <cstdint>
 
+#include "gemm/element_type.h"
+
 namespace gemm::common {
 
-// D (m×n at pitch ldd) = fp16(sum over s of partials[s]), s = 0, 1, ... in
-// that order; partials[s] is m×n at pitch `ldw`, splits × m × ldw floats.
-cudaError_t SumSplitsToHalf(const float* partials, int splits, int64_t ldw, int64_t m, int64_t n, __half* d,
-                            int64_t ldd, cudaStream_t stream);
+// D (m×n at pitch ldd, of type `result`: fp16 or bf16) = the sum over
+// s = 0, 1, ... in that order of partials[s], rounded once; partials[s] is
+// m×n at pitch `ldw`, splits × m × ldw floats.
+cudaError_t SumSplits(const float* partials, int splits, int64_t ldw, int64_t m, int64_t n, ElementType result,
+                      __half* d, int64_t ldd, cudaStream_t stream);
 
 }  // namespace gemm::common

@@ -32,11 +32,12 @@ PFN_cuTensorMapEncodeTiled_v12000 EncodeFn() {
 
 std::atomic<bool> swizzle_fault{false};  // testing::PlantTmaSwizzleFault
 
-// rows×cols, rows `ld` elements apart; columns past `cols` (up to the pitch
-// and beyond) are outside the map: TMA zero-fills them on loads and drops
-// them on stores.
-std::string Encode(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, int64_t ld, uint32_t box_cols,
-                   uint32_t box_rows) {
+// rows×cols of `type`, rows `ld` elements apart; columns past `cols` (up to
+// the pitch and beyond) are outside the map: TMA zero-fills them on loads
+// and drops them on stores. TMA converts nothing between these 16-bit
+// types; the map names the real one all the same.
+std::string Encode(CUtensorMap* map, ElementType type, const void* base, int64_t rows, int64_t cols, int64_t ld,
+                   uint32_t box_cols, uint32_t box_rows) {
   thread_local TensorMapCache<CUtensorMap> cache;
   const bool planted = swizzle_fault.load(std::memory_order_relaxed);
   const auto make = [&](CUtensorMap* fresh) -> std::string {
@@ -46,14 +47,15 @@ std::string Encode(CUtensorMap* map, const void* base, int64_t rows, int64_t col
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
     const cuuint32_t box[2] = {box_cols, box_rows};
     const cuuint32_t element_strides[2] = {1, 1};
-    const CUresult r = encode(fresh, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box,
+    const auto data_type = type == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    const CUresult r = encode(fresh, data_type, 2, const_cast<void*>(base), dims, strides, box,
                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                               planted ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? "" : "cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")";
   };
   if (planted) return make(map);  // a planted map never enters the cache
-  return cache.Get({base, rows, cols, ld, box_cols, box_rows}, map, make);
+  return cache.Get({base, rows, cols, ld, box_cols, box_rows, static_cast<int>(type)}, map, make);
 }
 
 // rows×cols at pitch `ld` -> a copy at SixteenBytePitch(cols)
@@ -95,8 +97,8 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
     if (auto err = PitchedCopy(&b_pad_, &ldb, p.b, p.n, p.k, p.ldb, stream); !err.empty()) return err;
     b = b_pad_;
   }
-  if (auto err = Encode(&a_, a, p.m, p.k, lda, kTileK, boxes.a); !err.empty()) return err;
-  if (auto err = Encode(&b_, b, p.n, p.k, ldb, kTileK, boxes.b); !err.empty()) return err;
+  if (auto err = Encode(&a_, p.operands, a, p.m, p.k, lda, kTileK, boxes.a); !err.empty()) return err;
+  if (auto err = Encode(&b_, p.operands, b, p.n, p.k, ldb, kTileK, boxes.b); !err.empty()) return err;
   if (!d_map) return "";
   __half* d = p.d;
   // A TMA store writes a row's tail up to the next 16 bytes (gemm.h).
@@ -105,7 +107,7 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
     if (auto err = PitchedCopy(&d_pad_, &ldd_pad_, nullptr, p.m, p.n, p.ldd, stream); !err.empty()) return err;
     d = d_pad_;
   }
-  return Encode(&d_, d, p.m, p.n, ldd_pad_, kTileK, boxes.d);
+  return Encode(&d_, p.result, d, p.m, p.n, ldd_pad_, kTileK, boxes.d);
 }
 
 std::string TmaProblem::Finish(cudaStream_t stream) {

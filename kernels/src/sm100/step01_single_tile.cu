@@ -15,6 +15,7 @@ namespace {
 
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
+template <typename Types>
 __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   extern __shared__ char smem_raw[];
   __shared__ uint64_t mma_done;
@@ -31,25 +32,29 @@ __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   __syncthreads();
   if (threadIdx.x == 0) {
     TmemFenceAfterSync();
-    IssueTileMma(tmem, a_tile, b_tile, /*accumulate=*/false);
+    IssueTileMma<Types::kOperands>(tmem, a_tile, b_tile, /*accumulate=*/false);
     CommitTo(&mma_done);
   }
   Wait(&mma_done, 0);
   TmemFenceAfterSync();
 
-  StoreTmemTile(tmem, p.d, p.m, p.n, p.ldd, 0, 0);
+  StoreTmemTile<Types::kResult>(tmem, p.d, p.m, p.n, p.ldd, 0, 0);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
 }  // namespace
 
 cudaError_t PrepareSingleTile() {
-  return cudaFuncSetAttribute(SingleTileKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(SingleTileKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  });
 }
 
 std::string LaunchSingleTile(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  SingleTileKernel<<<1, 128, kSmemBytes, stream>>>(p);
-  return LaunchError();
+  return WithStepTypes(p, [&](auto types) {
+    SingleTileKernel<decltype(types)><<<1, 128, kSmemBytes, stream>>>(p);
+    return LaunchError();
+  });
 }
 
 }  // namespace gemm::sm100

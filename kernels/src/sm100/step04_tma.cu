@@ -21,6 +21,7 @@ namespace {
 // Rounded up as step 3's: at most four CTAs per SM, as many as TMEM holds.
 constexpr int kSmemBytes = TmemBoundSmemBytes(2 * kTileBytes + kSmemAlignSlack, kTileTmemColumns);
 
+template <typename Types>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
                                                  const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k) {
@@ -49,25 +50,29 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
       TmaLoad(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), &full);
       Wait(&full, k_tile % 2);
       TmemFenceAfterSync();
-      IssueTileMma(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
+      IssueTileMma<Types::kOperands>(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
       CommitTo(&mma_done);
       Wait(&mma_done, k_tile % 2);  // the tiles are read: the next loads may land
       TmemFenceAfterSync();         // what follows relies on that wait
     }
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile(tmem, d_tile, &d_map, m0, n0, n, leader);  // after the leader saw the last MMAs complete
+  StoreAccumulatorTile<Types::kResult>(tmem, d_tile, &d_map, m0, n0, n, leader);  // after the leader saw the last MMAs complete
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
 }  // namespace
 
 cudaError_t PrepareTma() {
-  return cudaFuncSetAttribute(TmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(TmaKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  });
 }
 
 std::string LaunchTma(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return LaunchTmaOnTileGrid<TmaKernel, kSmemBytes>(p, stream, 4);
+  return WithStepTypes(p, [&](auto types) {
+    return LaunchTmaOnTileGrid<TmaKernel<decltype(types)>, kSmemBytes>(p, stream, 4);
+  });
 }
 
 }  // namespace gemm::sm100

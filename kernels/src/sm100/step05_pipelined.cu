@@ -18,6 +18,7 @@ constexpr int kStages = 2;
 constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kSmemBytes = kStages * kStageBytes + kSmemAlignSlack;
 
+template <typename Types>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
                                                        const __grid_constant__ CUtensorMap d_map, int64_t n,
@@ -48,7 +49,7 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
       const int s = t % kStages;
       Wait(&full[s], (t / kStages) % 2);  // the stage's t / 2-th fill
       TmemFenceAfterSync();
-      IssueTileMma(tmem, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/t > 0);
+      IssueTileMma<Types::kOperands>(tmem, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/t > 0);
       CommitTo(&empty[s]);
       if (t + 1 < k_tiles) {
         // The other stage last held k-tile t - 1: refill it once those
@@ -61,18 +62,22 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     TmemFenceAfterSync();
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile(tmem, d_tile, &d_map, m0, n0, n, leader);
+  StoreAccumulatorTile<Types::kResult>(tmem, d_tile, &d_map, m0, n0, n, leader);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
 }  // namespace
 
 cudaError_t PreparePipelined() {
-  return cudaFuncSetAttribute(PipelinedKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(PipelinedKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  });
 }
 
 std::string LaunchPipelined(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return LaunchTmaOnTileGrid<PipelinedKernel, kSmemBytes>(p, stream, 5);
+  return WithStepTypes(p, [&](auto types) {
+    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(types)>, kSmemBytes>(p, stream, 5);
+  });
 }
 
 }  // namespace gemm::sm100

@@ -22,6 +22,7 @@ constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kDStagingBytes = 2 * kTileBytes;  // D as two swizzled 128×64 halves
 constexpr int kSmemBytes = kStages * kStageBytes + kDStagingBytes + kSmemAlignSlack;
 
+template <typename Types>
 __global__ void __launch_bounds__(128)
     PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                      const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
@@ -64,7 +65,7 @@ __global__ void __launch_bounds__(128)
         const int it = t * k_tiles + kt, s = it % kStages;
         Wait(&full[s], (it / kStages) % 2);
         TmemFenceAfterSync();
-        IssueTileMma(tmem, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/kt > 0);
+        IssueTileMma<Types::kOperands>(tmem, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/kt > 0);
         CommitTo(&empty[s]);
         if (it + 1 < iterations) {
           // As step 5: refill the stage iteration it - 1 used once its MMAs
@@ -82,7 +83,7 @@ __global__ void __launch_bounds__(128)
     }
     __syncthreads();
     TmemFenceAfterSync();
-    TmemTileToSmem(tmem, d_staging);
+    TmemTileToSmem<Types::kResult>(tmem, d_staging);
     TmemFenceBeforeSync();  // every TMEM read is done before the next tile's MMAs overwrite it
     FenceSharedForAsyncProxy();
     __syncthreads();
@@ -106,12 +107,16 @@ __global__ void __launch_bounds__(128)
 }  // namespace
 
 cudaError_t PreparePersistent() {
-  return cudaFuncSetAttribute(PersistentKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(PersistentKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  });
 }
 
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return LaunchOnResidentGrid<PersistentKernel, 128, kSmemBytes>(p, ctx, stream,
-                                                                 TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles());
+  return WithStepTypes(p, [&](auto types) {
+    return LaunchOnResidentGrid<PersistentKernel<decltype(types)>, 128, kSmemBytes>(
+        p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles());
+  });
 }
 
 }  // namespace gemm::sm100

@@ -14,6 +14,7 @@
 
 namespace gemm::sm100 {
 
+template <ElementType kOperands>
 __device__ inline void MultiplyTileSync(const Problem& p, int64_t m0, int64_t n0, char* a_tile, char* b_tile,
                                         uint32_t tmem, uint64_t* mma_done) {
   const bool a_vectorized = common::Vectorizable(p.a, p.lda), b_vectorized = common::Vectorizable(p.b, p.ldb);
@@ -25,7 +26,7 @@ __device__ inline void MultiplyTileSync(const Problem& p, int64_t m0, int64_t n0
     __syncthreads();
     if (threadIdx.x == 0) {
       TmemFenceAfterSync();
-      IssueTileMma(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
+      IssueTileMma<kOperands>(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
       CommitTo(mma_done);
     }
     common::Wait(mma_done, k_tile % 2);

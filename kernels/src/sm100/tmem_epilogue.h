@@ -5,11 +5,11 @@
 #pragma once
 
 #include <cuda/ptx>
-#include <cuda_fp16.h>
 
 #include <cstdint>
 
 #include "common/kernel_basics.h"
+#include "common/step_types.h"
 #include "common/tile_layout.h"
 #include "common/tma.h"
 #include "tmem.h"
@@ -25,17 +25,20 @@ __device__ inline void LoadRowColumns(uint32_t tmem_base, int c0, uint32_t (&v)[
   cuda::ptx::tcgen05_wait_ld();
 }
 
-// v[j..j+7] as eight fp16, one 16-byte value.
+// v[j..j+7] rounded to eight kResult, one 16-byte value.
+template <ElementType kResult>
 __device__ inline uint4 PackEight(const uint32_t (&v)[32], int j) {
-  __half2 h[4];
+  using Rounding = common::Rounding<kResult>;
+  typename Rounding::Pair h[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]));
+  for (int e = 0; e < 4; ++e) h[e] = Rounding::RoundPair(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]));
   return *reinterpret_cast<const uint4*>(h);
 }
 
 // The 128×128 fp32 tile at TMEM `tmem_base` (lane = row, column = column)
-// to D at (m0, n0), whose rows lie `ldd` elements apart; elements outside
-// m×n are not written. All 128 threads.
+// to D at (m0, n0) as kResult, whose rows lie `ldd` elements apart;
+// elements outside m×n are not written. All 128 threads.
+template <ElementType kResult>
 __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, int64_t n, int64_t ldd, int64_t m0,
                                      int64_t n0) {
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
@@ -47,16 +50,16 @@ __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, i
     uint32_t v[32];
     LoadRowColumns(tmem_base, c0, v);
     if (row >= m) continue;
-    __half* out = d + row * ldd + n0 + c0;
+    auto* out = reinterpret_cast<typename common::Rounding<kResult>::One*>(d) + row * ldd + n0 + c0;
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
       const int64_t col = n0 + c0 + j;
       if (vectorized && col + 8 <= n) {
-        *reinterpret_cast<uint4*>(out + j) = PackEight(v, j);
+        *reinterpret_cast<uint4*>(out + j) = PackEight<kResult>(v, j);
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          if (col + e < n) out[j + e] = __float2half_rn(__uint_as_float(v[j + e]));
+          if (col + e < n) out[j + e] = common::Rounding<kResult>::Round(__uint_as_float(v[j + e]));
         }
       }
     }
@@ -64,9 +67,10 @@ __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, i
 }
 
 // Steps 4+: the 128×128 fp32 tile at TMEM `tmem_base` to `d_tile` in
-// shared memory as fp16, in two swizzled 128×64 halves (the operand
+// shared memory as kResult, in two swizzled 128×64 halves (the operand
 // layout: a thread's row lands on the atom's eight banks, not one), for
 // the TMA stores (common/tma.h, StoreDTile). All 128 threads.
+template <ElementType kResult>
 __device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile) {
   const int row = threadIdx.x % 128;  // warp w's lanes are rows 32w..32w+31
 #pragma unroll 1
@@ -77,7 +81,7 @@ __device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile) {
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
       const int chunk = (c0 % common::kTileK + j) / 8;
-      *reinterpret_cast<uint4*>(half_tile + common::SwizzledChunkOffset(row, chunk)) = PackEight(v, j);
+      *reinterpret_cast<uint4*>(half_tile + common::SwizzledChunkOffset(row, chunk)) = PackEight<kResult>(v, j);
     }
   }
 }
@@ -85,11 +89,12 @@ __device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile) {
 // Steps 4-5, once the leader has seen the tile's last MMAs complete: the
 // accumulator out of TMEM into `d_tile` (all threads), then the leader's TMA
 // stores of its two halves to D at (m0, n0), waited for before it returns.
+template <ElementType kResult>
 __device__ inline void StoreAccumulatorTile(uint32_t tmem, char* d_tile, const CUtensorMap* d_map, int64_t m0,
                                             int64_t n0, int64_t n, bool leader) {
   __syncthreads();
   TmemFenceAfterSync();
-  TmemTileToSmem(tmem, d_tile);
+  TmemTileToSmem<kResult>(tmem, d_tile);
   common::FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) common::StoreDTile(d_map, d_tile, m0, n0, n);

@@ -15,7 +15,8 @@
 
 namespace gemm::sm100 {
 
-inline constexpr uint32_t kTileInstrDesc = InstrDescF16(common::kTileRows, common::kTileRows);
+template <ElementType kOperands>
+inline constexpr uint32_t kTileInstrDesc = InstrDescF16(common::kTileRows, common::kTileRows, kOperands);
 
 __device__ inline uint32_t SharedAddress(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -40,8 +41,9 @@ __device__ inline void IssueKTileMma(uint32_t tmem_d, const char* a_tile, const 
 }
 
 // Steps 1-6: the 128×128 tile, one CTA.
+template <ElementType kOperands>
 __device__ inline void IssueTileMma(uint32_t tmem_d, const char* a_tile, const char* b_tile, bool accumulate) {
-  IssueKTileMma<1>(tmem_d, a_tile, b_tile, kTileInstrDesc, accumulate);
+  IssueKTileMma<1>(tmem_d, a_tile, b_tile, kTileInstrDesc<kOperands>, accumulate);
 }
 
 // Arrives once on `bar` when every MMA this thread issued before has

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "gemm/element_type.h"
+
 #if defined(__CUDACC__)
 #define GEMM_SM100_HD __host__ __device__
 #else
@@ -17,17 +19,25 @@
 namespace gemm::sm100 {
 
 // --- instruction descriptor (32 bits), .kind::f16 -------------------------
-// bits 4-5 D type (F32 = 1); 7-9 A type and 10-12 B type (F16 = 0); 15/16
-// transpose A/B (0: K-major); 17-22 N >> 3; 23 reserved; 24-28 M >> 4.
-// Everything else (sparsity, saturate, negate, max shift) stays 0.
+// bits 4-5 D type (F32 = 1); 7-9 A type and 10-12 B type (F16 = 0,
+// BF16 = 1); 15/16 transpose A/B (0: K-major); 17-22 N >> 3; 23 reserved;
+// 24-28 M >> 4. Everything else (sparsity, saturate, negate, max shift)
+// stays 0.
 inline constexpr uint32_t kDTypeF32 = 1;
 inline constexpr uint32_t kABTypeF16 = 0;
+inline constexpr uint32_t kABTypeBF16 = 1;
 
-// fp16 A and B, both K-major, fp32 accumulators in TMEM; M x N per MMA.
-// Valid for cta_group::1: M 64 or 128, N a multiple of 8 (M = 64) or 16
-// (M = 128) up to 256. For cta_group::2, M is the pair's (128 or 256).
-GEMM_SM100_HD constexpr uint32_t InstrDescF16(uint32_t m, uint32_t n) {
-  return (kDTypeF32 << 4) | (kABTypeF16 << 7) | (kABTypeF16 << 10) | ((n >> 3) << 17) | ((m >> 4) << 24);
+GEMM_SM100_HD constexpr uint32_t ABTypeOf(ElementType operands) {
+  return operands == ElementType::kBF16 ? kABTypeBF16 : kABTypeF16;
+}
+
+// A and B of `operands` (fp16 or bf16), both K-major, fp32 accumulators in
+// TMEM; M x N per MMA. Valid for cta_group::1: M 64 or 128, N a multiple
+// of 8 (M = 64) or 16 (M = 128) up to 256. For cta_group::2, M is the
+// pair's (128 or 256).
+GEMM_SM100_HD constexpr uint32_t InstrDescF16(uint32_t m, uint32_t n, ElementType operands = ElementType::kF16) {
+  const uint32_t ab = ABTypeOf(operands);
+  return (kDTypeF32 << 4) | (ab << 7) | (ab << 10) | ((n >> 3) << 17) | ((m >> 4) << 24);
 }
 
 // --- shared memory descriptor (64 bits) -----------------------------------

@@ -30,16 +30,17 @@ struct WarpSpecialized {
   static constexpr int kStagingBuffers = kProtocol.consumers == 1 ? 2 : 1;
   static constexpr int kSmemBytes = kProtocol.stages * kProtocol.StageBytes() +
                                     kProtocol.consumers * kStagingBuffers * kTileBytes + kSmemAlignSlack;
-  static constexpr uint32_t kInstrDesc = InstrDescF16(kProtocol.MmaM(), kProtocol.MmaN());
   static_assert(ValidTmemColumns(kProtocol.TmemColumns()), "the accumulators must be one TMEM allocation");
   static_assert(kSmemBytes <= 232448, "sm_100a gives a CTA at most 227 KB of shared memory");
 };
 
 // The events of warp_specialized_protocol.h on the device. Each role uses
-// its own members; the struct lives in registers.
-template <int kStep>
+// its own members; the struct lives in registers. Types: common/step_types.h.
+template <int kStep, typename Types>
 class WarpSpecializedOps {
   using Config = WarpSpecialized<kStep>;
+  static constexpr uint32_t kInstrDesc =
+      InstrDescF16(Config::kProtocol.MmaM(), Config::kProtocol.MmaN(), Types::kOperands);
 
  public:
   struct Barriers {
@@ -84,7 +85,7 @@ class WarpSpecializedOps {
     constexpr WarpSpecializedProtocol P = Config::kProtocol;
     const char* base = stages_ + stage * P.StageBytes();
     IssueKTileMma<Config::kCtaGroup>(tmem_ + static_cast<uint32_t>(slot * P.MmaN()), base + consumer * kTileBytes,
-                                     base + P.consumers * kTileBytes, Config::kInstrDesc, kt > 0);
+                                     base + P.consumers * kTileBytes, kInstrDesc, kt > 0);
   }
 
   __device__ void Commit(Barrier b, int index) {
@@ -129,8 +130,8 @@ class WarpSpecializedOps {
     const int row = threadIdx.x % 128;
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
-      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, j / 8)) = PackEight(lo_, j);
-      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, 4 + j / 8)) = PackEight(hi_, j);
+      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, j / 8)) = PackEight<Types::kResult>(lo_, j);
+      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, 4 + j / 8)) = PackEight<Types::kResult>(hi_, j);
     }
     FenceSharedForAsyncProxy();
     NamedBarrierSync(barrier_id, 128);
@@ -180,7 +181,7 @@ class WarpSpecializedOps {
   uint32_t lo_[32], hi_[32];
 };
 
-template <int kStep>
+template <int kStep, typename Types>
 __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
     __launch_bounds__(WarpSpecialized<kStep>::kProtocol.Threads(), 1)
         WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
@@ -220,7 +221,7 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
   const uint32_t rank = kCtaGroup == 2 ? ClusterRank() : 0;
   const ClusterTiles tiles(P, m, n, static_cast<int>(blockIdx.x) / kCtaGroup, static_cast<int>(gridDim.x) / kCtaGroup);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
-  WarpSpecializedOps<kStep> ops({tma2mma, mma2tma, mma2ld, ld2mma}, stages, staging, tmem_slot, &a_map, &b_map,
+  WarpSpecializedOps<kStep, Types> ops({tma2mma, mma2tma, mma2ld, ld2mma}, stages, staging, tmem_slot, &a_map, &b_map,
                                 &d_map, tiles, m, n, rank);
 
   if (warpgroup < P.consumers) {
@@ -249,8 +250,10 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
 
 template <int kStep>
 cudaError_t PrepareWarpSpecializedStep() {
-  return cudaFuncSetAttribute(WarpSpecializedKernel<kStep>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              WarpSpecialized<kStep>::kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(WarpSpecializedKernel<kStep, decltype(types)>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, WarpSpecialized<kStep>::kSmemBytes);
+  });
 }
 
 template <int kStep>
@@ -258,8 +261,10 @@ std::string LaunchWarpSpecializedStep(const Problem& p, const DeviceContext& ctx
   using Config = WarpSpecialized<kStep>;
   constexpr WarpSpecializedProtocol P = Config::kProtocol;
   const int cluster_tiles = ClusterTiles(P, p.m, p.n, 0, 1).total();
-  return LaunchOnResidentGrid<WarpSpecializedKernel<kStep>, P.Threads(), Config::kSmemBytes, Config::kCtaGroup>(
-      p, ctx, stream, cluster_tiles * Config::kCtaGroup);
+  return WithStepTypes(p, [&](auto types) {
+    return LaunchOnResidentGrid<WarpSpecializedKernel<kStep, decltype(types)>, P.Threads(), Config::kSmemBytes,
+                                Config::kCtaGroup>(p, ctx, stream, cluster_tiles * Config::kCtaGroup);
+  });
 }
 
 }  // namespace gemm::sm100

@@ -2,18 +2,19 @@
 // memory (steps 4+ go through shared memory and a TMA store).
 #pragma once
 
-#include <cuda_fp16.h>
-
 #include <cstdint>
+
+#include "common/step_types.h"
 
 namespace gemm::sm90 {
 
 // acc[mb] holds rows [64·mb, 64·mb+64) of a 128×128 tile at (m0, n0), in
-// wgmma's register layout (wgmma.h). Elements outside m×n are not written;
-// D's rows lie `ldd` elements apart.
-template <int kMBlocks>
+// wgmma's register layout (wgmma.h), rounded to kResult. Elements outside
+// m×n are not written; D's rows lie `ldd` elements apart.
+template <ElementType kResult, int kMBlocks>
 __device__ inline void StoreAccumulators(const float (&acc)[kMBlocks][64], __half* d, int64_t m, int64_t n,
                                          int64_t ldd, int64_t m0, int64_t n0) {
+  using Rounding = common::Rounding<kResult>;
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   // Then (row, even col) starts a 4-byte-aligned pair.
   const bool pairs = ldd % 2 == 0 && reinterpret_cast<uintptr_t>(d) % 4 == 0;
@@ -24,12 +25,12 @@ __device__ inline void StoreAccumulators(const float (&acc)[kMBlocks][64], __hal
       const int64_t row = m0 + mb * 64 + warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
       const int64_t col = n0 + 8 * (i / 4) + 2 * (lane % 4);
       if (row >= m) continue;
-      __half* out = d + row * ldd + col;
+      auto* out = reinterpret_cast<typename Rounding::One*>(d) + row * ldd + col;
       if (pairs && col + 1 < n) {
-        *reinterpret_cast<__half2*>(out) = __floats2half2_rn(acc[mb][i], acc[mb][i + 1]);
+        *reinterpret_cast<typename Rounding::Pair*>(out) = Rounding::RoundPair(acc[mb][i], acc[mb][i + 1]);
       } else {
-        if (col < n) out[0] = __float2half_rn(acc[mb][i]);
-        if (col + 1 < n) out[1] = __float2half_rn(acc[mb][i + 1]);
+        if (col < n) out[0] = Rounding::Round(acc[mb][i]);
+        if (col + 1 < n) out[1] = Rounding::Round(acc[mb][i + 1]);
       }
     }
   }

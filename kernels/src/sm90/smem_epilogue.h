@@ -4,9 +4,8 @@
 // 6-10 stage D in 64×64 chunks instead, to leave room for the pipeline.
 #pragma once
 
-#include <cuda_fp16.h>
-
 #include "common/barrier.h"
+#include "common/step_types.h"
 #include "step_common.h"
 #include "common/tile_layout.h"
 #include "common/tma.h"
@@ -14,8 +13,9 @@
 namespace gemm::sm90 {
 
 // acc[mb] (wgmma layout, wgmma.h) of the warpgroup `threadIdx.x / 128 % groups`
-// into its rows of `d_tile`: the warpgroup's first row is `row_base`.
-template <int kMBlocks>
+// into its rows of `d_tile`, rounded to kResult: the warpgroup's first row
+// is `row_base`.
+template <ElementType kResult, int kMBlocks>
 __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char* d_tile, int row_base) {
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
 #pragma unroll
@@ -26,8 +26,8 @@ __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char
       const int col = 8 * (i / 4) + 2 * (lane % 4);  // 0..127
       char* half_tile = d_tile + (col / 64) * kTileBytes;
       const int c = col % 64;
-      *reinterpret_cast<__half2*>(half_tile + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2) =
-          __floats2half2_rn(acc[mb][i], acc[mb][i + 1]);
+      *reinterpret_cast<typename Rounding<kResult>::Pair*>(half_tile + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2) =
+          Rounding<kResult>::RoundPair(acc[mb][i], acc[mb][i + 1]);
     }
   }
 }
@@ -51,11 +51,12 @@ __device__ inline char* PairInChunk(char* chunk, int i, int col0) {
 // 64×64 swizzled chunk: the box of D that a warpgroup stores at a time.
 // `col0` must be a compile-time constant after unrolling, so that the
 // accumulators stay in registers.
-template <int kRegs>
+template <ElementType kResult, int kRegs>
 __device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int col0, char* chunk) {
+  using Rounding = common::Rounding<kResult>;
 #pragma unroll
   for (int i = col0 / 2; i < col0 / 2 + 32; i += 2) {
-    *reinterpret_cast<__half2*>(PairInChunk(chunk, i, col0)) = __floats2half2_rn(acc[i], acc[i + 1]);
+    *reinterpret_cast<typename Rounding::Pair*>(PairInChunk(chunk, i, col0)) = Rounding::RoundPair(acc[i], acc[i + 1]);
   }
 }
 
@@ -86,13 +87,13 @@ __device__ inline void StoreStagedChunk(char* buffer, Write write, int barrier_i
 // layout) to D at (row0, n0), one 64×64 chunk at a time through `chunk`
 // (kDChunkBytes). Small staging leaves shared memory to the pipeline. The
 // D map's box is 64×64.
-template <int kCols>
+template <ElementType kResult, int kCols>
 __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* chunk, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n) {
 #pragma unroll
   for (int c = 0; c < kCols / 64; ++c) {
     StoreStagedChunk<0>(
-        chunk, [&](char* buffer) { AccumulatorColumnsToSmem(acc, c * 64, buffer); }, barrier_id, leader, d_map, row0,
+        chunk, [&](char* buffer) { AccumulatorColumnsToSmem<kResult>(acc, c * 64, buffer); }, barrier_id, leader, d_map, row0,
         n0 + c * 64, n);
   }
 }
@@ -104,15 +105,15 @@ __device__ inline void DrainChunkStores(bool leader) {
 }
 
 // Step 10 stores D while the next tile multiplies: the accumulators are
-// packed to fp16 pairs (PackAccumulators), which frees them for the next
+// packed to pairs of kResult (PackAccumulators), which frees them for the next
 // tile's first wgmma, and the packed rows leave one 64×64 chunk at a time
 // between that tile's k-tiles (StoreChunk), through two staging chunks
 // used in turn.
-template <int kRegs>
+template <ElementType kResult, int kRegs>
 __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&packed)[kRegs / 2]) {
 #pragma unroll
   for (int i = 0; i < kRegs; i += 2) {
-    const __half2 h = __floats2half2_rn(acc[i], acc[i + 1]);
+    const auto h = Rounding<kResult>::RoundPair(acc[i], acc[i + 1]);
     packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
   }
 }
@@ -138,12 +139,13 @@ __device__ inline void StoreChunk(const uint32_t (&packed)[kPackedRegs], int chu
 // A warpgroup's 128×128 tile (acc[2][64]) to D at (m0, n0), one 64×64 chunk
 // at a time through `chunk`; 64-row halves at or below row m are skipped
 // (the lower CTA of a cluster pair on the last tile-row has none).
+template <ElementType kResult>
 __device__ inline void StoreTileInChunks(const float (&acc)[2][64], char* chunk, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t m0, int64_t n0, int64_t m, int64_t n) {
 #pragma unroll
   for (int mb = 0; mb < 2; ++mb) {
     if (m0 + 64 * mb >= m) continue;
-    StoreRowsInChunks<kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, n);
+    StoreRowsInChunks<kResult, kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, n);
   }
 }
 

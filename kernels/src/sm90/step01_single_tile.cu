@@ -11,6 +11,7 @@ namespace {
 
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
+template <typename Types>
 __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
@@ -23,20 +24,25 @@ __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   __syncthreads();
 
   float acc[2][64] = {};
-  IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/false);
+  IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/false);
   WaitForTileMma(acc);
-  StoreAccumulators(acc, p.d, p.m, p.n, p.ldd, 0, 0);
+  StoreAccumulators<Types::kResult>(acc, p.d, p.m, p.n, p.ldd, 0, 0);
 }
 
 }  // namespace
 
 cudaError_t PrepareSingleTile() {
-  return cudaFuncSetAttribute(SingleTileKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(SingleTileKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                kSmemBytes);
+  });
 }
 
 std::string LaunchSingleTile(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  SingleTileKernel<<<1, 128, kSmemBytes, stream>>>(p);
-  return LaunchError();
+  return WithStepTypes(p, [&](auto types) {
+    SingleTileKernel<decltype(types)><<<1, 128, kSmemBytes, stream>>>(p);
+    return LaunchError();
+  });
 }
 
 }  // namespace gemm::sm90

@@ -10,6 +10,7 @@ namespace {
 
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
+template <typename Types>
 __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
@@ -23,22 +24,26 @@ __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
     FenceSharedForAsyncProxy();
     __syncthreads();
 
-    IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
+    IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
     WaitForTileMma(acc);
     __syncthreads();  // every wgmma has read the tiles before the next load overwrites them
   }
-  StoreAccumulators(acc, p.d, p.m, p.n, p.ldd, 0, 0);
+  StoreAccumulators<Types::kResult>(acc, p.d, p.m, p.n, p.ldd, 0, 0);
 }
 
 }  // namespace
 
 cudaError_t PrepareKLoop() {
-  return cudaFuncSetAttribute(KLoopKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(KLoopKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  });
 }
 
 std::string LaunchKLoop(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  KLoopKernel<<<1, 128, kSmemBytes, stream>>>(p);
-  return LaunchError();
+  return WithStepTypes(p, [&](auto types) {
+    KLoopKernel<decltype(types)><<<1, 128, kSmemBytes, stream>>>(p);
+    return LaunchError();
+  });
 }
 
 }  // namespace gemm::sm90

@@ -11,6 +11,7 @@ namespace {
 
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
+template <typename Types>
 __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
@@ -26,23 +27,27 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
     FenceSharedForAsyncProxy();
     __syncthreads();
 
-    IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
+    IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
     WaitForTileMma(acc);
     __syncthreads();
   }
-  StoreAccumulators(acc, p.d, p.m, p.n, p.ldd, m0, n0);
+  StoreAccumulators<Types::kResult>(acc, p.d, p.m, p.n, p.ldd, m0, n0);
 }
 
 }  // namespace
 
 cudaError_t PrepareTiled() {
-  return cudaFuncSetAttribute(TiledKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(TiledKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  });
 }
 
 std::string LaunchTiled(const Problem& p, const DeviceContext&, cudaStream_t stream) {
   if (auto err = TileGridError(p, 3); !err.empty()) return err;
-  TiledKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(p);
-  return LaunchError();
+  return WithStepTypes(p, [&](auto types) {
+    TiledKernel<decltype(types)><<<TileGrid(p), 128, kSmemBytes, stream>>>(p);
+    return LaunchError();
+  });
 }
 
 }  // namespace gemm::sm90

@@ -15,6 +15,7 @@ namespace {
 // A and B tiles; D reuses their space once the last MMA is done.
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
+template <typename Types>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
                                                  const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k) {
@@ -44,12 +45,12 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     Wait(&full, phase);
     phase ^= 1;
 
-    IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
+    IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
     WaitForTileMma(acc);
     __syncthreads();  // every warp is done with the tiles before the next TMA overwrites them
   }
 
-  AccumulatorsToSmem(acc, d_tile, 0);
+  AccumulatorsToSmem<Types::kResult>(acc, d_tile, 0);
   FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
@@ -58,11 +59,15 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
 }  // namespace
 
 cudaError_t PrepareTma() {
-  return cudaFuncSetAttribute(TmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(TmaKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  });
 }
 
 std::string LaunchTma(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return LaunchTmaOnTileGrid<TmaKernel, kSmemBytes>(p, stream, 4);
+  return WithStepTypes(p, [&](auto types) {
+    return LaunchTmaOnTileGrid<TmaKernel<decltype(types)>, kSmemBytes>(p, stream, 4);
+  });
 }
 
 }  // namespace gemm::sm90

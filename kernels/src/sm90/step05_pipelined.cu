@@ -15,6 +15,7 @@ constexpr int kStages = 2;
 constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kSmemBytes = kStages * kStageBytes + kSmemAlignSlack;
 
+template <typename Types>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
                                                        const __grid_constant__ CUtensorMap d_map, int64_t n,
@@ -49,13 +50,13 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     const char* a_tile = stages + s * kStageBytes;
     const char* b_tile = a_tile + kTileBytes;
 
-    IssueTileMma(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
+    IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
     WaitForTileMma(acc);
     __syncthreads();  // stage s is free: refill it with tile kt + kStages
     if (leader && kt + kStages < k_tiles) issue(kt + kStages);
   }
 
-  AccumulatorsToSmem(acc, d_tile, 0);
+  AccumulatorsToSmem<Types::kResult>(acc, d_tile, 0);
   FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
@@ -64,11 +65,16 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
 }  // namespace
 
 cudaError_t PreparePipelined() {
-  return cudaFuncSetAttribute(PipelinedKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(PipelinedKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                kSmemBytes);
+  });
 }
 
 std::string LaunchPipelined(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return LaunchTmaOnTileGrid<PipelinedKernel, kSmemBytes>(p, stream, 5);
+  return WithStepTypes(p, [&](auto types) {
+    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(types)>, kSmemBytes>(p, stream, 5);
+  });
 }
 
 }  // namespace gemm::sm90

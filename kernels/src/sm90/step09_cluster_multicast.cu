@@ -27,6 +27,7 @@ constexpr int kClusterSize = PairTiles::kClusterSize;
 constexpr int kStageBytes = PairTiles::kStageBytes;
 constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlack;
 
+template <typename Types>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, kCtasPerSm)
     ClusterMulticastKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                            const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
@@ -56,10 +57,10 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     float acc[2][64] = {};
     int it = 0;
     for (int tile = 0; tile < pair.tiles(); ++tile) {  // as step 8, releasing in both CTAs
-      MultiplyTile<kStages, kStageBytes>(acc, stages, full, empty, pair.k_tiles(), it, leader, PairTiles::Release);
+      MultiplyTile<Types::kOperands, kStages, kStageBytes>(acc, stages, full, empty, pair.k_tiles(), it, leader, PairTiles::Release);
       int64_t m0, n0;
       pair.Origin(tile, &m0, &n0);
-      StoreTileInChunks(acc, d_staging, 1, leader, &d_map, m0, n0, m, n);
+      StoreTileInChunks<Types::kResult>(acc, d_staging, 1, leader, &d_map, m0, n0, m, n);
     }
     DrainChunkStores(leader);
   }
@@ -70,12 +71,17 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
 }  // namespace
 
 cudaError_t PrepareClusterMulticast() {
-  return cudaFuncSetAttribute(ClusterMulticastKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    return cudaFuncSetAttribute(ClusterMulticastKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                kSmemBytes);
+  });
 }
 
 std::string LaunchClusterMulticast(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return LaunchOnResidentGrid<ClusterMulticastKernel, kThreads, kSmemBytes, kClusterSize>(
-      p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
+  return WithStepTypes(p, [&](auto types) {
+    return LaunchOnResidentGrid<ClusterMulticastKernel<decltype(types)>, kThreads, kSmemBytes, kClusterSize>(
+        p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
+  });
 }
 
 }  // namespace gemm::sm90

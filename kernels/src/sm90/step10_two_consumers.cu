@@ -9,7 +9,7 @@
 // tensor cores while a consumer waits: each consumer keeps one wgmma group
 // in flight instead, issuing k-tile t, then waiting for k-tile t-1 and
 // freeing that stage. For the same reason D does not leave between tiles:
-// a consumer packs its 64 rows to fp16 (freeing the accumulators for the
+// a consumer packs its 64 rows to 16 bits (freeing the accumulators for the
 // next tile) and stores one 64-column chunk of them every other k-tile of
 // the next tile, while its wgmma run; consumer 1 stores on the k-tiles in
 // between, so the two never pause at once. Two 8 KB staging chunks per
@@ -72,7 +72,7 @@ struct Partials {
   int splits = 1;
 };
 
-template <typename Shape, bool kSplitK>
+template <typename Types, typename Shape, bool kSplitK>
 __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUtensorMap* b_map,
                                              const CUtensorMap* d_map, int64_t m, int64_t n, int64_t k,
                                              Partials partials) {
@@ -111,7 +111,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
     auto multiply = [&](int kt) {
       const int s = it % kStages;
       Wait(&full[s], (it / kStages) % 2);
-      IssueWideTileMma(acc, stages + s * kStageBytes + consumer * kConsumerRows * 128,
+      IssueWideTileMma<Types::kOperands>(acc, stages + s * kStageBytes + consumer * kConsumerRows * 128,
                        stages + s * kStageBytes + kATileBytes, /*accumulate=*/kt > 0);
       WaitForMma<1>(acc);  // k-tile kt-1 is done once at most this one is pending
       if (leader && kt > 0) PairTiles::Release(&empty[(it - 1) % kStages]);
@@ -142,7 +142,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
         for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
         WaitForMma<0>(acc);
         if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
-        PackAccumulators(acc, pending);
+        PackAccumulators<Types::kResult>(acc, pending);
         pending_row = m0 + consumer * kConsumerRows;
         pending_n0 = n0;
       }
@@ -156,49 +156,56 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
   // No barrier at exit: the producer's tail does that job (as in step 9).
 }
 
+template <typename Types>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                        const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  TwoConsumers<Wide, false>(&a_map, &b_map, &d_map, m, n, k, {});
+  TwoConsumers<Types, Wide, false>(&a_map, &b_map, &d_map, m, n, k, {});
 }
 
+template <typename Types>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
-  TwoConsumers<Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits});
+  TwoConsumers<Types, Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits});
 }
 
+template <typename Types>
 __global__ void __launch_bounds__(kThreads, 1)
     TwoConsumersNarrowKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  TwoConsumers<Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {});
+  TwoConsumers<Types, Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {});
 }
 
 }  // namespace
 
 cudaError_t PrepareTwoConsumers() {
-  cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Wide::kSmemBytes);
-  if (e == cudaSuccess) {
-    e = cudaFuncSetAttribute(TwoConsumersSplitKKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Wide::kSmemBytes);
-  }
-  if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(TwoConsumersNarrowKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              Narrow::kSmemBytes);
+  return ForEachStepTypes([](auto types) {
+    using Types = decltype(types);
+    constexpr auto kSmem = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel<Types>, kSmem, Wide::kSmemBytes);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitKKernel<Types>, kSmem, Wide::kSmemBytes);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersNarrowKernel<Types>, kSmem, Narrow::kSmemBytes);
+    return e;
+  });
 }
 
 std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   using WideTiles = Wide::Tiles<false>;
   using NarrowTiles = Narrow::Tiles<false>;
-  bool split = false;
-  auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel, kThreads, Wide::kSmemBytes, kPair>(
-      p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
-  if (split || !err.empty()) return err;
-  if (PreferNarrowTiles(WideTiles::WorkCtas(p.m, p.n), NarrowTiles::WorkCtas(p.m, p.n), ctx.sm_count)) {
-    return LaunchOnResidentGrid<TwoConsumersNarrowKernel, kThreads, Narrow::kSmemBytes>(
-        p, ctx, stream, NarrowTiles::WorkCtas(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
-  }
-  return LaunchOnResidentGrid<TwoConsumersKernel, kThreads, Wide::kSmemBytes, kPair>(
-      p, ctx, stream, WideTiles::WorkCtas(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows});
+  return WithStepTypes(p, [&](auto types) {
+    using Types = decltype(types);
+    bool split = false;
+    auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Types>, kThreads, Wide::kSmemBytes, kPair>(
+        p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
+    if (split || !err.empty()) return err;
+    if (PreferNarrowTiles(WideTiles::WorkCtas(p.m, p.n), NarrowTiles::WorkCtas(p.m, p.n), ctx.sm_count)) {
+      return LaunchOnResidentGrid<TwoConsumersNarrowKernel<Types>, kThreads, Narrow::kSmemBytes>(
+          p, ctx, stream, NarrowTiles::WorkCtas(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
+    }
+    return LaunchOnResidentGrid<TwoConsumersKernel<Types>, kThreads, Wide::kSmemBytes, kPair>(
+        p, ctx, stream, WideTiles::WorkCtas(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows});
+  });
 }
 
 }  // namespace gemm::sm90

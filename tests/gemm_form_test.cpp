@@ -87,10 +87,40 @@ TEST(GemmForm, LogsNameOnlyWhatDiffersFromThePlainForm) {
   EXPECT_TRUE(GemmForm{}.IsPlain());
   EXPECT_FALSE(f.IsPlain());
   EXPECT_EQ(FormError(10, GemmForm{}), "");
-  EXPECT_NE(FormError(10, f).find("bf16 x bf16 operands, bf16 D, B stored k x n, C with beta, a batch"),
-            std::string::npos)
-      << FormError(10, f);
+  EXPECT_NE(FormError(10, f).find("B stored k x n, C with beta, a batch"), std::string::npos) << FormError(10, f);
   EXPECT_EQ(FormError(0, f), "") << "step 0 computes every form";
+}
+
+// The ladder's steps take bf16 as well as fp16, A and B of one type and D
+// of either; anything else of the whole GEMM is step 0's.
+TEST(GemmForm, LadderStepsTakeBothSixteenBitTypesAndNothingElseBeyondThePlainForm) {
+  for (ElementType in : {ElementType::kF16, ElementType::kBF16}) {
+    for (ElementType out : {ElementType::kF16, ElementType::kBF16}) {
+      GemmForm f;
+      f.a = f.b = in;
+      f.d = out;
+      EXPECT_TRUE(IsLadderForm(f));
+      for (int step = 1; step <= 10; ++step) EXPECT_EQ(FormError(step, f), "") << step;
+    }
+  }
+  GemmForm mixed;
+  mixed.a = ElementType::kBF16;
+  EXPECT_FALSE(IsLadderForm(mixed));
+  EXPECT_NE(FormError(4, mixed).find("bf16 x fp16 operands"), std::string::npos) << FormError(4, mixed);
+  GemmForm wide;
+  wide.d = ElementType::kF32;
+  EXPECT_NE(FormError(4, wide).find("fp32 D"), std::string::npos) << FormError(4, wide);
+  GemmForm fp8;
+  fp8.a = fp8.b = ElementType::kF8E4M3;
+  EXPECT_NE(FormError(10, fp8).find("fp8_e4m3 x fp8_e4m3 operands"), std::string::npos) << FormError(10, fp8);
+  GemmForm scaled;
+  scaled.a = scaled.b = ElementType::kBF16;
+  scaled.alpha = 2;
+  EXPECT_FALSE(IsLadderForm(scaled));
+  EXPECT_NE(FormError(10, scaled).find("alpha"), std::string::npos);
+  EXPECT_TRUE(FormsOf(10).bf16);
+  EXPECT_FALSE(FormsOf(10).every_form);
+  EXPECT_FALSE(FormsOf(11).bf16) << "not a step";
 }
 
 // The server batches requests whose forms compute the same function: the

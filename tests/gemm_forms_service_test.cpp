@@ -132,6 +132,7 @@ TEST_F(GemmFormsTest, ALadderStepRefusesWhatItLacksAndNamesStepZero) {
   req.set_step(10);
   req.set_a_type(gemm::v1::BF16);
   req.set_b_type(gemm::v1::BF16);
+  req.set_b_layout(gemm::v1::LAYOUT_MN_CONTIGUOUS);
   req.mutable_a()->mutable_random();
   req.mutable_b()->mutable_random();
   MultiplyResponse resp;
@@ -140,10 +141,12 @@ TEST_F(GemmFormsTest, ALadderStepRefusesWhatItLacksAndNamesStepZero) {
   // The CPU engine offers no ladder step: that refusal comes first.
   EXPECT_THAT(st.error_message(), HasSubstr("step 10"));
   EXPECT_EQ(gemm::FormError(10, gemm::GemmForm{}), "");
-  gemm::GemmForm bf16;
-  bf16.a = bf16.b = bf16.d = ElementType::kBF16;
-  EXPECT_THAT(gemm::FormError(10, bf16), HasSubstr("bf16 x bf16 operands"));
-  EXPECT_THAT(gemm::FormError(10, bf16), HasSubstr("step 0 computes every form"));
+  gemm::GemmForm bf16_kn;
+  bf16_kn.a = bf16_kn.b = bf16_kn.d = ElementType::kBF16;
+  EXPECT_EQ(gemm::FormError(10, bf16_kn), "") << "bf16 with K contiguous is the ladder's";
+  bf16_kn.b_layout = gemm::Layout::kMnContiguous;
+  EXPECT_THAT(gemm::FormError(10, bf16_kn), HasSubstr("B stored k x n"));
+  EXPECT_THAT(gemm::FormError(10, bf16_kn), HasSubstr("step 0 computes every form"));
 }
 
 TEST_F(GemmFormsTest, ListKernelsSaysWhatEachStepComputes) {
@@ -156,8 +159,11 @@ TEST_F(GemmFormsTest, ListKernelsSaysWhatEachStepComputes) {
   EXPECT_TRUE(vendor.batches());
   EXPECT_EQ(vendor.b_layouts_size(), 2);
   const auto& ladder = list.kernels(10).capabilities();
-  ASSERT_EQ(ladder.operand_types_size(), 1);
+  ASSERT_EQ(ladder.operand_types_size(), 2);
   EXPECT_EQ(ladder.operand_types(0), gemm::v1::FP16);
+  EXPECT_EQ(ladder.operand_types(1), gemm::v1::BF16);
+  ASSERT_EQ(ladder.d_types_size(), 2);
+  EXPECT_EQ(ladder.b_layouts_size(), 1);
   EXPECT_FALSE(ladder.alpha_beta_c());
   EXPECT_FALSE(ladder.batches());
 }

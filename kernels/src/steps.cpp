@@ -67,23 +67,34 @@ std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k) {
   return out.str();
 }
 
-StepForms FormsOf(int step) { return StepForms{step == kVendorStep}; }
+StepForms FormsOf(int step) {
+  if (step == kVendorStep) return StepForms{true, true};
+  return StepForms{false, FindStep(step) != nullptr};
+}
+
+namespace {
+bool SixteenBit(ElementType t) { return t == ElementType::kF16 || t == ElementType::kBF16; }
+}  // namespace
+
+bool IsLadderForm(const GemmForm& f) {
+  GemmForm as_fp16 = f;
+  as_fp16.a = as_fp16.b = as_fp16.d = ElementType::kF16;
+  return f.a == f.b && SixteenBit(f.a) && SixteenBit(f.d) && as_fp16.IsPlain();
+}
 
 std::string FormError(int step, const GemmForm& f) {
-  if (FormsOf(step).every_form || f.IsPlain()) return "";
+  if (FormsOf(step).every_form || f.IsPlain() || (FormsOf(step).bf16 && IsLadderForm(f))) return "";
   std::string asked;
   const auto add = [&asked](const std::string& what) { asked += (asked.empty() ? "" : ", ") + what; };
-  if (f.a != ElementType::kF16 || f.b != ElementType::kF16) {
-    add(std::string(ElementName(f.a)) + " x " + ElementName(f.b) + " operands");
-  }
-  if (f.d != ElementType::kF16) add(std::string(ElementName(f.d)) + " D");
+  if (f.a != f.b || !SixteenBit(f.a)) add(std::string(ElementName(f.a)) + " x " + ElementName(f.b) + " operands");
+  if (!SixteenBit(f.d)) add(std::string(ElementName(f.d)) + " D");
   if (f.a_layout != Layout::kKContiguous) add("A stored k x m");
   if (f.b_layout != Layout::kKContiguous) add("B stored k x n");
   if (f.has_c || f.beta != 0) add("C with beta");
   if (f.alpha != 1) add("alpha");
   if (f.batch != 1) add("a batch");
-  return "computes fp16 D = A·Bᵀ only (fp16 operands with K contiguous, no alpha, C or batch), and this request "
-         "asks for " + asked + "; step 0 computes every form";
+  return "computes D = A·Bᵀ only (fp16 or bf16 operands of one type, K contiguous in both, an fp16 or bf16 D, no "
+         "alpha, C or batch), and this request asks for " + asked + "; step 0 computes every form";
 }
 
 std::string LeadingDimensionError(int64_t m, int64_t n, int64_t k, int64_t* lda, int64_t* ldb, int64_t* ldd) {

@@ -479,6 +479,10 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
     } else {
       caps->add_operand_types(gemm::v1::FP16);
       caps->add_d_types(gemm::v1::FP16);
+      if (gemm::FormsOf(info.step).bf16) {  // A and B of one type (gemm::IsLadderForm)
+        caps->add_operand_types(gemm::v1::BF16);
+        caps->add_d_types(gemm::v1::BF16);
+      }
       caps->add_a_layouts(gemm::v1::LAYOUT_K_CONTIGUOUS);
       caps->add_b_layouts(gemm::v1::LAYOUT_K_CONTIGUOUS);
     }

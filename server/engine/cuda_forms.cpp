@@ -1,8 +1,9 @@
-// Step 0 for every form beyond gemmd's original fp16 A·Bᵀ (gemm/form.h):
+// Every form beyond gemmd's original fp16 A·Bᵀ (gemm/form.h): on step 0,
 // bf16, fp32 and fp8 operands, either storage of each, alpha·AB + beta·C
-// and batches, as one cuBLASLt matmul (gemm/vendor_forms.h). Verified
+// and batches, as one cuBLASLt matmul (gemm/vendor_forms.h); on a ladder
+// step, the bf16 forms its kernels take (gemm::IsLadderForm). Verified
 // against an fp64 SIMT GEMM (gemm/form_ops.h), which shares nothing with
-// cuBLASLt. The operands are dense on the device, come up through the
+// either. The operands are dense on the device, come up through the
 // lane's staging on the compute stream (stored ones stay in the device's
 // cache for the next request), and the whole request waits once; the
 // plain form keeps its own faster path (cuda_engine.cpp).
@@ -35,6 +36,18 @@ DeviceMatrix Dense(void* data, uint64_t count, gemm::ElementType type) {
   m.cols = m.ld = static_cast<int64_t>(count);
   m.element_bytes = static_cast<uint32_t>(gemm::ElementBytes(type));
   return m;
+}
+
+// A ladder step's view of a form it computes (dense operands, D = A·Bᵀ).
+gemm::Problem LadderProblem(const gemm::FormProblem& p) {
+  gemm::Problem q;
+  q.m = p.m, q.n = p.n, q.k = p.k;
+  q.a = static_cast<const __half*>(p.a);
+  q.b = static_cast<const __half*>(p.b);
+  q.d = static_cast<__half*>(p.d);
+  q.operands = p.form.a;
+  q.result = p.form.d;
+  return q;
 }
 
 const char* At(const void* base, uint64_t elements, gemm::ElementType type) {
@@ -75,9 +88,11 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   const int64_t m = first.m, n = first.n, k = first.k;
   const gemm::GemmForm f = LaunchForm(jobs);
   gemm::FormProblem p{m, n, k, f};
+  const int step = static_cast<int>(first.step);
+  const bool vendor = step == 0;
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return all(dev.Fail("cudaSetDevice", e));
-  if (auto why = gemm::PrepareVendorForm(p, lane->ctx); !why.empty()) {
+  if (auto why = vendor ? gemm::PrepareVendorForm(p, lane->ctx) : ""; !why.empty()) {
     if (count > 1) return {};  // cuBLASLt may still take each alone (fp8's alignments of a batch)
     return all(Permanent(absl::FailedPreconditionError("step 0 on " + dev.desc.id + ": " + why +
                                                        "; the CPU engine (gemmd --engine cpu) computes every form")));
@@ -109,7 +124,8 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   const bool full_check = any_verify && !fast;
 
   PoolBuffers buffers(dev.pool, stream, stream, lane->scratch, kLaneScratchBytes);
-  uint64_t needed = d_bytes + gemm::VendorFormScratchBytes(p) + (full_check ? count * d_count * sizeof(double) : 0);
+  const uint64_t scratch_bytes = vendor ? gemm::VendorFormScratchBytes(p) : 0;
+  uint64_t needed = d_bytes + scratch_bytes + (full_check ? count * d_count * sizeof(double) : 0);
   cudaError_t e = cudaSuccess;
   for (Input& in : inputs) {
     in.each = in.storage.Footprint(f.batch) / count;
@@ -129,9 +145,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   }
   void *scratch = nullptr, *ref = nullptr, *bounds = nullptr, *compared = nullptr, *sketch_scratch = nullptr;
   if (e == cudaSuccess) e = buffers.AllocateBytes(&p.d, d_bytes);
-  if (e == cudaSuccess && gemm::VendorFormScratchBytes(p) > 0) {
-    e = buffers.AllocateBytes(&scratch, gemm::VendorFormScratchBytes(p));
-  }
+  if (e == cudaSuccess && scratch_bytes > 0) e = buffers.AllocateBytes(&scratch, scratch_bytes);
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&ref, count * d_count * sizeof(double));
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&bounds, count * 3 * sizeof(float));
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&compared, count * sizeof(gemm::CompareResult));
@@ -181,9 +195,12 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
         if ((e = dev.l2_flush.Run(stream)) != cudaSuccess) return all(dev.Fail("L2 flush", e));
       }
       cudaEventRecord(lane->starts[r], stream);
-      if (auto err = gemm::LaunchVendorForm(p, lane->ctx, scratch, stream); !err.empty()) {
-        if ((e = cudaGetLastError()) != cudaSuccess) return all(dev.Fail("step 0", e));
-        return all(absl::InternalError(dev.desc.id + ": step 0: " + err));
+      const std::string err = vendor ? gemm::LaunchVendorForm(p, lane->ctx, scratch, stream)
+                                     : gemm::Launch(step, LadderProblem(p), lane->ctx, stream);
+      if (!err.empty()) {
+        const std::string what = "step " + std::to_string(step);
+        if ((e = cudaGetLastError()) != cudaSuccess) return all(dev.Fail(what.c_str(), e));
+        return all(absl::InternalError(dev.desc.id + ": " + what + ": " + err));
       }
       cudaEventRecord(lane->stops[r], stream);
     }

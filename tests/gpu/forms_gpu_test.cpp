@@ -9,6 +9,7 @@
 #include "engine/cuda_engine.h"
 #include "form_cases.h"
 #include "gemm/sketch_check.h"
+#include "gemm/steps.h"
 #include "gemm/test_hooks.h"
 #include "gpu_test_util.h"
 #include "planted_batch_fault.h"
@@ -76,6 +77,42 @@ TEST(FormsGpu, ThePlansPicksComputeEveryCaseToo) {
     RunCase(*engine, c, seed += 3, {130, 72, 96});
     if (!gemm::IsFp8(c.types.a)) RunCase(*engine, c, seed += 3, {67, 33, 45});
   }
+}
+
+// The ladder's steps through the engine on the forms they take beyond
+// fp16 (gemm::IsLadderForm): bf16 operands with a bf16 or fp16 D, fp16
+// operands with a bf16 D. Each verified by the engine, fully and fast, and
+// D checked here against an fp64 product; a shape each step takes, ragged.
+TEST(FormsGpu, LadderStepsComputeTheBf16FormsThroughTheEngine) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  const ElementType kF16 = ElementType::kF16, kBF16 = ElementType::kBF16;
+  uint32_t seed = 300;
+  int ran = 0;
+  for (int step = 1; step <= gemm::kLastStep; ++step) {
+    if (!engine->availability(step, 0).available) continue;
+    const CaseShape shape = step <= 2 ? CaseShape{100, 77, step == 1 ? 50 : 300} : CaseShape{300, 200, 130};
+    for (const auto& [in, out] : std::vector<std::pair<ElementType, ElementType>>{{kBF16, kBF16}, {kBF16, kF16},
+                                                                                  {kF16, kBF16}}) {
+      for (bool fast : {false, true}) {
+        GemmForm f;
+        f.a = f.b = in;
+        f.d = out;
+        SCOPED_TRACE("step " + std::to_string(step) + " " + gemm::FormSummary(f) + (fast ? " fast" : ""));
+        ASSERT_EQ(gemm::FormError(step, f), "");
+        CaseJob run(f, shape, seed += 3);
+        run.job.step = step;
+        run.job.verify_fast = fast;
+        auto report = engine->Run(0, run.job);
+        ASSERT_TRUE(report.ok()) << report.status();
+        EXPECT_TRUE(report->verification.passed) << report->verification.max_abs_error;
+        EXPECT_EQ(report->verification.fast, fast);
+        EXPECT_EQ(run.WrongElements(), 0);
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, 10 * 3 * 2) << "every step runs on this GPU";
 }
 
 TEST(FormsGpu, Fp8OutsideCublasLtsFormIsRefusedWithWhatItNeeds) {

@@ -44,11 +44,18 @@ std::string_view GpuFamilies(int step);
 std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k);
 
 // What a step computes beyond gemmd's original fp16 A·Bᵀ (gemm/form.h):
-// step 0, the vendor library, every form; the ladder's steps the plain one.
+// step 0, the vendor library, every form; the ladder's steps D = A·Bᵀ
+// with K contiguous in both operands, A and B of one 16-bit type (fp16 or
+// bf16) and D of either.
 struct StepForms {
   bool every_form = false;
+  bool bf16 = false;  // bf16 as well as fp16 operands and D
 };
 StepForms FormsOf(int step);
+
+// Whether `form` is one the ladder's steps compute: plain but for its
+// 16-bit types.
+bool IsLadderForm(const GemmForm& form);
 
 // "" when `step` computes `form`; otherwise a sentence, as a predicate of
 // "step N", saying what the request asks that the step lacks and which

@@ -11,7 +11,10 @@
 // leaves the TMA steps a pitched copy to make when K or N is not a
 // multiple of 8. --sweep N runs N random shapes from --seed in four classes
 // (shape_sweep.h) and reports, per class and overall, each step's median,
-// 10th percentile and share >= 1 of its ratio to cuBLAS.
+// 10th percentile and share >= 1 of its ratio to cuBLAS. --dtype bf16 runs
+// A, B and D in bf16 (cuBLAS too), each D checked against an fp64 product
+// under the form's bound (gemm/form.h); dense operands only, and no
+// autotuned column (its candidates are fp16's).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "gemm/device_ops.h"
+#include "gemm/form_ops.h"
 #include "gemm/gemm.h"
 #include "accuracy.h"
 #include "diagnose_run.h"
@@ -68,6 +72,7 @@ struct Options {
   bool fast_check = false;  // --fast-check (fast_check.h)
   bool autotune = true;  // the autotuned cuBLASLt column (off in sweeps)
   bool diagnose = false;  // the pattern diagnostics (diagnose_run.h) instead of timing
+  gemm::ElementType dtype = gemm::ElementType::kF16;  // A, B and D
   std::string csv, md;
 };
 
@@ -91,7 +96,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: gemm-bench [--shapes MxNxK,... | --sweep N [--seed S]] [--layout dense|pitched] "
-               "[--steps 1,2,...] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] [--md FILE]\n"
+               "[--steps 1,2,...] [--dtype fp16|bf16] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] "
+               "[--md FILE]\n"
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
                "error against the exact product, beside cuBLAS's\n"
                "       gemm-bench --diagnose [--steps ...]: each step on structured probes, and what a wrong D says\n"
@@ -134,6 +140,10 @@ Options Parse(int argc, char** argv) {
       const std::string layout = value();
       if (layout != "dense" && layout != "pitched") Usage("--layout is dense or pitched");
       o.pitched = layout == "pitched";
+    } else if (a == "--dtype") {
+      const std::string dtype = value();
+      if (dtype != "fp16" && dtype != "bf16") Usage("--dtype is fp16 or bf16");
+      o.dtype = dtype == "bf16" ? gemm::ElementType::kBF16 : gemm::ElementType::kF16;
     } else if (a == "--diagnose") {
       o.diagnose = true;
     } else if (a == "--fast-check") {
@@ -155,6 +165,10 @@ Options Parse(int argc, char** argv) {
     o.autotune = false;
     o.shapes.clear();
     for (const auto& s : gemm::bench::SweepShapes(o.sweep, o.seed)) o.shapes.push_back({s.m, s.n, s.k, s.shape_class});
+  }
+  if (o.dtype != gemm::ElementType::kF16) {
+    if (o.pitched) Usage("--dtype bf16 takes dense operands only");
+    o.autotune = false;
   }
   if (o.warmup < 0) o.warmup = o.sweep > 0 ? 2 : 5;
   if (o.iters < 0) o.iters = o.sweep > 0 ? 10 : 30;
@@ -242,16 +256,41 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&a, a_elems * 2));
     CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
     const uint64_t seed = static_cast<uint64_t>(now) * 1000 + rows.size();  // fresh every run and shape
-    CHECK_CUDA(gemm::FillRandom(a, s.m, s.k, lda, seed, gemm::OperandId::kA, stream));
-    CHECK_CUDA(gemm::FillRandom(b, s.n, s.k, ldb, seed, gemm::OperandId::kB, stream));
+    const bool fp16 = opt.dtype == gemm::ElementType::kF16;
+    if (fp16) {
+      CHECK_CUDA(gemm::FillRandom(a, s.m, s.k, lda, seed, gemm::OperandId::kA, stream));
+      CHECK_CUDA(gemm::FillRandom(b, s.n, s.k, ldb, seed, gemm::OperandId::kB, stream));
+    } else {
+      CHECK_CUDA(gemm::FillRandom(a, opt.dtype, a_elems, seed, gemm::OperandId::kA, stream));
+      CHECK_CUDA(gemm::FillRandom(b, opt.dtype, b_elems, seed, gemm::OperandId::kB, stream));
+    }
     CHECK_CUDA(cudaMalloc(&d, d_elems * 2));
     CHECK_CUDA(cudaMalloc(&ref, d_elems * 2));
+    // bf16: every D against an fp64 product, under the form's bound.
+    gemm::FormProblem exact{s.m, s.n, s.k};
+    exact.form.a = exact.form.b = exact.form.d = opt.dtype;
+    exact.a = a, exact.b = b;
+    double* exact_d = nullptr;
+    float* bound = nullptr;
+    if (!fp16) {
+      CHECK_CUDA(cudaMalloc(&exact_d, d_elems * sizeof(double)));
+      CHECK_CUDA(cudaMalloc(&bound, 3 * sizeof(float)));
+      CHECK_CUDA(gemm::ReferenceFormGemm(exact, exact_d, stream));
+      CHECK_CUDA(gemm::FormBoundInputs(exact, bound, stream));
+    }
+    const gemm::FormTolerance tolerance = gemm::ToleranceOf(exact.form);
+    const auto compare = [&](const __half* x) {
+      if (fp16) return gemm::Compare(x, ref, s.m, s.n, ldd, 1e-3f, 1e-2f, cmp, stream);
+      return gemm::CompareForm(x, opt.dtype, exact_d, d_elems, tolerance.rtol, tolerance.atol,
+                               {bound, gemm::ProductTermPerNorms(tolerance, s.k, 1.0), 0.0}, cmp, stream);
+    };
     // Poisoned like every D: an element the reference leaves unwritten is a
     // NaN that fails every comparison, not stale memory (which is also what
     // compute-sanitizer's initcheck saw read at 256^3, 65,536 reads per
     // comparison: cuBLAS's store there is one initcheck does not track).
     CHECK_CUDA(gemm::Poison(ref, d_elems, stream));
     gemm::Problem p{s.m, s.n, s.k, a, b, ref, lda, ldb, ldd};
+    p.operands = p.result = opt.dtype;
     if (auto err = gemm::Launch(0, p, ctx, stream); !err.empty()) {
       std::fprintf(stderr, "cuBLAS reference failed: %s\n", err.c_str());
       return 1;
@@ -291,10 +330,11 @@ int main(int argc, char** argv) {
       } else {
         CHECK_CUDA(gemm::Poison(d, d_elems, stream));
         gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
+        q.operands = q.result = opt.dtype;
         if (auto err = launch(st, q); !err.empty()) {
           r.status = "FAIL: " + err;
         } else {
-          CHECK_CUDA(gemm::Compare(d, ref, s.m, s.n, ldd, 1e-3f, 1e-2f, cmp, stream));
+          CHECK_CUDA(compare(d));
           gemm::CompareResult host{};
           CHECK_CUDA(cudaMemcpyAsync(&host, cmp, sizeof host, cudaMemcpyDeviceToHost, stream));
           CHECK_CUDA(cudaStreamSynchronize(stream));
@@ -315,6 +355,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < shape_rows.size(); ++i) {
         if (!shape_rows[i].ran) continue;
         gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
+        q.operands = q.result = opt.dtype;
         CHECK_CUDA(l2_flush.Run(stream));
         CHECK_CUDA(cudaEventRecord(start, stream));
         launch(shape_rows[i].step, q);
@@ -344,6 +385,8 @@ int main(int argc, char** argv) {
     }
     rows.insert(rows.end(), shape_rows.begin(), shape_rows.end());
     for (__half* buf : {a, b, d, ref}) cudaFree(buf);
+    cudaFree(exact_d);
+    cudaFree(bound);
     if (opt.sweep > 0) {
       std::fprintf(stderr, "\rsweep: %zu of %d shapes", shape_index + 1, opt.sweep);
     }
@@ -353,7 +396,8 @@ int main(int argc, char** argv) {
   const char* layout = opt.pitched ? "pitched" : "dense";
   std::ostringstream md;
   md << "GPU: " << prop.name << ", " << date << ", median of " << opt.iters << " runs after " << opt.warmup
-     << " warm-ups, fresh random inputs, L2 flushed before every run, " << layout << " operands\n\n";
+     << " warm-ups, fresh random inputs, L2 flushed before every run, " << layout << " "
+     << gemm::ElementName(opt.dtype) << " operands and D\n\n";
   if (opt.sweep > 0) {
     md << "Sweep: " << opt.sweep << " shapes from seed " << opt.seed << "; ratio = cuBLAS time / step time\n\n"
        << SweepSummary(rows, opt.steps) << "\n";
@@ -382,11 +426,12 @@ int main(int argc, char** argv) {
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
     f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status,class,layout,"
-         "ratio_to_autotuned\n";
+         "ratio_to_autotuned,dtype\n";
     for (const Row& r : rows) {
       f << '"' << prop.name << "\"," << date << ',' << r.step << ',' << NameOf(r.step) << ',' << r.shape.m << ','
         << r.shape.n << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio
-        << ",\"" << r.status << "\"," << r.shape.shape_class << ',' << layout << ',' << r.ratio_to_autotuned << "\n";
+        << ",\"" << r.status << "\"," << r.shape.shape_class << ',' << layout << ',' << r.ratio_to_autotuned << ','
+        << gemm::ElementName(opt.dtype) << "\n";
     }
   }
   bool failed = false;

@@ -19,10 +19,10 @@ from pathlib import Path
 from . import capacity_parts, form_parts, kernel_parts, service_part, startup_parts, transport_parts
 from .lab import Lab
 
-PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "accuracy",
+PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "accuracy",
                   "sweep", "sass", "sanitize", "ncu")
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
-KEPT = ("summary.txt", "bench.csv", "bench.md")
+KEPT = ("summary.txt", "bench.csv", "bench.md", "bench_bf16.csv", "bench_bf16.md")
 
 
 def parts_to_run(requested, compute_major):
@@ -79,6 +79,7 @@ def main():
             "lanes": lambda: capacity_parts.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
             "grpcfloor": lambda: transport_parts.grpcfloor(lab), "firsttouch": lambda: startup_parts.firsttouch(lab),
             "soak": lambda: startup_parts.soak(lab), "bench": lambda: kernel_parts.bench(lab),
+            "bf16": lambda: kernel_parts.bf16(lab),
             "accuracy": lambda: kernel_parts.accuracy(lab), "sweep": lambda: kernel_parts.sweep(lab),
             "sass": lambda: kernel_parts.sass(lab), "sanitize": lambda: kernel_parts.sanitize(lab),
             "ncu": lambda: kernel_parts.ncu(lab)}

@@ -79,6 +79,25 @@ def bench(lab):
                      f"server/bench = {server / cublas[0]:.3f}")
 
 
+def bf16(lab):
+    """The ladder in bf16 (A, B and D) against cuBLAS in bf16, one process:
+    each D checked against an fp64 product, then timed as the fp16 bench."""
+    shapes = os.environ.get("BENCH_SHAPES",
+                            "2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024")
+    rc, _ = lab.run(["gemm-bench", "--dtype", "bf16", "--shapes", shapes,
+                     "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS), "--iters", os.environ.get("BENCH_ITERS", "30"),
+                     "--csv", lab.out / "bench_bf16.csv", "--md", lab.out / "bench_bf16.md"],
+                    out="bench_bf16.log", timeout=400)
+    try:
+        rows = list(csv.DictReader(open(lab.out / "bench_bf16.csv")))
+    except OSError:
+        rows = []
+    failed = [f'{r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}' for r in rows if "FAIL" in r["status"]]
+    lab.note(f"gemm-bench --dtype bf16 rc={rc}, failed checks: {failed or 'none'}")
+    lab.note(*[f'bf16 {r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}: {float(r["tflops"]):.1f} TFLOPS, '
+               f'{float(r["ratio_to_cublas"]):.3f} of cuBLAS' for r in rows if r["step"] in ("8", "9", "10")])
+
+
 def sweep(lab):
     """Random shapes in four classes from one seed, every step checked against
     cuBLAS, then timed: with dense operands (the TMA steps copy unaligned ones

@@ -68,6 +68,9 @@ cudaDataType_t CudaType(ElementType t) { return t == ElementType::kBF16 ? CUDA_R
 bool IsFp16Problem(const Problem& p) { return p.operands == ElementType::kF16 && p.result == ElementType::kF16; }
 
 std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
+  if (p.operands != p.result) {
+    return "cublasGemmEx takes a D of A and B's type; gemm/vendor_forms.h (cuBLASLt) computes every form";
+  }
   int k_used = 0;
   if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
   // The vendor plan's picks are fp16's (gemm/vendor_plan.h).

@@ -61,6 +61,9 @@ PURPOSES = {
     "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",
     "service_run2": "the same on a second host",
     "service_two_gpus": "the GPU harness's service part on two GPUs",
+    "bf16_ladder": "the GPU harness's tests, sass, bench and bf16 parts: every step on bf16 and mixed fp16/bf16 "
+                   "problems against an fp64 product, and gemm-bench --dtype bf16 against cuBLAS in bf16 (the fp16 "
+                   "ladder of the same call in the summary)",
     "two_gpu_scaling": "the GPU harness's verify part on one GPU of a two-GPU host, then on both: delivered TFLOPS "
                        "unverified, full, fast and by stored handles, 8 in flight",
 }
@@ -125,7 +128,7 @@ def index():
                    + ", ".join(f"`{f}`" for f in files))
         for f in files:
             path = os.path.join(RESULTS, f)
-            if f.endswith(".csv") and purpose == "ladder":
+            if f.endswith(".csv") and purpose in ("ladder", "bf16_ladder"):
                 out += ladder_lines(path)
             elif f.endswith(".csv") and purpose.startswith("sweep"):
                 out += sweep_lines(path)

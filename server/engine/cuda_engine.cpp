@@ -273,7 +273,8 @@ uint64_t CudaEngine::HeldBytes(int device, const std::vector<std::string>& keys)
 }
 
 std::string CudaEngine::SelfTestStep(int device, int step) {
-  // Small and ragged shapes against cuBLAS, D poisoned (Run verifies). The
+  // Small and ragged shapes against cuBLAS (bf16 against an fp64 product),
+  // D poisoned (Run verifies). The
   // long-K one makes step 10 on an H100 or H200 split K (seven ranges). The
   // last one gives every persistent CTA, and every pair of step 10 on a
   // B200, several tiles and every stage ring several rounds, so phases wrap
@@ -285,26 +286,44 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
                              {1, 300, 64},   {300, 1, 8},   {129, 257, 13},   {100, 300, 4000}, {4100, 8000, 300}};
   const gemm::StepInfo* info = gemm::FindStep(step);
   if (info == nullptr) return "is not a step of the ladder";
-  for (const Shape& s : self_test) {
-    if (!gemm::ShapeError(*info, s.m, s.n, s.k).empty()) continue;
-    GemmJob job;
-    job.m = s.m;
-    job.n = s.n;
-    job.k = s.k;
-    job.step = step;
-    job.a.seed = 1000 + step;
-    job.b.seed = 2000 + step;
-    auto r = Run(device, job);
-    std::string failure;
-    if (!r.ok()) {
-      failure = std::string(r.status().message());
-    } else if (!r->verification.passed) {
-      failure = std::to_string(r->verification.mismatches) + " of " + std::to_string(r->verification.elements) +
-                " elements wrong";
-    }
-    if (!failure.empty()) {
-      return "failed its start-up self-test on " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
-             std::to_string(s.k) + " (" + failure + ")";
+  // Every element type pair the step takes (gemm::IsLadderForm): fp16 and
+  // bf16 on every shape, the mixed pairs on the ragged ones (their
+  // instantiations share everything but the MMA kind and the rounding).
+  using gemm::ElementType;
+  struct Types {
+    ElementType operands, result;
+    bool every_shape;
+  };
+  const Types types[] = {{ElementType::kF16, ElementType::kF16, true},
+                         {ElementType::kBF16, ElementType::kBF16, true},
+                         {ElementType::kBF16, ElementType::kF16, false},
+                         {ElementType::kF16, ElementType::kBF16, false}};
+  for (const Types& t : types) {
+    for (const Shape& s : self_test) {
+      if (!gemm::ShapeError(*info, s.m, s.n, s.k).empty()) continue;
+      if (!t.every_shape && s.n % 8 == 0 && s.k % 8 == 0) continue;
+      GemmJob job;
+      job.m = s.m;
+      job.n = s.n;
+      job.k = s.k;
+      job.step = step;
+      job.form.a = job.form.b = t.operands;
+      job.form.d = t.result;
+      job.a.seed = 1000 + step;
+      job.b.seed = 2000 + step;
+      auto r = Run(device, job);
+      std::string failure;
+      if (!r.ok()) {
+        failure = std::string(r.status().message());
+      } else if (!r->verification.passed) {
+        failure = std::to_string(r->verification.mismatches) + " of " + std::to_string(r->verification.elements) +
+                  " elements wrong";
+      }
+      if (!failure.empty()) {
+        const std::string form = job.form.IsPlain() ? "" : " " + gemm::FormSummary(job.form);
+        return "failed its start-up self-test on " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+               std::to_string(s.k) + form + " (" + failure + ")";
+      }
     }
   }
   return "";

@@ -50,6 +50,18 @@ TEST(UmmaInstrDesc, Bf16InputsF32AccumulatorM128N128) {
   static_assert(InstrDescF16(256, 256, ElementType::kBF16) == 0x10400490u);
 }
 
+// An operand stored MN-contiguous is read MN-major: Table 42's "Transpose
+// A" (bit 15) and "Transpose B" (bit 16), 1 for MN-major (CUTLASS:
+// a_major_ and b_major_, UMMA::Major::MN = 1). On 0x08200010: B MN-major
+// adds 1 << 16 = 0x10000, A MN-major 1 << 15 = 0x8000.
+TEST(UmmaInstrDesc, MnMajorOperandsSetTheirMajorBits) {
+  constexpr Layout kK = Layout::kKContiguous, kMn = Layout::kMnContiguous;
+  static_assert(InstrDescF16(128, 128, ElementType::kF16, kK, kMn) == 0x08210010u);
+  static_assert(InstrDescF16(128, 128, ElementType::kF16, kMn, kK) == 0x08208010u);
+  static_assert(InstrDescF16(128, 128, ElementType::kBF16, kMn, kMn) == 0x08218490u);
+  EXPECT_EQ(Field(InstrDescF16(256, 256, ElementType::kBF16, kK, kMn), 15, 2), 2u);  // B alone
+}
+
 // The pair MMA (steps 9-10) names the pair's M: 256 -> M >> 4 = 16 at bit
 // 24 -> 0x10000000; N = 256 -> 32 at bit 17 -> 0x400000. 0x10400010.
 TEST(UmmaInstrDesc, PairMmaM256N256) {
@@ -138,6 +150,64 @@ TEST(UmmaSmemDesc, EachKSliceReadsTheTileWhereTheLoaderWroteIt) {
   const uint64_t bad_stride = (SmemDescSw128KMajor(kStage) & ~(uint64_t{0x3FFF} << 32)) | (EncodeOffset(512) << 32);
   EXPECT_NE(TensorCoreReadAddress(bad_stride, 8, 0), written(8, 0));
   EXPECT_NE(TensorCoreReadAddress(AdvanceSmemDesc(SmemDescSw128KMajor(kStage), 16), 0, 0), written(0, 16));
+}
+
+// Table 40 for an MN-major tile (an operand stored MN-contiguous, loaded
+// as 64-row blocks of 64 k-rows: common/tile_layout.h) at 0x400: start
+// 0x40; leading byte offset 8192 (the next 64-row block) >> 4 = 0x200 at
+// bit 16 -> 0x2000000; stride byte offset 1024 (the next 8 k) >> 4 = 0x40
+// at bit 32; version 1 at bit 46; swizzle 128B = 2 at 61. The two offsets'
+// roles are CUTLASS's canonical MN-major SW128 layout,
+// ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)) (cute/arch/mma_sm100_desc.hpp,
+// make_umma_desc<Major::MN>). Total 0x4000404002000040.
+TEST(UmmaSmemDesc, Swizzle128MnMajorAtA1024ByteBoundary) {
+  constexpr uint64_t d = SmemDescSw128MnMajor(0x400);
+  static_assert(d == 0x4000404002000040ull);
+  EXPECT_EQ(Field(d, 16, 14), 8192u >> 4);
+  EXPECT_EQ(Field(d, 32, 14), 1024u >> 4);
+  EXPECT_EQ(d & ~(uint64_t{0x3FFF} << 16), SmemDescSw128KMajor(0x400) & ~(uint64_t{0x3FFF} << 16))
+      << "only the leading byte offset differs from the K-major tile's";
+}
+
+// How the tensor core reads an MN-major operand in the 128-byte swizzle,
+// as the canonical layout above lays it out: element (i, j) of a 16-deep
+// slice, M or N index i and k j, at start + (i / 64)·LBO + 2·(i % 64) +
+// (j / 8)·SBO + (j % 8)·128, then the same XOR of address bits 4-6 with
+// bits 7-9.
+uint32_t TensorCoreReadAddressMnMajor(uint64_t desc, int i, int j) {
+  const uint32_t start = static_cast<uint32_t>(Field(desc, 0, 14) << 4);
+  const uint32_t lbo = static_cast<uint32_t>(Field(desc, 16, 14) << 4);
+  const uint32_t sbo = static_cast<uint32_t>(Field(desc, 32, 14) << 4);
+  const uint32_t logical = start + (i / 64) * lbo + 2 * (i % 64) + (j / 8) * sbo + (j % 8) * 128;
+  return logical ^ (((logical >> 7) & 7) << 4);
+}
+
+// Each K=16 slice's descriptor (advanced by KSliceBytes: two atoms) reads
+// every element of a 128 (or 256) by 64 tile where TMA put it: the box of
+// 64-row block b is 64 k-rows of 128 bytes at b·8 KB, row k holding the
+// block's 64 elements in the swizzle, element i's 16-byte chunk at chunk
+// (i % 64) / 8 of that row. A stride or leading offset swapped reads
+// elsewhere.
+TEST(UmmaSmemDesc, EachKSliceOfAnMnMajorTileReadsWhereTmaWroteIt) {
+  constexpr uint32_t kStage = 0x4000;
+  auto written = [](int i, int k) {
+    return kStage + (i / common::kMnBlockRows) * common::kMnBlockBytes +
+           common::SwizzledChunkOffset(k, (i % common::kMnBlockRows) / 8) + (i % 8) * 2;
+  };
+  for (int s = 0; s < common::kTileK / common::kMmaK; ++s) {
+    const uint64_t desc = AdvanceSmemDesc(SmemDescSw128MnMajor(kStage), common::KSliceBytes(true, s));
+    for (int i = 0; i < 256; ++i) {
+      for (int j = 0; j < common::kMmaK; ++j) {
+        ASSERT_EQ(TensorCoreReadAddressMnMajor(desc, i, j), written(i, s * common::kMmaK + j))
+            << "k-slice " << s << ", row " << i << ", k " << j;
+      }
+    }
+  }
+  const uint64_t good = SmemDescSw128MnMajor(kStage);
+  const uint64_t swapped = (good & ~(uint64_t{0x3FFF} << 16) & ~(uint64_t{0x3FFF} << 32)) |
+                           (EncodeOffset(1024) << 16) | (EncodeOffset(common::kMnBlockBytes) << 32);
+  EXPECT_NE(TensorCoreReadAddressMnMajor(swapped, 64, 0), written(64, 0));
+  EXPECT_NE(TensorCoreReadAddressMnMajor(AdvanceSmemDesc(good, 32), 0, 0), written(0, 16)) << "K-major's K step";
 }
 
 // PTX ISA, Tensor Memory addressing: lane in the upper 16 bits, column in

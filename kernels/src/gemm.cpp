@@ -65,7 +65,17 @@ std::string PrepareCublas(const Problem& p, const DeviceContext& ctx, cudaStream
 
 cudaDataType_t CudaType(ElementType t) { return t == ElementType::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
 
-bool IsFp16Problem(const Problem& p) { return p.operands == ElementType::kF16 && p.result == ElementType::kF16; }
+// The vendor plan's picks are for fp16 with K contiguous in both operands.
+bool IsFp16Problem(const Problem& p) {
+  return p.operands == ElementType::kF16 && p.result == ElementType::kF16 && p.a_layout == Layout::kKContiguous &&
+         p.b_layout == Layout::kKContiguous;
+}
+
+// As column-major cuBLAS sees row-major storage: B n×k is k×n, read
+// transposed; B stored k×n is n×k, read as it is; A m×k is k×m, read as it
+// is; A stored k×m is m×k, read transposed.
+cublasOperation_t OpOfB(const Problem& p) { return p.b_layout == Layout::kKContiguous ? CUBLAS_OP_T : CUBLAS_OP_N; }
+cublasOperation_t OpOfA(const Problem& p) { return p.a_layout == Layout::kKContiguous ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
 std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   if (p.operands != p.result) {
@@ -73,14 +83,13 @@ std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_
   }
   int k_used = 0;
   if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
-  // The vendor plan's picks are fp16's (gemm/vendor_plan.h).
   if (ctx.vendor_plan != nullptr && IsFp16Problem(p) && detail::LaunchPlanned(*ctx.vendor_plan, p, k_used, ctx, stream)) {
     return "";
   }
   const float alpha = 1.0f, beta = 0.0f;
   const int m = static_cast<int>(p.m), n = static_cast<int>(p.n);
   const cudaDataType_t in = CudaType(p.operands), out = CudaType(p.result);
-  auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k_used, &alpha, p.b, in,
+  auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, OpOfB(p), OpOfA(p), n, m, k_used, &alpha, p.b, in,
                                            static_cast<int>(p.ldb), p.a, in, static_cast<int>(p.lda), &beta, p.d,
                                            out, static_cast<int>(p.ldd), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmEx", s);
@@ -109,16 +118,20 @@ std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a,
   if (first.m < 1 || first.n < 1 || first.k < 1 || count < 1) return "m, n, k and the count must be >= 1";
   if (auto err = ProblemTypesError(first); !err.empty()) return err;
   Problem p = first;
-  if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd); !err.empty()) return err;
-  if (stride_a < p.m * p.lda || stride_b < p.n * p.ldb || stride_d < p.m * p.ldd) {
-    return "batch strides must keep the problems apart (at least m*lda, n*ldb and m*ldd elements)";
+  if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd, p.a_layout, p.b_layout);
+      !err.empty()) return err;
+  const int64_t a_rows = p.a_layout == Layout::kKContiguous ? p.m : p.k;
+  const int64_t b_rows = p.b_layout == Layout::kKContiguous ? p.n : p.k;
+  if (stride_a < a_rows * p.lda || stride_b < b_rows * p.ldb || stride_d < p.m * p.ldd) {
+    return "batch strides must keep the problems apart (at least the rows of A, B and D times their leading "
+           "dimensions)";
   }
   int k_used = 0;
   if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
   const float alpha = 1.0f, beta = 0.0f;
   // As in LaunchCublas: row-major D = A·Bᵀ is column-major Dᵀ = op(B)·A.
   auto s = detail::Cublas(nullptr)->GemmStridedBatchedEx(
-      ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(p.n), static_cast<int>(p.m), k_used, &alpha, p.b,
+      ctx.cublas, OpOfB(p), OpOfA(p), static_cast<int>(p.n), static_cast<int>(p.m), k_used, &alpha, p.b,
       CudaType(p.operands), static_cast<int>(p.ldb), stride_b, p.a, CudaType(p.operands), static_cast<int>(p.lda),
       stride_a, &beta, p.d, CudaType(p.result), static_cast<int>(p.ldd), stride_d, count, CUBLAS_COMPUTE_32F,
       CUBLAS_GEMM_DEFAULT);
@@ -219,7 +232,8 @@ std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, c
   if (problem.m < 1 || problem.n < 1 || problem.k < 1) return "m, n and k must be >= 1";
   if (auto err = ProblemTypesError(problem); !err.empty()) return err;
   Problem p = problem;  // every kernel sees explicit leading dimensions
-  if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd); !err.empty()) return err;
+  if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd, p.a_layout, p.b_layout);
+      !err.empty()) return err;
   if (step == kVendorStep) return LaunchCublas(p, ctx, stream);
   const StepInfo* info = FindStep(step);
   if (info == nullptr) return "unknown step " + std::to_string(step);

@@ -68,8 +68,9 @@ std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k) {
 }
 
 StepForms FormsOf(int step) {
-  if (step == kVendorStep) return StepForms{true, true};
-  return StepForms{false, FindStep(step) != nullptr};
+  if (step == kVendorStep) return StepForms{true, true, true};
+  const bool ladder = FindStep(step) != nullptr;
+  return StepForms{false, ladder, ladder};
 }
 
 namespace {
@@ -77,35 +78,39 @@ bool SixteenBit(ElementType t) { return t == ElementType::kF16 || t == ElementTy
 }  // namespace
 
 bool IsLadderForm(const GemmForm& f) {
-  GemmForm as_fp16 = f;
-  as_fp16.a = as_fp16.b = as_fp16.d = ElementType::kF16;
-  return f.a == f.b && SixteenBit(f.a) && SixteenBit(f.d) && as_fp16.IsPlain();
+  GemmForm as_plain = f;
+  as_plain.a = as_plain.b = as_plain.d = ElementType::kF16;
+  as_plain.a_layout = as_plain.b_layout = Layout::kKContiguous;
+  return f.a == f.b && SixteenBit(f.a) && SixteenBit(f.d) && as_plain.IsPlain();
 }
 
 std::string FormError(int step, const GemmForm& f) {
-  if (FormsOf(step).every_form || f.IsPlain() || (FormsOf(step).bf16 && IsLadderForm(f))) return "";
+  const StepForms takes = FormsOf(step);
+  if (takes.every_form || f.IsPlain() || (takes.bf16 && takes.mn_contiguous && IsLadderForm(f))) return "";
   std::string asked;
   const auto add = [&asked](const std::string& what) { asked += (asked.empty() ? "" : ", ") + what; };
   if (f.a != f.b || !SixteenBit(f.a)) add(std::string(ElementName(f.a)) + " x " + ElementName(f.b) + " operands");
   if (!SixteenBit(f.d)) add(std::string(ElementName(f.d)) + " D");
-  if (f.a_layout != Layout::kKContiguous) add("A stored k x m");
-  if (f.b_layout != Layout::kKContiguous) add("B stored k x n");
+  if (!takes.mn_contiguous && f.a_layout != Layout::kKContiguous) add("A stored k x m");
+  if (!takes.mn_contiguous && f.b_layout != Layout::kKContiguous) add("B stored k x n");
   if (f.has_c || f.beta != 0) add("C with beta");
   if (f.alpha != 1) add("alpha");
   if (f.batch != 1) add("a batch");
-  return "computes D = A·Bᵀ only (fp16 or bf16 operands of one type, K contiguous in both, an fp16 or bf16 D, no "
-         "alpha, C or batch), and this request asks for " + asked + "; step 0 computes every form";
+  return "computes D = op(A)·op(B) only (fp16 or bf16 operands of one type, each stored either way, an fp16 or bf16 "
+         "D, no alpha, C or batch), and this request asks for " + asked + "; step 0 computes every form";
 }
 
-std::string LeadingDimensionError(int64_t m, int64_t n, int64_t k, int64_t* lda, int64_t* ldb, int64_t* ldd) {
-  (void)m;
+std::string LeadingDimensionError(int64_t m, int64_t n, int64_t k, int64_t* lda, int64_t* ldb, int64_t* ldd,
+                                  Layout a_layout, Layout b_layout) {
   struct Operand {
     const char* name;
     int64_t* ld;
     int64_t row;
     const char* row_name;
   };
-  for (const Operand& o : {Operand{"lda", lda, k, "k (A is m x k)"}, Operand{"ldb", ldb, k, "k (B is n x k)"},
+  const bool a_k = a_layout == Layout::kKContiguous, b_k = b_layout == Layout::kKContiguous;
+  for (const Operand& o : {Operand{"lda", lda, a_k ? k : m, a_k ? "k (A is m x k)" : "m (A is stored k x m)"},
+                           Operand{"ldb", ldb, b_k ? k : n, b_k ? "k (B is n x k)" : "n (B is stored k x n)"},
                            Operand{"ldd", ldd, n, "n (D is m x n)"}}) {
     if (*o.ld == 0) *o.ld = o.row;
     if (*o.ld < o.row) {

@@ -11,12 +11,13 @@
 #include <string>
 
 #include "gemm/element_type.h"
+#include "gemm/form.h"
 
 namespace gemm {
 
 // D[m,n] = A[m,k]·B[n,k]ᵀ. Device pointers; all three row-major. lda, ldb
 // and ldd count the elements from one row to the next (at least k, k and
-// n); 0 means dense. The TMA steps read and write in place when a pitch is a
+// n, or m and n for A and B stored MN-contiguous); 0 means dense. The TMA steps read and write in place when a pitch is a
 // multiple of 8 elements (16 bytes) and the base 16-byte aligned; any other
 // layout goes through a padded copy, which costs a pass over the operand.
 //
@@ -46,6 +47,10 @@ struct Problem {
   // is fp32 in every step.
   ElementType operands = ElementType::kF16;
   ElementType result = ElementType::kF16;
+  // MN-contiguous: A is stored k×m (lda at least m), B k×n (ldb at least
+  // n), as x @ W stores W; D = op(A)·op(B) is the same product.
+  Layout a_layout = Layout::kKContiguous;
+  Layout b_layout = Layout::kKContiguous;
 };
 
 // "" when every step takes the problem's element types; otherwise why not.

@@ -1,6 +1,6 @@
 #include "common/split_k_sum.h"
 
-#include "common/step_types.h"
+#include "common/step_form.h"
 
 namespace gemm::common {
 namespace {

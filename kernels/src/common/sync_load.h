@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "common/tile_layout.h"
+#include "gemm/form.h"
 
 namespace gemm::common {
 
@@ -31,6 +32,39 @@ __device__ inline void LoadTileSync(char* smem_tile, const __half* g, int64_t ro
       }
     }
     *reinterpret_cast<uint4*>(smem_tile + SwizzledChunkOffset(r, chunk)) = v;
+  }
+}
+
+// The same K-major tile from an operand stored MN-contiguous (k×rows at
+// pitch `ld`, `cols` being K): a transposing gather. Each thread builds one
+// 16-byte chunk (8 k of one row) from 8 rows of the storage; the 32 threads
+// of a warp take 32 adjacent rows, so each of their 8 reads is one
+// coalesced 64-byte line.
+__device__ inline void LoadTransposedTileSync(char* smem_tile, const __half* g, int64_t rows, int64_t cols, int64_t ld,
+                                              int64_t row0, int64_t k0) {
+  const auto* bits = reinterpret_cast<const uint16_t*>(g);
+  for (int c = threadIdx.x % 128; c < kTileRows * 8; c += 128) {
+    const int r = c % kTileRows, chunk = c / kTileRows;
+    const int64_t gr = row0 + r;
+    uint16_t h[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int64_t gk = k0 + chunk * 8 + e;
+      h[e] = gr < rows && gk < cols ? bits[gk * ld + gr] : uint16_t{0};
+    }
+    *reinterpret_cast<uint4*>(smem_tile + SwizzledChunkOffset(r, chunk)) = *reinterpret_cast<const uint4*>(h);
+  }
+}
+
+// An operand's tile by its storage (gemm/form.h): rows×cols is the operand
+// as the product reads it (M or N by K), whatever way it is stored.
+template <Layout kLayout>
+__device__ inline void LoadOperandTileSync(char* smem_tile, const __half* g, int64_t rows, int64_t cols, int64_t ld,
+                                           int64_t row0, int64_t k0, bool vectorized) {
+  if constexpr (kLayout == Layout::kKContiguous) {
+    LoadTileSync(smem_tile, g, rows, cols, ld, row0, k0, vectorized);
+  } else {
+    LoadTransposedTileSync(smem_tile, g, rows, cols, ld, row0, k0);
   }
 }
 

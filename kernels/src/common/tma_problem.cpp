@@ -89,16 +89,28 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
   const __half* b = p.b;
   int64_t lda = p.lda, ldb = p.ldb;
   ldd_pad_ = p.ldd;
+  // An operand's storage: rows × cols at its pitch. K-contiguous, (M or N)
+  // × K, a box of the step's rows × one k-tile; MN-contiguous, K × (M or N),
+  // boxes of 64 × 64 (common/tile_layout.h, TmaLoadTile).
+  const bool a_k = p.a_layout == Layout::kKContiguous, b_k = p.b_layout == Layout::kKContiguous;
+  const int64_t a_rows = a_k ? p.m : p.k, a_cols = a_k ? p.k : p.m;
+  const int64_t b_rows = b_k ? p.n : p.k, b_cols = b_k ? p.k : p.n;
   if (!Vectorizable(p.a, p.lda)) {
-    if (auto err = PitchedCopy(&a_pad_, &lda, p.a, p.m, p.k, p.lda, stream); !err.empty()) return err;
+    if (auto err = PitchedCopy(&a_pad_, &lda, p.a, a_rows, a_cols, p.lda, stream); !err.empty()) return err;
     a = a_pad_;
   }
   if (!Vectorizable(p.b, p.ldb)) {
-    if (auto err = PitchedCopy(&b_pad_, &ldb, p.b, p.n, p.k, p.ldb, stream); !err.empty()) return err;
+    if (auto err = PitchedCopy(&b_pad_, &ldb, p.b, b_rows, b_cols, p.ldb, stream); !err.empty()) return err;
     b = b_pad_;
   }
-  if (auto err = Encode(&a_, p.operands, a, p.m, p.k, lda, kTileK, boxes.a); !err.empty()) return err;
-  if (auto err = Encode(&b_, p.operands, b, p.n, p.k, ldb, kTileK, boxes.b); !err.empty()) return err;
+  if (auto err = Encode(&a_, p.operands, a, a_rows, a_cols, lda, a_k ? kTileK : kMnBlockRows, a_k ? boxes.a : kTileK);
+      !err.empty()) {
+    return err;
+  }
+  if (auto err = Encode(&b_, p.operands, b, b_rows, b_cols, ldb, b_k ? kTileK : kMnBlockRows, b_k ? boxes.b : kTileK);
+      !err.empty()) {
+    return err;
+  }
   if (!d_map) return "";
   __half* d = p.d;
   // A TMA store writes a row's tail up to the next 16 bytes (gemm.h).

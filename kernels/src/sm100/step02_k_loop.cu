@@ -13,7 +13,7 @@ namespace {
 
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
   extern __shared__ char smem_raw[];
   __shared__ uint64_t mma_done;
@@ -23,22 +23,22 @@ __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
   if (threadIdx.x == 0) BarrierInit(&mma_done, 1);
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
-  MultiplyTileSync<Types::kOperands>(p, 0, 0, a_tile, b_tile, tmem, &mma_done);
-  StoreTmemTile<Types::kResult>(tmem, p.d, p.m, p.n, p.ldd, 0, 0);
+  MultiplyTileSync<Form>(p, 0, 0, a_tile, b_tile, tmem, &mma_done);
+  StoreTmemTile<Form::kResult>(tmem, p.d, p.m, p.n, p.ldd, 0, 0);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
 }  // namespace
 
 cudaError_t PrepareKLoop() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(KLoopKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(KLoopKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   });
 }
 
 std::string LaunchKLoop(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    KLoopKernel<decltype(types)><<<1, 128, kSmemBytes, stream>>>(p);
+  return WithStepForm(p, [&](auto form) {
+    KLoopKernel<decltype(form)><<<1, 128, kSmemBytes, stream>>>(p);
     return LaunchError();
   });
 }

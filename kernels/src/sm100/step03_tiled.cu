@@ -17,7 +17,7 @@ namespace {
 // (tmem_occupancy.h): four, not the six the tiles alone would allow.
 constexpr int kSmemBytes = TmemBoundSmemBytes(2 * kTileBytes + kSmemAlignSlack, kTileTmemColumns);
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   extern __shared__ char smem_raw[];
   __shared__ uint64_t mma_done;
@@ -29,23 +29,23 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   if (threadIdx.x == 0) BarrierInit(&mma_done, 1);
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
-  MultiplyTileSync<Types::kOperands>(p, m0, n0, a_tile, b_tile, tmem, &mma_done);
-  StoreTmemTile<Types::kResult>(tmem, p.d, p.m, p.n, p.ldd, m0, n0);
+  MultiplyTileSync<Form>(p, m0, n0, a_tile, b_tile, tmem, &mma_done);
+  StoreTmemTile<Form::kResult>(tmem, p.d, p.m, p.n, p.ldd, m0, n0);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
 }  // namespace
 
 cudaError_t PrepareTiled() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(TiledKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(TiledKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   });
 }
 
 std::string LaunchTiled(const Problem& p, const DeviceContext&, cudaStream_t stream) {
   if (auto err = TileGridError(p, 3); !err.empty()) return err;
-  return WithStepTypes(p, [&](auto types) {
-    TiledKernel<decltype(types)><<<TileGrid(p), 128, kSmemBytes, stream>>>(p);
+  return WithStepForm(p, [&](auto form) {
+    TiledKernel<decltype(form)><<<TileGrid(p), 128, kSmemBytes, stream>>>(p);
     return LaunchError();
   });
 }

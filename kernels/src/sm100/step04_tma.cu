@@ -21,7 +21,7 @@ namespace {
 // Rounded up as step 3's: at most four CTAs per SM, as many as TMEM holds.
 constexpr int kSmemBytes = TmemBoundSmemBytes(2 * kTileBytes + kSmemAlignSlack, kTileTmemColumns);
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
                                                  const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k) {
@@ -46,32 +46,32 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     uint32_t k_tile = 0;
     for (int64_t k0 = 0; k0 < k; k0 += kTileK, ++k_tile) {
       ArriveExpectTx(&full, 2 * kTileBytes);
-      TmaLoad(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), &full);
-      TmaLoad(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), &full);
+      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), &full);
+      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), &full);
       Wait(&full, k_tile % 2);
       TmemFenceAfterSync();
-      IssueTileMma<Types::kOperands>(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
+      IssueTileMma<Form>(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
       CommitTo(&mma_done);
       Wait(&mma_done, k_tile % 2);  // the tiles are read: the next loads may land
       TmemFenceAfterSync();         // what follows relies on that wait
     }
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile<Types::kResult>(tmem, d_tile, &d_map, m0, n0, n, leader);  // after the leader saw the last MMAs complete
+  StoreAccumulatorTile<Form::kResult>(tmem, d_tile, &d_map, m0, n0, n, leader);  // after the leader saw the last MMAs complete
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
 }  // namespace
 
 cudaError_t PrepareTma() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(TmaKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(TmaKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   });
 }
 
 std::string LaunchTma(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    return LaunchTmaOnTileGrid<TmaKernel<decltype(types)>, kSmemBytes>(p, stream, 4);
+  return WithStepForm(p, [&](auto form) {
+    return LaunchTmaOnTileGrid<TmaKernel<decltype(form)>, kSmemBytes>(p, stream, 4);
   });
 }
 

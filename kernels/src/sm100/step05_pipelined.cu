@@ -18,7 +18,7 @@ constexpr int kStages = 2;
 constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kSmemBytes = kStages * kStageBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
                                                        const __grid_constant__ CUtensorMap d_map, int64_t n,
@@ -41,15 +41,15 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     auto load = [&](int t) {  // k-tile t into stage t % 2
       char* a_tile = stages + (t % kStages) * kStageBytes;
       ArriveExpectTx(&full[t % kStages], kStageBytes);
-      TmaLoad(a_tile, &a_map, t * kTileK, static_cast<int32_t>(m0), &full[t % kStages]);
-      TmaLoad(a_tile + kTileBytes, &b_map, t * kTileK, static_cast<int32_t>(n0), &full[t % kStages]);
+      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, t * kTileK, static_cast<int32_t>(m0), &full[t % kStages]);
+      TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, t * kTileK, static_cast<int32_t>(n0), &full[t % kStages]);
     };
     load(0);
     for (int t = 0; t < k_tiles; ++t) {
       const int s = t % kStages;
       Wait(&full[s], (t / kStages) % 2);  // the stage's t / 2-th fill
       TmemFenceAfterSync();
-      IssueTileMma<Types::kOperands>(tmem, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/t > 0);
+      IssueTileMma<Form>(tmem, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/t > 0);
       CommitTo(&empty[s]);
       if (t + 1 < k_tiles) {
         // The other stage last held k-tile t - 1: refill it once those
@@ -62,21 +62,21 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     TmemFenceAfterSync();
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile<Types::kResult>(tmem, d_tile, &d_map, m0, n0, n, leader);
+  StoreAccumulatorTile<Form::kResult>(tmem, d_tile, &d_map, m0, n0, n, leader);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
 }  // namespace
 
 cudaError_t PreparePipelined() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(PipelinedKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(PipelinedKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   });
 }
 
 std::string LaunchPipelined(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(types)>, kSmemBytes>(p, stream, 5);
+  return WithStepForm(p, [&](auto form) {
+    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(form)>, kSmemBytes>(p, stream, 5);
   });
 }
 

@@ -22,7 +22,7 @@ constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kDStagingBytes = 2 * kTileBytes;  // D as two swizzled 128×64 halves
 constexpr int kSmemBytes = kStages * kStageBytes + kDStagingBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128)
     PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                      const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
@@ -49,8 +49,8 @@ __global__ void __launch_bounds__(128)
   auto load_next = [&](int it) {
     char* a_tile = stages + (it % kStages) * kStageBytes;
     ArriveExpectTx(&full[it % kStages], kStageBytes);
-    TmaLoad(a_tile, &a_map, load_kt * kTileK, load_m * kTileRows, &full[it % kStages]);
-    TmaLoad(a_tile + kTileBytes, &b_map, load_kt * kTileK, load_n * kTileRows, &full[it % kStages]);
+    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, load_kt * kTileK, load_m * kTileRows, &full[it % kStages]);
+    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, load_kt * kTileK, load_n * kTileRows, &full[it % kStages]);
     if (++load_kt == k_tiles) {
       load_kt = 0;
       load_tile += gridDim.x;
@@ -65,7 +65,8 @@ __global__ void __launch_bounds__(128)
         const int it = t * k_tiles + kt, s = it % kStages;
         Wait(&full[s], (it / kStages) % 2);
         TmemFenceAfterSync();
-        IssueTileMma<Types::kOperands>(tmem, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/kt > 0);
+        IssueTileMma<Form>(tmem, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes,
+                           /*accumulate=*/kt > 0);
         CommitTo(&empty[s]);
         if (it + 1 < iterations) {
           // As step 5: refill the stage iteration it - 1 used once its MMAs
@@ -83,7 +84,7 @@ __global__ void __launch_bounds__(128)
     }
     __syncthreads();
     TmemFenceAfterSync();
-    TmemTileToSmem<Types::kResult>(tmem, d_staging);
+    TmemTileToSmem<Form::kResult>(tmem, d_staging);
     TmemFenceBeforeSync();  // every TMEM read is done before the next tile's MMAs overwrite it
     FenceSharedForAsyncProxy();
     __syncthreads();
@@ -107,14 +108,14 @@ __global__ void __launch_bounds__(128)
 }  // namespace
 
 cudaError_t PreparePersistent() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(PersistentKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(PersistentKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   });
 }
 
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    return LaunchOnResidentGrid<PersistentKernel<decltype(types)>, 128, kSmemBytes>(
+  return WithStepForm(p, [&](auto form) {
+    return LaunchOnResidentGrid<PersistentKernel<decltype(form)>, 128, kSmemBytes>(
         p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles());
   });
 }

@@ -7,6 +7,7 @@
 
 #include "common/barrier.h"
 #include "common/kernel_basics.h"
+#include "common/step_form.h"
 #include "common/sync_load.h"
 #include "gemm/gemm.h"
 #include "tmem.h"
@@ -14,19 +15,19 @@
 
 namespace gemm::sm100 {
 
-template <ElementType kOperands>
+template <typename Form>
 __device__ inline void MultiplyTileSync(const Problem& p, int64_t m0, int64_t n0, char* a_tile, char* b_tile,
                                         uint32_t tmem, uint64_t* mma_done) {
   const bool a_vectorized = common::Vectorizable(p.a, p.lda), b_vectorized = common::Vectorizable(p.b, p.ldb);
   uint32_t k_tile = 0;
   for (int64_t k0 = 0; k0 < p.k; k0 += common::kTileK, ++k_tile) {
-    common::LoadTileSync(a_tile, p.a, p.m, p.k, p.lda, m0, k0, a_vectorized);
-    common::LoadTileSync(b_tile, p.b, p.n, p.k, p.ldb, n0, k0, b_vectorized);
+    common::LoadOperandTileSync<Form::kALayout>(a_tile, p.a, p.m, p.k, p.lda, m0, k0, a_vectorized);
+    common::LoadOperandTileSync<Form::kBLayout>(b_tile, p.b, p.n, p.k, p.ldb, n0, k0, b_vectorized);
     common::FenceSharedForAsyncProxy();
     __syncthreads();
     if (threadIdx.x == 0) {
       TmemFenceAfterSync();
-      IssueTileMma<kOperands>(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
+      IssueTileMma<common::KMajorTiles<Form>>(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
       CommitTo(mma_done);
     }
     common::Wait(mma_done, k_tile % 2);

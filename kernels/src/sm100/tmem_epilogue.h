@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "common/kernel_basics.h"
-#include "common/step_types.h"
+#include "common/step_form.h"
 #include "common/tile_layout.h"
 #include "common/tma.h"
 #include "tmem.h"

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 
+#include "common/tile_layout.h"
 #include "gemm/element_type.h"
+#include "gemm/form.h"
 
 #if defined(__CUDACC__)
 #define GEMM_SM100_HD __host__ __device__
@@ -20,9 +22,9 @@ namespace gemm::sm100 {
 
 // --- instruction descriptor (32 bits), .kind::f16 -------------------------
 // bits 4-5 D type (F32 = 1); 7-9 A type and 10-12 B type (F16 = 0,
-// BF16 = 1); 15/16 transpose A/B (0: K-major); 17-22 N >> 3; 23 reserved;
-// 24-28 M >> 4. Everything else (sparsity, saturate, negate, max shift)
-// stays 0.
+// BF16 = 1); 15/16 A/B major-ness (0: K-major, 1: MN-major); 17-22 N >> 3;
+// 23 reserved; 24-28 M >> 4. Everything else (sparsity, saturate, negate,
+// max shift) stays 0.
 inline constexpr uint32_t kDTypeF32 = 1;
 inline constexpr uint32_t kABTypeF16 = 0;
 inline constexpr uint32_t kABTypeBF16 = 1;
@@ -31,13 +33,18 @@ GEMM_SM100_HD constexpr uint32_t ABTypeOf(ElementType operands) {
   return operands == ElementType::kBF16 ? kABTypeBF16 : kABTypeF16;
 }
 
-// A and B of `operands` (fp16 or bf16), both K-major, fp32 accumulators in
-// TMEM; M x N per MMA. Valid for cta_group::1: M 64 or 128, N a multiple
-// of 8 (M = 64) or 16 (M = 128) up to 256. For cta_group::2, M is the
-// pair's (128 or 256).
-GEMM_SM100_HD constexpr uint32_t InstrDescF16(uint32_t m, uint32_t n, ElementType operands = ElementType::kF16) {
+// A and B of `operands` (fp16 or bf16), each K-major or MN-major as its
+// layout says (an MN-contiguous operand is read as it lies), fp32
+// accumulators in TMEM; M x N per MMA. Valid for cta_group::1: M 64 or
+// 128, N a multiple of 8 (M = 64) or 16 (M = 128) up to 256. For
+// cta_group::2, M is the pair's (128 or 256).
+GEMM_SM100_HD constexpr uint32_t InstrDescF16(uint32_t m, uint32_t n, ElementType operands = ElementType::kF16,
+                                              Layout a_layout = Layout::kKContiguous,
+                                              Layout b_layout = Layout::kKContiguous) {
   const uint32_t ab = ABTypeOf(operands);
-  return (kDTypeF32 << 4) | (ab << 7) | (ab << 10) | ((n >> 3) << 17) | ((m >> 4) << 24);
+  const uint32_t a_mn = a_layout == Layout::kMnContiguous ? 1 : 0, b_mn = b_layout == Layout::kMnContiguous ? 1 : 0;
+  return (kDTypeF32 << 4) | (ab << 7) | (ab << 10) | (a_mn << 15) | (b_mn << 16) | ((n >> 3) << 17) |
+         ((m >> 4) << 24);
 }
 
 // --- shared memory descriptor (64 bits) -----------------------------------
@@ -58,6 +65,24 @@ GEMM_SM100_HD constexpr uint64_t EncodeOffset(uint32_t bytes) { return (bytes & 
 GEMM_SM100_HD constexpr uint64_t SmemDescSw128KMajor(uint32_t smem_address) {
   return EncodeOffset(smem_address) | (uint64_t{1} << 16) | (EncodeOffset(1024) << 32) |
          (kDescriptorVersion << 46) | (kSwizzle128B << 61);
+}
+
+// An MN-major tile as TMA's SWIZZLE_128B writes an MN-contiguous operand
+// (common/tile_layout.h): k-rows of 64 M or N elements, 8-k atoms of 1024
+// bytes (the stride byte offset), 64-row blocks 8 KB apart (the leading
+// byte offset): the PTX ISA's canonical MN-major 128-byte-swizzle layout,
+// CUTLASS's ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)) (make_umma_desc<MN>).
+// K advances by 16 as two atoms (2048 bytes).
+GEMM_SM100_HD constexpr uint64_t SmemDescSw128MnMajor(uint32_t smem_address) {
+  return EncodeOffset(smem_address) | (EncodeOffset(common::kMnBlockBytes) << 16) | (EncodeOffset(1024) << 32) |
+         (kDescriptorVersion << 46) | (kSwizzle128B << 61);
+}
+
+// The descriptor of a tile laid out as `layout` says.
+template <Layout kLayout>
+GEMM_SM100_HD constexpr uint64_t SmemDescSw128(uint32_t smem_address) {
+  if constexpr (kLayout == Layout::kMnContiguous) return SmemDescSw128MnMajor(smem_address);
+  return SmemDescSw128KMajor(smem_address);
 }
 
 // The same tile `bytes` further on: each K=16 slice of a 64-wide k-tile

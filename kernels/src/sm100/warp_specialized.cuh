@@ -35,12 +35,12 @@ struct WarpSpecialized {
 };
 
 // The events of warp_specialized_protocol.h on the device. Each role uses
-// its own members; the struct lives in registers. Types: common/step_types.h.
-template <int kStep, typename Types>
+// its own members; the struct lives in registers. Form: common/step_form.h.
+template <int kStep, typename Form>
 class WarpSpecializedOps {
   using Config = WarpSpecialized<kStep>;
-  static constexpr uint32_t kInstrDesc =
-      InstrDescF16(Config::kProtocol.MmaM(), Config::kProtocol.MmaN(), Types::kOperands);
+  static constexpr uint32_t kInstrDesc = InstrDescF16(Config::kProtocol.MmaM(), Config::kProtocol.MmaN(),
+                                                      Form::kOperands, Form::kALayout, Form::kBLayout);
 
  public:
   struct Barriers {
@@ -74,18 +74,19 @@ class WarpSpecializedOps {
     if (rank_ == 0) ArriveExpectTx(full, P.StageTxBytes(m_, n_, m0_, n0_));
     for (int c = 0; c < P.consumers; ++c) {
       const int64_t row = P.ARow(m0_, static_cast<int>(rank_), c);
-      if (row < m_) Load(base + c * kTileBytes, a_map_, kt, row, full);
+      if (row < m_) Load<Form::kALayout>(base + c * kTileBytes, a_map_, kt, row, full);
     }
     const int64_t b_row = P.BRow(n0_, static_cast<int>(rank_));
-    if (b_row < n_) Load(base + P.consumers * kTileBytes, b_map_, kt, b_row, full);
+    if (b_row < n_) Load<Form::kBLayout>(base + P.consumers * kTileBytes, b_map_, kt, b_row, full);
   }
 
   // MMA issuer: consumer c's A block against the stage's B, into `slot`.
   __device__ void Mma(int stage, int consumer, int slot, int /*tile*/, int kt) {
     constexpr WarpSpecializedProtocol P = Config::kProtocol;
     const char* base = stages_ + stage * P.StageBytes();
-    IssueKTileMma<Config::kCtaGroup>(tmem_ + static_cast<uint32_t>(slot * P.MmaN()), base + consumer * kTileBytes,
-                                     base + P.consumers * kTileBytes, kInstrDesc, kt > 0);
+    IssueKTileMma<Config::kCtaGroup, Form>(tmem_ + static_cast<uint32_t>(slot * P.MmaN()),
+                                           base + consumer * kTileBytes, base + P.consumers * kTileBytes, kInstrDesc,
+                                           kt > 0);
   }
 
   __device__ void Commit(Barrier b, int index) {
@@ -130,8 +131,8 @@ class WarpSpecializedOps {
     const int row = threadIdx.x % 128;
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
-      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, j / 8)) = PackEight<Types::kResult>(lo_, j);
-      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, 4 + j / 8)) = PackEight<Types::kResult>(hi_, j);
+      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, j / 8)) = PackEight<Form::kResult>(lo_, j);
+      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, 4 + j / 8)) = PackEight<Form::kResult>(hi_, j);
     }
     FenceSharedForAsyncProxy();
     NamedBarrierSync(barrier_id, 128);
@@ -160,11 +161,21 @@ class WarpSpecializedOps {
     tiles_.Origin(tile, &m0_, &n0_);
   }
 
+  // One 128-row block of an operand (common/tile_layout.h): one box
+  // K-contiguous, two 64-row boxes MN-contiguous.
+  template <Layout kLayout>
   __device__ void Load(char* smem, const CUtensorMap* map, int kt, int64_t row, uint64_t* full) {
     if constexpr (Config::kCtaGroup == 2) {
-      TmaLoadToLeader(smem, map, kt * kTileK, static_cast<int32_t>(row), full);
+      if constexpr (kLayout == Layout::kKContiguous) {
+        TmaLoadToLeader(smem, map, kt * kTileK, static_cast<int32_t>(row), full);
+      } else {
+        for (int b = 0; b < kTileRows / kMnBlockRows; ++b) {
+          TmaLoadToLeader(smem + b * kMnBlockBytes, map, static_cast<int32_t>(row) + b * kMnBlockRows, kt * kTileK,
+                          full);
+        }
+      }
     } else {
-      TmaLoad(smem, map, kt * kTileK, static_cast<int32_t>(row), full);
+      TmaLoadTile<kLayout, kTileRows>(smem, map, kt * kTileK, static_cast<int32_t>(row), full);
     }
   }
 
@@ -181,7 +192,7 @@ class WarpSpecializedOps {
   uint32_t lo_[32], hi_[32];
 };
 
-template <int kStep, typename Types>
+template <int kStep, typename Form>
 __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
     __launch_bounds__(WarpSpecialized<kStep>::kProtocol.Threads(), 1)
         WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
@@ -221,7 +232,7 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
   const uint32_t rank = kCtaGroup == 2 ? ClusterRank() : 0;
   const ClusterTiles tiles(P, m, n, static_cast<int>(blockIdx.x) / kCtaGroup, static_cast<int>(gridDim.x) / kCtaGroup);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
-  WarpSpecializedOps<kStep, Types> ops({tma2mma, mma2tma, mma2ld, ld2mma}, stages, staging, tmem_slot, &a_map, &b_map,
+  WarpSpecializedOps<kStep, Form> ops({tma2mma, mma2tma, mma2ld, ld2mma}, stages, staging, tmem_slot, &a_map, &b_map,
                                 &d_map, tiles, m, n, rank);
 
   if (warpgroup < P.consumers) {
@@ -250,8 +261,8 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
 
 template <int kStep>
 cudaError_t PrepareWarpSpecializedStep() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(WarpSpecializedKernel<kStep, decltype(types)>,
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(WarpSpecializedKernel<kStep, decltype(form)>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize, WarpSpecialized<kStep>::kSmemBytes);
   });
 }
@@ -261,8 +272,8 @@ std::string LaunchWarpSpecializedStep(const Problem& p, const DeviceContext& ctx
   using Config = WarpSpecialized<kStep>;
   constexpr WarpSpecializedProtocol P = Config::kProtocol;
   const int cluster_tiles = ClusterTiles(P, p.m, p.n, 0, 1).total();
-  return WithStepTypes(p, [&](auto types) {
-    return LaunchOnResidentGrid<WarpSpecializedKernel<kStep, decltype(types)>, P.Threads(), Config::kSmemBytes,
+  return WithStepForm(p, [&](auto form) {
+    return LaunchOnResidentGrid<WarpSpecializedKernel<kStep, decltype(form)>, P.Threads(), Config::kSmemBytes,
                                 Config::kCtaGroup>(p, ctx, stream, cluster_tiles * Config::kCtaGroup);
   });
 }

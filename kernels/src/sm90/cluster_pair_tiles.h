@@ -99,7 +99,7 @@ class ClusterPairTiles {
   // consumer waited for each one), so the CTA may exit: the tail is what
   // keeps its shared memory alive for the peer, where a cluster-wide barrier
   // at exit cost about 3% (ncu, H100, 4096³: 289K cycles without, 298K with).
-  template <int kStages>
+  template <int kStages, typename Form>
   __device__ void Produce(const CUtensorMap* a_map, const CUtensorMap* b_map, char* stages, uint64_t* full,
                           uint64_t* empty) const {
     // Until iteration `i`'s stage is free; the first round finds every stage free.
@@ -120,13 +120,13 @@ class ClusterPairTiles {
         ArriveExpectTx(&full[s], bytes);
         if (load_b) {  // first: the peer's stage waits for this share too
           if constexpr (kClusterSize == 1) {
-            TmaLoad(a_tile + kATileBytes, b_map, kt * kTileK, b_row, &full[s]);
+            TmaLoadTile<Form::kBLayout, kBShareRows>(a_tile + kATileBytes, b_map, kt * kTileK, b_row, &full[s]);
           } else {
-            TmaLoadMulticast(a_tile + kATileBytes + rank_ * kBShareBytes, b_map, kt * kTileK, b_row, &full[s],
-                             kWholeCluster);
+            TmaLoadTileMulticast<Form::kBLayout, kBShareRows>(a_tile + kATileBytes + rank_ * kBShareBytes, b_map,
+                                                              kt * kTileK, b_row, &full[s], kWholeCluster);
           }
         }
-        if (load_a) TmaLoad(a_tile, a_map, kt * kTileK, a_row, &full[s]);
+        if (load_a) TmaLoadTile<Form::kALayout, kTileRows>(a_tile, a_map, kt * kTileK, a_row, &full[s]);
       }
     }
     for (int tail = 0; tail < kStages; ++tail, ++it) wait_until_free(it);

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "common/tile_layout.h"
+
 namespace gemm::sm90 {
 
 enum class PlantedFault {
@@ -35,10 +37,11 @@ __device__ inline uint64_t PlantedADescriptor(uint64_t desc) {
   return desc;
 }
 
-// Bytes from the start of A's 64-wide k-tile row to its K16 slice kk.
+// Bytes from the start of A's k-tile to its K16 slice kk (tile_layout.h).
+template <bool kMnContiguous>
 __device__ constexpr uint32_t PlantedASliceBytes(int kk) {
-  if constexpr (kPlantedFault == PlantedFault::kKAdvance) return (kk == 1 ? 2 : kk == 2 ? 1 : kk) * 32;
-  return kk * 32;
+  if constexpr (kPlantedFault == PlantedFault::kKAdvance) kk = kk == 1 ? 2 : kk == 2 ? 1 : kk;
+  return common::KSliceBytes(kMnContiguous, kk);
 }
 
 // Whether a tile's first K16 step adds onto the accumulators.

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "common/step_types.h"
+#include "common/step_form.h"
 
 namespace gemm::sm90 {
 

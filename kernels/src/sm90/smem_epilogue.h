@@ -5,7 +5,7 @@
 #pragma once
 
 #include "common/barrier.h"
-#include "common/step_types.h"
+#include "common/step_form.h"
 #include "step_common.h"
 #include "common/tile_layout.h"
 #include "common/tma.h"

@@ -11,36 +11,36 @@ namespace {
 
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
   const bool a_vectorized = Vectorizable(p.a, p.lda), b_vectorized = Vectorizable(p.b, p.ldb);
 
-  LoadTileSync(a_tile, p.a, p.m, p.k, p.lda, 0, 0, a_vectorized);
-  LoadTileSync(b_tile, p.b, p.n, p.k, p.ldb, 0, 0, b_vectorized);
+  LoadOperandTileSync<Form::kALayout>(a_tile, p.a, p.m, p.k, p.lda, 0, 0, a_vectorized);
+  LoadOperandTileSync<Form::kBLayout>(b_tile, p.b, p.n, p.k, p.ldb, 0, 0, b_vectorized);
   FenceSharedForAsyncProxy();
   __syncthreads();
 
   float acc[2][64] = {};
-  IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/false);
+  IssueTileMma<KMajorTiles<Form>>(acc, a_tile, b_tile, /*accumulate=*/false);
   WaitForTileMma(acc);
-  StoreAccumulators<Types::kResult>(acc, p.d, p.m, p.n, p.ldd, 0, 0);
+  StoreAccumulators<Form::kResult>(acc, p.d, p.m, p.n, p.ldd, 0, 0);
 }
 
 }  // namespace
 
 cudaError_t PrepareSingleTile() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(SingleTileKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(SingleTileKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 kSmemBytes);
   });
 }
 
 std::string LaunchSingleTile(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    SingleTileKernel<decltype(types)><<<1, 128, kSmemBytes, stream>>>(p);
+  return WithStepForm(p, [&](auto form) {
+    SingleTileKernel<decltype(form)><<<1, 128, kSmemBytes, stream>>>(p);
     return LaunchError();
   });
 }

@@ -10,7 +10,7 @@ namespace {
 
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
@@ -19,29 +19,29 @@ __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
 
   float acc[2][64] = {};
   for (int64_t k0 = 0; k0 < p.k; k0 += kTileK) {
-    LoadTileSync(a_tile, p.a, p.m, p.k, p.lda, 0, k0, a_vectorized);
-    LoadTileSync(b_tile, p.b, p.n, p.k, p.ldb, 0, k0, b_vectorized);
+    LoadOperandTileSync<Form::kALayout>(a_tile, p.a, p.m, p.k, p.lda, 0, k0, a_vectorized);
+    LoadOperandTileSync<Form::kBLayout>(b_tile, p.b, p.n, p.k, p.ldb, 0, k0, b_vectorized);
     FenceSharedForAsyncProxy();
     __syncthreads();
 
-    IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
+    IssueTileMma<KMajorTiles<Form>>(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
     WaitForTileMma(acc);
     __syncthreads();  // every wgmma has read the tiles before the next load overwrites them
   }
-  StoreAccumulators<Types::kResult>(acc, p.d, p.m, p.n, p.ldd, 0, 0);
+  StoreAccumulators<Form::kResult>(acc, p.d, p.m, p.n, p.ldd, 0, 0);
 }
 
 }  // namespace
 
 cudaError_t PrepareKLoop() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(KLoopKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(KLoopKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   });
 }
 
 std::string LaunchKLoop(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    KLoopKernel<decltype(types)><<<1, 128, kSmemBytes, stream>>>(p);
+  return WithStepForm(p, [&](auto form) {
+    KLoopKernel<decltype(form)><<<1, 128, kSmemBytes, stream>>>(p);
     return LaunchError();
   });
 }

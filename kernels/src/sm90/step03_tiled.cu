@@ -11,7 +11,7 @@ namespace {
 
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
@@ -22,30 +22,30 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
 
   float acc[2][64] = {};
   for (int64_t k0 = 0; k0 < p.k; k0 += kTileK) {
-    LoadTileSync(a_tile, p.a, p.m, p.k, p.lda, m0, k0, a_vectorized);
-    LoadTileSync(b_tile, p.b, p.n, p.k, p.ldb, n0, k0, b_vectorized);
+    LoadOperandTileSync<Form::kALayout>(a_tile, p.a, p.m, p.k, p.lda, m0, k0, a_vectorized);
+    LoadOperandTileSync<Form::kBLayout>(b_tile, p.b, p.n, p.k, p.ldb, n0, k0, b_vectorized);
     FenceSharedForAsyncProxy();
     __syncthreads();
 
-    IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
+    IssueTileMma<KMajorTiles<Form>>(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
     WaitForTileMma(acc);
     __syncthreads();
   }
-  StoreAccumulators<Types::kResult>(acc, p.d, p.m, p.n, p.ldd, m0, n0);
+  StoreAccumulators<Form::kResult>(acc, p.d, p.m, p.n, p.ldd, m0, n0);
 }
 
 }  // namespace
 
 cudaError_t PrepareTiled() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(TiledKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(TiledKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   });
 }
 
 std::string LaunchTiled(const Problem& p, const DeviceContext&, cudaStream_t stream) {
   if (auto err = TileGridError(p, 3); !err.empty()) return err;
-  return WithStepTypes(p, [&](auto types) {
-    TiledKernel<decltype(types)><<<TileGrid(p), 128, kSmemBytes, stream>>>(p);
+  return WithStepForm(p, [&](auto form) {
+    TiledKernel<decltype(form)><<<TileGrid(p), 128, kSmemBytes, stream>>>(p);
     return LaunchError();
   });
 }

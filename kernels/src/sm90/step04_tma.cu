@@ -15,7 +15,7 @@ namespace {
 // A and B tiles; D reuses their space once the last MMA is done.
 constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
                                                  const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k) {
@@ -39,18 +39,18 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
   for (int64_t k0 = 0; k0 < k; k0 += kTileK) {
     if (leader) {
       ArriveExpectTx(&full, 2 * kTileBytes);
-      TmaLoad(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), &full);
-      TmaLoad(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), &full);
+      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), &full);
+      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), &full);
     }
     Wait(&full, phase);
     phase ^= 1;
 
-    IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
+    IssueTileMma<Form>(acc, a_tile, b_tile, /*accumulate=*/k0 > 0);
     WaitForTileMma(acc);
     __syncthreads();  // every warp is done with the tiles before the next TMA overwrites them
   }
 
-  AccumulatorsToSmem<Types::kResult>(acc, d_tile, 0);
+  AccumulatorsToSmem<Form::kResult>(acc, d_tile, 0);
   FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
@@ -59,14 +59,14 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
 }  // namespace
 
 cudaError_t PrepareTma() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(TmaKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(TmaKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   });
 }
 
 std::string LaunchTma(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    return LaunchTmaOnTileGrid<TmaKernel<decltype(types)>, kSmemBytes>(p, stream, 4);
+  return WithStepForm(p, [&](auto form) {
+    return LaunchTmaOnTileGrid<TmaKernel<decltype(form)>, kSmemBytes>(p, stream, 4);
   });
 }
 

@@ -15,7 +15,7 @@ constexpr int kStages = 2;
 constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kSmemBytes = kStages * kStageBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
                                                        const __grid_constant__ CUtensorMap d_map, int64_t n,
@@ -32,8 +32,8 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
   auto issue = [&](int kt) {  // leader only
     char* a_tile = stages + (kt % kStages) * kStageBytes;
     ArriveExpectTx(&full[kt % kStages], kStageBytes);
-    TmaLoad(a_tile, &a_map, kt * kTileK, static_cast<int32_t>(m0), &full[kt % kStages]);
-    TmaLoad(a_tile + kTileBytes, &b_map, kt * kTileK, static_cast<int32_t>(n0), &full[kt % kStages]);
+    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, static_cast<int32_t>(m0), &full[kt % kStages]);
+    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, static_cast<int32_t>(n0), &full[kt % kStages]);
   };
 
   if (leader) {
@@ -50,13 +50,13 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     const char* a_tile = stages + s * kStageBytes;
     const char* b_tile = a_tile + kTileBytes;
 
-    IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
+    IssueTileMma<Form>(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
     WaitForTileMma(acc);
     __syncthreads();  // stage s is free: refill it with tile kt + kStages
     if (leader && kt + kStages < k_tiles) issue(kt + kStages);
   }
 
-  AccumulatorsToSmem<Types::kResult>(acc, d_tile, 0);
+  AccumulatorsToSmem<Form::kResult>(acc, d_tile, 0);
   FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
@@ -65,15 +65,15 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
 }  // namespace
 
 cudaError_t PreparePipelined() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(PipelinedKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(PipelinedKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 kSmemBytes);
   });
 }
 
 std::string LaunchPipelined(const Problem& p, const DeviceContext&, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(types)>, kSmemBytes>(p, stream, 5);
+  return WithStepForm(p, [&](auto form) {
+    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(form)>, kSmemBytes>(p, stream, 5);
   });
 }
 

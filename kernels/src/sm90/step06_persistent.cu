@@ -25,7 +25,7 @@ constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kCtasPerSm = 3;  // as step 5: 168 registers and 73 KB of shared memory each
 constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(128, kCtasPerSm)
     PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                      const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
@@ -56,8 +56,8 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
     }
     char* a_tile = stages + s * kStageBytes;
     ArriveExpectTx(&full[s], kStageBytes);
-    TmaLoad(a_tile, &a_map, kt * kTileK, origin.m * kTileRows, &full[s]);
-    TmaLoad(a_tile + kTileBytes, &b_map, kt * kTileK, origin.n * kTileRows, &full[s]);
+    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, origin.m * kTileRows, &full[s]);
+    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, origin.n * kTileRows, &full[s]);
   };
 
   if (leader) {
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
     const char* a_tile = stages + s * kStageBytes;
     const char* b_tile = a_tile + kTileBytes;
 
-    IssueTileMma<Types::kOperands>(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
+    IssueTileMma<Form>(acc, a_tile, b_tile, /*accumulate=*/kt > 0);
     WaitForTileMma(acc);
     __syncthreads();
     if (leader && it + kStages < iterations) issue_ahead(tile, kt, s);
@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
       int tile_m, tile_n;
       scheduler.Coordinates(tile, &tile_m, &tile_n);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      StoreTileInChunks<Types::kResult>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n);
+      StoreTileInChunks<Form::kResult>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n);
       kt = 0, tile += gridDim.x;
     }
   }
@@ -94,15 +94,15 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
 }  // namespace
 
 cudaError_t PreparePersistent() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(PersistentKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(PersistentKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 kSmemBytes);
   });
 }
 
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    return LaunchOnResidentGrid<PersistentKernel<decltype(types)>, 128, kSmemBytes>(
+  return WithStepForm(p, [&](auto form) {
+    return LaunchOnResidentGrid<PersistentKernel<decltype(form)>, 128, kSmemBytes>(
         p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(),
         TmaBoxRows{kTileRows, kTileRows, kDChunkRows});
   });

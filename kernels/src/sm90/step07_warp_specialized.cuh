@@ -36,7 +36,7 @@ struct WarpSpecialized {
   static constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlack;
 };
 
-template <int kStages, typename Types>
+template <int kStages, typename Form>
 __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasPerSm)
     WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
@@ -73,8 +73,8 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
         const int kt = it % k_tiles;
         char* a_tile = stages + s * kStageBytes;
         ArriveExpectTx(&full[s], kStageBytes);
-        TmaLoad(a_tile, &a_map, kt * kTileK, tile_m * kTileRows, &full[s]);
-        TmaLoad(a_tile + kTileBytes, &b_map, kt * kTileK, tile_n * kTileRows, &full[s]);
+        TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, tile_m * kTileRows, &full[s]);
+        TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, tile_n * kTileRows, &full[s]);
       }
     }
   } else {  // ------------------------------------------------------ consumer
@@ -83,11 +83,11 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
     float acc[2][64] = {};
     int it = 0;  // this CTA's (tile, k-tile) iteration, as the producer counts them
     for (int tile = 0; tile < my_tiles; ++tile) {
-      MultiplyTile<Types::kOperands, kStages, kStageBytes>(acc, stages, full, empty, k_tiles, it, leader, Arrive);
+      MultiplyTile<Form, kStages, kStageBytes>(acc, stages, full, empty, k_tiles, it, leader, Arrive);
       int tile_m, tile_n;
       scheduler.Coordinates(blockIdx.x + tile * gridDim.x, &tile_m, &tile_n);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      StoreTileInChunks<Types::kResult>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n);
+      StoreTileInChunks<Form::kResult>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n);
     }
     DrainChunkStores(leader);
   }
@@ -95,16 +95,16 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
 
 template <int kStages>
 cudaError_t PrepareWarpSpecialized() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(WarpSpecializedKernel<kStages, decltype(types)>,
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(WarpSpecializedKernel<kStages, decltype(form)>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize, WarpSpecialized<kStages>::kSmemBytes);
   });
 }
 
 template <int kStages>
 std::string LaunchWarpSpecialized(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    return LaunchOnResidentGrid<WarpSpecializedKernel<kStages, decltype(types)>, kWarpSpecializedThreads,
+  return WithStepForm(p, [&](auto form) {
+    return LaunchOnResidentGrid<WarpSpecializedKernel<kStages, decltype(form)>, kWarpSpecializedThreads,
                                 WarpSpecialized<kStages>::kSmemBytes>(
         p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(),
         TmaBoxRows{kTileRows, kTileRows, kDChunkRows});

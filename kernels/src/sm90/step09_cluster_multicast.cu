@@ -27,7 +27,7 @@ constexpr int kClusterSize = PairTiles::kClusterSize;
 constexpr int kStageBytes = PairTiles::kStageBytes;
 constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlack;
 
-template <typename Types>
+template <typename Form>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, kCtasPerSm)
     ClusterMulticastKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                            const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
@@ -50,17 +50,17 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
     ReleaseRegisters<kProducerRegisters>();
-    if (threadIdx.x == 0) pair.Produce<kStages>(&a_map, &b_map, stages, full, empty);
+    if (threadIdx.x == 0) pair.template Produce<kStages, Form>(&a_map, &b_map, stages, full, empty);
   } else {  // ------------------------------------------------------ consumer
     ClaimRegisters<ConsumerRegisters(kCtasPerSm)>();
     const bool leader = threadIdx.x % 128 == 0;
     float acc[2][64] = {};
     int it = 0;
     for (int tile = 0; tile < pair.tiles(); ++tile) {  // as step 8, releasing in both CTAs
-      MultiplyTile<Types::kOperands, kStages, kStageBytes>(acc, stages, full, empty, pair.k_tiles(), it, leader, PairTiles::Release);
+      MultiplyTile<Form, kStages, kStageBytes>(acc, stages, full, empty, pair.k_tiles(), it, leader, PairTiles::Release);
       int64_t m0, n0;
       pair.Origin(tile, &m0, &n0);
-      StoreTileInChunks<Types::kResult>(acc, d_staging, 1, leader, &d_map, m0, n0, m, n);
+      StoreTileInChunks<Form::kResult>(acc, d_staging, 1, leader, &d_map, m0, n0, m, n);
     }
     DrainChunkStores(leader);
   }
@@ -71,15 +71,15 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
 }  // namespace
 
 cudaError_t PrepareClusterMulticast() {
-  return ForEachStepTypes([](auto types) {
-    return cudaFuncSetAttribute(ClusterMulticastKernel<decltype(types)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  return ForEachStepForm([](auto form) {
+    return cudaFuncSetAttribute(ClusterMulticastKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 kSmemBytes);
   });
 }
 
 std::string LaunchClusterMulticast(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  return WithStepTypes(p, [&](auto types) {
-    return LaunchOnResidentGrid<ClusterMulticastKernel<decltype(types)>, kThreads, kSmemBytes, kClusterSize>(
+  return WithStepForm(p, [&](auto form) {
+    return LaunchOnResidentGrid<ClusterMulticastKernel<decltype(form)>, kThreads, kSmemBytes, kClusterSize>(
         p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
   });
 }

@@ -72,7 +72,7 @@ struct Partials {
   int splits = 1;
 };
 
-template <typename Types, typename Shape, bool kSplitK>
+template <typename Form, typename Shape, bool kSplitK>
 __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUtensorMap* b_map,
                                              const CUtensorMap* d_map, int64_t m, int64_t n, int64_t k,
                                              Partials partials) {
@@ -98,7 +98,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
     ReleaseRegisters<kProducerRegisters>();
-    if (threadIdx.x == 0) pair.template Produce<kStages>(a_map, b_map, stages, full, empty);
+    if (threadIdx.x == 0) pair.template Produce<kStages, Form>(a_map, b_map, stages, full, empty);
   } else {  // ----------------------------------------------------- consumers
     ClaimRegisters<ConsumerRegisters(1, kConsumers)>();
     const int consumer = warpgroup - 1;
@@ -111,7 +111,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
     auto multiply = [&](int kt) {
       const int s = it % kStages;
       Wait(&full[s], (it / kStages) % 2);
-      IssueWideTileMma<Types::kOperands>(acc, stages + s * kStageBytes + consumer * kConsumerRows * 128,
+      IssueWideTileMma<Form>(acc, stages + s * kStageBytes + consumer * kConsumerRows * 128,
                        stages + s * kStageBytes + kATileBytes, /*accumulate=*/kt > 0);
       WaitForMma<1>(acc);  // k-tile kt-1 is done once at most this one is pending
       if (leader && kt > 0) PairTiles::Release(&empty[(it - 1) % kStages]);
@@ -142,7 +142,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
         for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
         WaitForMma<0>(acc);
         if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
-        PackAccumulators<Types::kResult>(acc, pending);
+        PackAccumulators<Form::kResult>(acc, pending);
         pending_row = m0 + consumer * kConsumerRows;
         pending_n0 = n0;
       }
@@ -156,36 +156,36 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
   // No barrier at exit: the producer's tail does that job (as in step 9).
 }
 
-template <typename Types>
+template <typename Form>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                        const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  TwoConsumers<Types, Wide, false>(&a_map, &b_map, &d_map, m, n, k, {});
+  TwoConsumers<Form, Wide, false>(&a_map, &b_map, &d_map, m, n, k, {});
 }
 
-template <typename Types>
+template <typename Form>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
-  TwoConsumers<Types, Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits});
+  TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits});
 }
 
-template <typename Types>
+template <typename Form>
 __global__ void __launch_bounds__(kThreads, 1)
     TwoConsumersNarrowKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  TwoConsumers<Types, Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {});
+  TwoConsumers<Form, Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {});
 }
 
 }  // namespace
 
 cudaError_t PrepareTwoConsumers() {
-  return ForEachStepTypes([](auto types) {
-    using Types = decltype(types);
+  return ForEachStepForm([](auto form) {
+    using Form = decltype(form);
     constexpr auto kSmem = cudaFuncAttributeMaxDynamicSharedMemorySize;
-    cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel<Types>, kSmem, Wide::kSmemBytes);
-    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitKKernel<Types>, kSmem, Wide::kSmemBytes);
-    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersNarrowKernel<Types>, kSmem, Narrow::kSmemBytes);
+    cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel<Form>, kSmem, Wide::kSmemBytes);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitKKernel<Form>, kSmem, Wide::kSmemBytes);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersNarrowKernel<Form>, kSmem, Narrow::kSmemBytes);
     return e;
   });
 }
@@ -193,17 +193,17 @@ cudaError_t PrepareTwoConsumers() {
 std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   using WideTiles = Wide::Tiles<false>;
   using NarrowTiles = Narrow::Tiles<false>;
-  return WithStepTypes(p, [&](auto types) {
-    using Types = decltype(types);
+  return WithStepForm(p, [&](auto form) {
+    using Form = decltype(form);
     bool split = false;
-    auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Types>, kThreads, Wide::kSmemBytes, kPair>(
+    auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
         p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
     if (split || !err.empty()) return err;
     if (PreferNarrowTiles(WideTiles::WorkCtas(p.m, p.n), NarrowTiles::WorkCtas(p.m, p.n), ctx.sm_count)) {
-      return LaunchOnResidentGrid<TwoConsumersNarrowKernel<Types>, kThreads, Narrow::kSmemBytes>(
+      return LaunchOnResidentGrid<TwoConsumersNarrowKernel<Form>, kThreads, Narrow::kSmemBytes>(
           p, ctx, stream, NarrowTiles::WorkCtas(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
     }
-    return LaunchOnResidentGrid<TwoConsumersKernel<Types>, kThreads, Wide::kSmemBytes, kPair>(
+    return LaunchOnResidentGrid<TwoConsumersKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
         p, ctx, stream, WideTiles::WorkCtas(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows});
   });
 }

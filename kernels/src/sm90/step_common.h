@@ -6,7 +6,7 @@
 
 #include "gemm/gemm.h"
 #include "common/kernel_basics.h"
-#include "common/step_types.h"
+#include "common/step_form.h"
 #include "common/tile_layout.h"
 #include "wgmma.h"
 

@@ -22,7 +22,7 @@ using namespace gemm::common;  // the primitives both families share
 // measured slower at two CTAs per SM, kernels/README.md). `it` is this
 // CTA's (tile, k-tile) iteration as the producer counts them; it advances
 // by k_tiles.
-template <ElementType kOperands, int kStages, int kStageBytes, typename Release>
+template <typename Form, int kStages, int kStageBytes, typename Release>
 __device__ inline void MultiplyTile(float (&acc)[2][64], const char* stages, uint64_t* full, uint64_t* empty,
                                     int k_tiles, int& it, bool leader, Release release) {
   for (int kt = 0; kt < k_tiles; ++kt, ++it) {
@@ -36,7 +36,7 @@ __device__ inline void MultiplyTile(float (&acc)[2][64], const char* stages, uin
       // A producer that waits at exit for every stage's last release
       // (step 9's) would wait forever: not planted there.
       if (it < kStages) Wait(&full[s], 0);
-      IssueTileMma<kOperands>(acc, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/kt > 0);
+      IssueTileMma<Form>(acc, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes, /*accumulate=*/kt > 0);
       WaitForTileMma<0>(acc);
       if (it >= kStages) {
         if (leader) release(&empty[s]);
@@ -46,7 +46,7 @@ __device__ inline void MultiplyTile(float (&acc)[2][64], const char* stages, uin
     }
     Wait(&full[s], (it / kStages) % 2);
     const char* a_tile = stages + s * kStageBytes;
-    IssueTileMma<kOperands>(acc, a_tile, a_tile + kTileBytes, /*accumulate=*/kt > 0);
+    IssueTileMma<Form>(acc, a_tile, a_tile + kTileBytes, /*accumulate=*/kt > 0);
     WaitForTileMma<0>(acc);
     if (leader) release(&empty[s]);
   }

@@ -87,20 +87,27 @@ TEST(GemmForm, LogsNameOnlyWhatDiffersFromThePlainForm) {
   EXPECT_TRUE(GemmForm{}.IsPlain());
   EXPECT_FALSE(f.IsPlain());
   EXPECT_EQ(FormError(10, GemmForm{}), "");
-  EXPECT_NE(FormError(10, f).find("B stored k x n, C with beta, a batch"), std::string::npos) << FormError(10, f);
+  EXPECT_NE(FormError(10, f).find("this request asks for C with beta, a batch"), std::string::npos) << FormError(10, f);
   EXPECT_EQ(FormError(0, f), "") << "step 0 computes every form";
 }
 
 // The ladder's steps take bf16 as well as fp16, A and B of one type and D
-// of either; anything else of the whole GEMM is step 0's.
-TEST(GemmForm, LadderStepsTakeBothSixteenBitTypesAndNothingElseBeyondThePlainForm) {
+// of either, each operand stored either way; anything else of the whole
+// GEMM is step 0's.
+TEST(GemmForm, LadderStepsTakeBothSixteenBitTypesAndBothLayoutsAndNothingElse) {
   for (ElementType in : {ElementType::kF16, ElementType::kBF16}) {
     for (ElementType out : {ElementType::kF16, ElementType::kBF16}) {
-      GemmForm f;
-      f.a = f.b = in;
-      f.d = out;
-      EXPECT_TRUE(IsLadderForm(f));
-      for (int step = 1; step <= 10; ++step) EXPECT_EQ(FormError(step, f), "") << step;
+      for (Layout a : {Layout::kKContiguous, Layout::kMnContiguous}) {
+        for (Layout b : {Layout::kKContiguous, Layout::kMnContiguous}) {
+          GemmForm f;
+          f.a = f.b = in;
+          f.d = out;
+          f.a_layout = a;
+          f.b_layout = b;
+          EXPECT_TRUE(IsLadderForm(f));
+          for (int step = 1; step <= 10; ++step) EXPECT_EQ(FormError(step, f), "") << step;
+        }
+      }
     }
   }
   GemmForm mixed;
@@ -119,6 +126,7 @@ TEST(GemmForm, LadderStepsTakeBothSixteenBitTypesAndNothingElseBeyondThePlainFor
   EXPECT_FALSE(IsLadderForm(scaled));
   EXPECT_NE(FormError(10, scaled).find("alpha"), std::string::npos);
   EXPECT_TRUE(FormsOf(10).bf16);
+  EXPECT_TRUE(FormsOf(10).mn_contiguous);
   EXPECT_FALSE(FormsOf(10).every_form);
   EXPECT_FALSE(FormsOf(11).bf16) << "not a step";
 }

@@ -133,6 +133,8 @@ TEST_F(GemmFormsTest, ALadderStepRefusesWhatItLacksAndNamesStepZero) {
   req.set_a_type(gemm::v1::BF16);
   req.set_b_type(gemm::v1::BF16);
   req.set_b_layout(gemm::v1::LAYOUT_MN_CONTIGUOUS);
+  req.set_beta(0.5);
+  req.mutable_c()->mutable_random();
   req.mutable_a()->mutable_random();
   req.mutable_b()->mutable_random();
   MultiplyResponse resp;
@@ -143,9 +145,11 @@ TEST_F(GemmFormsTest, ALadderStepRefusesWhatItLacksAndNamesStepZero) {
   EXPECT_EQ(gemm::FormError(10, gemm::GemmForm{}), "");
   gemm::GemmForm bf16_kn;
   bf16_kn.a = bf16_kn.b = bf16_kn.d = ElementType::kBF16;
-  EXPECT_EQ(gemm::FormError(10, bf16_kn), "") << "bf16 with K contiguous is the ladder's";
   bf16_kn.b_layout = gemm::Layout::kMnContiguous;
-  EXPECT_THAT(gemm::FormError(10, bf16_kn), HasSubstr("B stored k x n"));
+  EXPECT_EQ(gemm::FormError(10, bf16_kn), "") << "bf16 x @ W is the ladder's";
+  bf16_kn.has_c = true;
+  bf16_kn.beta = 0.5;
+  EXPECT_THAT(gemm::FormError(10, bf16_kn), HasSubstr("C with beta"));
   EXPECT_THAT(gemm::FormError(10, bf16_kn), HasSubstr("step 0 computes every form"));
 }
 
@@ -163,7 +167,8 @@ TEST_F(GemmFormsTest, ListKernelsSaysWhatEachStepComputes) {
   EXPECT_EQ(ladder.operand_types(0), gemm::v1::FP16);
   EXPECT_EQ(ladder.operand_types(1), gemm::v1::BF16);
   ASSERT_EQ(ladder.d_types_size(), 2);
-  EXPECT_EQ(ladder.b_layouts_size(), 1);
+  EXPECT_EQ(ladder.a_layouts_size(), 2);
+  EXPECT_EQ(ladder.b_layouts_size(), 2);
   EXPECT_FALSE(ladder.alpha_beta_c());
   EXPECT_FALSE(ladder.batches());
 }

@@ -485,6 +485,10 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
       }
       caps->add_a_layouts(gemm::v1::LAYOUT_K_CONTIGUOUS);
       caps->add_b_layouts(gemm::v1::LAYOUT_K_CONTIGUOUS);
+      if (gemm::FormsOf(info.step).mn_contiguous) {
+        caps->add_a_layouts(gemm::v1::LAYOUT_MN_CONTIGUOUS);
+        caps->add_b_layouts(gemm::v1::LAYOUT_MN_CONTIGUOUS);
+      }
     }
     const StepAvailability any = AvailabilityOnAnyDevice(engine_, info.step);
     k->set_available(any.available);

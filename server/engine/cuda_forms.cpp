@@ -1,7 +1,8 @@
 // Every form beyond gemmd's original fp16 A·Bᵀ (gemm/form.h): on step 0,
 // bf16, fp32 and fp8 operands, either storage of each, alpha·AB + beta·C
 // and batches, as one cuBLASLt matmul (gemm/vendor_forms.h); on a ladder
-// step, the bf16 forms its kernels take (gemm::IsLadderForm). Verified
+// step, the bf16 and MN-contiguous forms its kernels take
+// (gemm::IsLadderForm). Verified
 // against an fp64 SIMT GEMM (gemm/form_ops.h), which shares nothing with
 // either. The operands are dense on the device, come up through the
 // lane's staging on the compute stream (stored ones stay in the device's
@@ -38,7 +39,8 @@ DeviceMatrix Dense(void* data, uint64_t count, gemm::ElementType type) {
   return m;
 }
 
-// A ladder step's view of a form it computes (dense operands, D = A·Bᵀ).
+// A ladder step's view of a form it computes: dense operands, each stored
+// as the form says.
 gemm::Problem LadderProblem(const gemm::FormProblem& p) {
   gemm::Problem q;
   q.m = p.m, q.n = p.n, q.k = p.k;
@@ -47,6 +49,8 @@ gemm::Problem LadderProblem(const gemm::FormProblem& p) {
   q.d = static_cast<__half*>(p.d);
   q.operands = p.form.a;
   q.result = p.form.d;
+  q.a_layout = p.form.a_layout;
+  q.b_layout = p.form.b_layout;
   return q;
 }
 

@@ -81,23 +81,33 @@ TEST(FormsGpu, ThePlansPicksComputeEveryCaseToo) {
 
 // The ladder's steps through the engine on the forms they take beyond
 // fp16 (gemm::IsLadderForm): bf16 operands with a bf16 or fp16 D, fp16
-// operands with a bf16 D. Each verified by the engine, fully and fast, and
-// D checked here against an fp64 product; a shape each step takes, ragged.
-TEST(FormsGpu, LadderStepsComputeTheBf16FormsThroughTheEngine) {
+// operands with a bf16 D, and operands stored MN-contiguous (x @ W among
+// them). Each verified by the engine, fully and fast, and D checked here
+// against an fp64 product; a shape each step takes, ragged.
+TEST(FormsGpu, LadderStepsComputeTheBf16AndMnContiguousFormsThroughTheEngine) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();
   const ElementType kF16 = ElementType::kF16, kBF16 = ElementType::kBF16;
+  const Layout kK = Layout::kKContiguous, kMn = Layout::kMnContiguous;
+  struct LadderForm {
+    ElementType in, out;
+    Layout a, b;
+  };
+  const LadderForm forms[] = {{kBF16, kBF16, kK, kK},  {kBF16, kF16, kK, kK},  {kF16, kBF16, kK, kK},
+                              {kBF16, kBF16, kK, kMn}, {kF16, kF16, kMn, kK}, {kBF16, kF16, kMn, kMn}};
   uint32_t seed = 300;
   int ran = 0;
   for (int step = 1; step <= gemm::kLastStep; ++step) {
     if (!engine->availability(step, 0).available) continue;
     const CaseShape shape = step <= 2 ? CaseShape{100, 77, step == 1 ? 50 : 300} : CaseShape{300, 200, 130};
-    for (const auto& [in, out] : std::vector<std::pair<ElementType, ElementType>>{{kBF16, kBF16}, {kBF16, kF16},
-                                                                                  {kF16, kBF16}}) {
+    for (const LadderForm& form : forms) {
       for (bool fast : {false, true}) {
         GemmForm f;
-        f.a = f.b = in;
-        f.d = out;
+        f.a = f.b = form.in;
+        f.d = form.out;
+        f.a_layout = form.a;
+        f.b_layout = form.b;
+        f.StackDensely(shape.m, shape.n, shape.k);
         SCOPED_TRACE("step " + std::to_string(step) + " " + gemm::FormSummary(f) + (fast ? " fast" : ""));
         ASSERT_EQ(gemm::FormError(step, f), "");
         CaseJob run(f, shape, seed += 3);
@@ -112,7 +122,7 @@ TEST(FormsGpu, LadderStepsComputeTheBf16FormsThroughTheEngine) {
       }
     }
   }
-  EXPECT_EQ(ran, 10 * 3 * 2) << "every step runs on this GPU";
+  EXPECT_EQ(ran, 10 * 6 * 2) << "every step runs on this GPU";
 }
 
 TEST(FormsGpu, Fp8OutsideCublasLtsFormIsRefusedWithWhatItNeeds) {

@@ -636,8 +636,9 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, StepCorrectnessTest, ::testing::ValuesIn(AllS
                                   std::to_string(p.n) + "x" + std::to_string(p.k);
                          });
 
-// bf16: every step with bf16 A and B and a bf16 or fp16 D, and with fp16
-// A and B and a bf16 D, on fresh random inputs with D poisoned. Each D,
+// bf16 and MN-contiguous operands: every step with bf16 A and B and a bf16
+// or fp16 D, and with fp16 A and B and a bf16 D; fp16 and bf16 with A
+// stored k×m, B stored k×n, or both. Fresh random inputs, D poisoned. Each D,
 // the step's and (where A, B and D share a type, which cublasGemmEx
 // needs) cuBLAS's on the same problem, is held to the form's bound
 // (gemm/form.h) against an fp64 product on the GPU, which shares nothing
@@ -646,6 +647,7 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, StepCorrectnessTest, ::testing::ValuesIn(AllS
 struct TypedStepShape {
   int step;
   gemm::ElementType operands, result;
+  gemm::Layout a_layout, b_layout;
   int64_t m, n, k;
 };
 
@@ -655,13 +657,25 @@ std::vector<TypedStepShape> AllTypedStepShapes() {
       {4096, 4096, 4096}, {4097, 129, 77}, {129, 4095, 8},   {3001, 1999, 517},  {2432, 4000, 192},
       {56, 151, 16853}, {300, 700, 20000}};
   const gemm::ElementType kF16 = gemm::ElementType::kF16, kBF16 = gemm::ElementType::kBF16;
+  const gemm::Layout kK = gemm::Layout::kKContiguous, kMn = gemm::Layout::kMnContiguous;
+  struct Form {
+    gemm::ElementType in, out;
+    gemm::Layout a, b;
+  };
+  const std::vector<Form> forms = {{kBF16, kBF16, kK, kK}, {kBF16, kF16, kK, kK},  {kF16, kBF16, kK, kK},
+                                   {kF16, kF16, kK, kMn},  {kBF16, kBF16, kK, kMn}, {kF16, kF16, kMn, kK},
+                                   {kBF16, kBF16, kMn, kK}, {kF16, kF16, kMn, kMn}, {kBF16, kBF16, kMn, kMn}};
   std::vector<TypedStepShape> out;
   for (const auto& info : gemm::AllSteps()) {
     if (info.step == gemm::kVendorStep) continue;  // the reference beside every step
-    for (const auto& [in, d] : std::vector<std::pair<gemm::ElementType, gemm::ElementType>>{
-             {kBF16, kBF16}, {kBF16, kF16}, {kF16, kBF16}}) {
+    for (const Form& f : forms) {
       for (const auto& s : shapes) {
-        if (gemm::ShapeError(info, s[0], s[1], s[2]).empty()) out.push_back({info.step, in, d, s[0], s[1], s[2]});
+        if (f.a == kMn || f.b == kMn) {  // the layouts on fewer shapes: no 4096^3, one long K
+          if (s[0] == 4096 || s[2] == 20000) continue;
+        }
+        if (gemm::ShapeError(info, s[0], s[1], s[2]).empty()) {
+          out.push_back({info.step, f.in, f.out, f.a, f.b, s[0], s[1], s[2]});
+        }
       }
     }
   }
@@ -677,6 +691,8 @@ TEST_P(TypedStepTest, MatchesAnFp64ProductAsCublasDoes) {
   gemm::FormProblem form{p.m, p.n, p.k};
   form.form.a = form.form.b = p.operands;
   form.form.d = p.result;
+  form.form.a_layout = p.a_layout;
+  form.form.b_layout = p.b_layout;
   const uint64_t a_n = p.m * p.k, b_n = p.n * p.k, d_n = p.m * p.n;
   void *a, *b, *d;
   double* ref;
@@ -698,6 +714,8 @@ TEST_P(TypedStepTest, MatchesAnFp64ProductAsCublasDoes) {
                         static_cast<__half*>(d)};
   problem.operands = p.operands;
   problem.result = p.result;
+  problem.a_layout = p.a_layout;
+  problem.b_layout = p.b_layout;
   std::vector<int> runs = {p.step, p.step};  // twice: a stale-state bug shows on the second
   if (p.operands == p.result) runs.insert(runs.begin(), gemm::kVendorStep);
   for (int step : runs) {
@@ -717,9 +735,10 @@ TEST_P(TypedStepTest, MatchesAnFp64ProductAsCublasDoes) {
 
 INSTANTIATE_TEST_SUITE_P(AllSteps, TypedStepTest, ::testing::ValuesIn(AllTypedStepShapes()), [](const auto& info) {
   const auto& p = info.param;
+  const auto layout = [](gemm::Layout l) { return l == gemm::Layout::kKContiguous ? "K" : "MN"; };
   return "step" + std::to_string(p.step) + "_" + gemm::ElementName(p.operands) + "_to_" +
-         gemm::ElementName(p.result) + "_" + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
-         std::to_string(p.k);
+         gemm::ElementName(p.result) + "_a" + layout(p.a_layout) + "_b" + layout(p.b_layout) + "_" +
+         std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k);
 });
 
 TEST_F(KernelsGpuTest, TypesTheLadderLacksAreRefusedWithAMessage) {

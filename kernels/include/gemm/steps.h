@@ -44,17 +44,18 @@ std::string_view GpuFamilies(int step);
 std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k);
 
 // What a step computes beyond gemmd's original fp16 A·Bᵀ (gemm/form.h):
-// step 0, the vendor library, every form; the ladder's steps D = A·Bᵀ
-// with K contiguous in both operands, A and B of one 16-bit type (fp16 or
-// bf16) and D of either.
+// step 0, the vendor library, every form; the ladder's steps D = op(A)·op(B)
+// with A and B of one 16-bit type (fp16 or bf16), D of either, and each
+// operand stored either way.
 struct StepForms {
   bool every_form = false;
-  bool bf16 = false;  // bf16 as well as fp16 operands and D
+  bool bf16 = false;           // bf16 as well as fp16 operands and D
+  bool mn_contiguous = false;  // A stored k×m, B stored k×n
 };
 StepForms FormsOf(int step);
 
 // Whether `form` is one the ladder's steps compute: plain but for its
-// 16-bit types.
+// 16-bit types and its operands' layouts.
 bool IsLadderForm(const GemmForm& form);
 
 // "" when `step` computes `form`; otherwise a sentence, as a predicate of
@@ -63,8 +64,11 @@ bool IsLadderForm(const GemmForm& form);
 std::string FormError(int step, const GemmForm& form);
 
 // Leading dimensions (elements from one row to the next) of row-major A
-// (m×k), B (n×k) and D (m×n): 0 stands for dense, and is replaced by k, k or
-// n; anything else must be at least that row length. "" or what is wrong.
-std::string LeadingDimensionError(int64_t m, int64_t n, int64_t k, int64_t* lda, int64_t* ldb, int64_t* ldd);
+// (m×k, or k×m stored MN-contiguous), B (n×k, or k×n) and D (m×n): 0 stands
+// for dense, and is replaced by the row length (k, k and n, or m and n for
+// MN-contiguous operands); anything else must be at least that row
+// length. "" or what is wrong.
+std::string LeadingDimensionError(int64_t m, int64_t n, int64_t k, int64_t* lda, int64_t* ldb, int64_t* ldd,
+                                  Layout a_layout = Layout::kKContiguous, Layout b_layout = Layout::kKContiguous);
 
 }  // namespace gemm

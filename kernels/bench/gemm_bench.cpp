@@ -12,9 +12,11 @@
 // multiple of 8. --sweep N runs N random shapes from --seed in four classes
 // (shape_sweep.h) and reports, per class and overall, each step's median,
 // 10th percentile and share >= 1 of its ratio to cuBLAS. --dtype bf16 runs
-// A, B and D in bf16 (cuBLAS too), each D checked against an fp64 product
-// under the form's bound (gemm/form.h); dense operands only, and no
-// autotuned column (its candidates are fp16's).
+// A, B and D in bf16 (cuBLAS too); --a-layout mn stores A k×m and
+// --b-layout mn B k×n (x @ W's W), cuBLAS reading them the same way. Those
+// check each D against an fp64 product under the form's bound
+// (gemm/form.h), take dense operands only, and have no autotuned column
+// (its candidates are fp16's with K contiguous).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -73,6 +75,7 @@ struct Options {
   bool autotune = true;  // the autotuned cuBLASLt column (off in sweeps)
   bool diagnose = false;  // the pattern diagnostics (diagnose_run.h) instead of timing
   gemm::ElementType dtype = gemm::ElementType::kF16;  // A, B and D
+  gemm::Layout a_layout = gemm::Layout::kKContiguous, b_layout = gemm::Layout::kKContiguous;
   std::string csv, md;
 };
 
@@ -96,7 +99,7 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: gemm-bench [--shapes MxNxK,... | --sweep N [--seed S]] [--layout dense|pitched] "
-               "[--steps 1,2,...] [--dtype fp16|bf16] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] "
+               "[--steps 1,2,...] [--dtype fp16|bf16] [--a-layout k|mn] [--b-layout k|mn] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] "
                "[--md FILE]\n"
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
                "error against the exact product, beside cuBLAS's\n"
@@ -144,6 +147,11 @@ Options Parse(int argc, char** argv) {
       const std::string dtype = value();
       if (dtype != "fp16" && dtype != "bf16") Usage("--dtype is fp16 or bf16");
       o.dtype = dtype == "bf16" ? gemm::ElementType::kBF16 : gemm::ElementType::kF16;
+    } else if (a == "--a-layout" || a == "--b-layout") {
+      const std::string layout = value();
+      if (layout != "k" && layout != "mn") Usage((a + " is k (K contiguous) or mn (stored k x m or k x n)").c_str());
+      (a == "--a-layout" ? o.a_layout : o.b_layout) =
+          layout == "mn" ? gemm::Layout::kMnContiguous : gemm::Layout::kKContiguous;
     } else if (a == "--diagnose") {
       o.diagnose = true;
     } else if (a == "--fast-check") {
@@ -166,8 +174,9 @@ Options Parse(int argc, char** argv) {
     o.shapes.clear();
     for (const auto& s : gemm::bench::SweepShapes(o.sweep, o.seed)) o.shapes.push_back({s.m, s.n, s.k, s.shape_class});
   }
-  if (o.dtype != gemm::ElementType::kF16) {
-    if (o.pitched) Usage("--dtype bf16 takes dense operands only");
+  if (o.dtype != gemm::ElementType::kF16 || o.a_layout != gemm::Layout::kKContiguous ||
+      o.b_layout != gemm::Layout::kKContiguous) {
+    if (o.pitched) Usage("--dtype bf16 and the mn layouts take dense operands only");
     o.autotune = false;
   }
   if (o.warmup < 0) o.warmup = o.sweep > 0 ? 2 : 5;
@@ -250,13 +259,17 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   for (size_t shape_index = 0; shape_index < opt.shapes.size(); ++shape_index) {
     const Shape& s = opt.shapes[shape_index];
-    const int64_t lda = opt.pitched ? gemm::SixteenBytePitch(s.k) : s.k, ldb = lda, ldd = opt.pitched ? gemm::SixteenBytePitch(s.n) : s.n;
-    const uint64_t a_elems = s.m * lda, b_elems = s.n * ldb, d_elems = s.m * ldd;
+    const bool a_k = opt.a_layout == gemm::Layout::kKContiguous, b_k = opt.b_layout == gemm::Layout::kKContiguous;
+    const int64_t lda = opt.pitched ? gemm::SixteenBytePitch(s.k) : a_k ? s.k : s.m;
+    const int64_t ldb = opt.pitched ? gemm::SixteenBytePitch(s.k) : b_k ? s.k : s.n;
+    const int64_t ldd = opt.pitched ? gemm::SixteenBytePitch(s.n) : s.n;
+    const uint64_t a_elems = (a_k ? s.m : s.k) * lda, b_elems = (b_k ? s.n : s.k) * ldb, d_elems = s.m * ldd;
     __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
     CHECK_CUDA(cudaMalloc(&a, a_elems * 2));
     CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
     const uint64_t seed = static_cast<uint64_t>(now) * 1000 + rows.size();  // fresh every run and shape
-    const bool fp16 = opt.dtype == gemm::ElementType::kF16;
+    // The plain fp16 GEMM checks against cuBLAS; every other form against fp64.
+    const bool fp16 = opt.dtype == gemm::ElementType::kF16 && a_k && b_k;
     if (fp16) {
       CHECK_CUDA(gemm::FillRandom(a, s.m, s.k, lda, seed, gemm::OperandId::kA, stream));
       CHECK_CUDA(gemm::FillRandom(b, s.n, s.k, ldb, seed, gemm::OperandId::kB, stream));
@@ -269,6 +282,8 @@ int main(int argc, char** argv) {
     // bf16: every D against an fp64 product, under the form's bound.
     gemm::FormProblem exact{s.m, s.n, s.k};
     exact.form.a = exact.form.b = exact.form.d = opt.dtype;
+    exact.form.a_layout = opt.a_layout;
+    exact.form.b_layout = opt.b_layout;
     exact.a = a, exact.b = b;
     double* exact_d = nullptr;
     float* bound = nullptr;
@@ -291,6 +306,8 @@ int main(int argc, char** argv) {
     CHECK_CUDA(gemm::Poison(ref, d_elems, stream));
     gemm::Problem p{s.m, s.n, s.k, a, b, ref, lda, ldb, ldd};
     p.operands = p.result = opt.dtype;
+    p.a_layout = opt.a_layout;
+    p.b_layout = opt.b_layout;
     if (auto err = gemm::Launch(0, p, ctx, stream); !err.empty()) {
       std::fprintf(stderr, "cuBLAS reference failed: %s\n", err.c_str());
       return 1;
@@ -331,6 +348,8 @@ int main(int argc, char** argv) {
         CHECK_CUDA(gemm::Poison(d, d_elems, stream));
         gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
         q.operands = q.result = opt.dtype;
+        q.a_layout = opt.a_layout;
+        q.b_layout = opt.b_layout;
         if (auto err = launch(st, q); !err.empty()) {
           r.status = "FAIL: " + err;
         } else {
@@ -356,6 +375,8 @@ int main(int argc, char** argv) {
         if (!shape_rows[i].ran) continue;
         gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
         q.operands = q.result = opt.dtype;
+        q.a_layout = opt.a_layout;
+        q.b_layout = opt.b_layout;
         CHECK_CUDA(l2_flush.Run(stream));
         CHECK_CUDA(cudaEventRecord(start, stream));
         launch(shape_rows[i].step, q);
@@ -397,7 +418,8 @@ int main(int argc, char** argv) {
   std::ostringstream md;
   md << "GPU: " << prop.name << ", " << date << ", median of " << opt.iters << " runs after " << opt.warmup
      << " warm-ups, fresh random inputs, L2 flushed before every run, " << layout << " "
-     << gemm::ElementName(opt.dtype) << " operands and D\n\n";
+     << gemm::ElementName(opt.dtype) << " operands and D, A " << gemm::LayoutName(opt.a_layout) << ", B "
+     << gemm::LayoutName(opt.b_layout) << "\n\n";
   if (opt.sweep > 0) {
     md << "Sweep: " << opt.sweep << " shapes from seed " << opt.seed << "; ratio = cuBLAS time / step time\n\n"
        << SweepSummary(rows, opt.steps) << "\n";
@@ -426,12 +448,13 @@ int main(int argc, char** argv) {
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
     f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status,class,layout,"
-         "ratio_to_autotuned,dtype\n";
+         "ratio_to_autotuned,dtype,a_layout,b_layout\n";
     for (const Row& r : rows) {
       f << '"' << prop.name << "\"," << date << ',' << r.step << ',' << NameOf(r.step) << ',' << r.shape.m << ','
         << r.shape.n << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio
         << ",\"" << r.status << "\"," << r.shape.shape_class << ',' << layout << ',' << r.ratio_to_autotuned << ','
-        << gemm::ElementName(opt.dtype) << "\n";
+        << gemm::ElementName(opt.dtype) << ',' << gemm::LayoutName(opt.a_layout) << ','
+        << gemm::LayoutName(opt.b_layout) << "\n";
     }
   }
   bool failed = false;

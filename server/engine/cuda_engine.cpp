@@ -286,18 +286,25 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
                              {1, 300, 64},   {300, 1, 8},   {129, 257, 13},   {100, 300, 4000}, {4100, 8000, 300}};
   const gemm::StepInfo* info = gemm::FindStep(step);
   if (info == nullptr) return "is not a step of the ladder";
-  // Every element type pair the step takes (gemm::IsLadderForm): fp16 and
-  // bf16 on every shape, the mixed pairs on the ragged ones (their
-  // instantiations share everything but the MMA kind and the rounding).
+  // The forms the step takes (gemm::IsLadderForm): fp16, bf16 and bf16
+  // x @ W (B stored k x n) on every shape; the mixed type pairs and the
+  // other layouts on the ragged ones (their instantiations share all but
+  // the MMA kind and the rounding, or the tiles' loads and descriptors).
   using gemm::ElementType;
+  using gemm::Layout;
+  constexpr Layout kK = Layout::kKContiguous, kMn = Layout::kMnContiguous;
   struct Types {
     ElementType operands, result;
+    Layout a, b;
     bool every_shape;
   };
-  const Types types[] = {{ElementType::kF16, ElementType::kF16, true},
-                         {ElementType::kBF16, ElementType::kBF16, true},
-                         {ElementType::kBF16, ElementType::kF16, false},
-                         {ElementType::kF16, ElementType::kBF16, false}};
+  const Types types[] = {{ElementType::kF16, ElementType::kF16, kK, kK, true},
+                         {ElementType::kBF16, ElementType::kBF16, kK, kK, true},
+                         {ElementType::kBF16, ElementType::kBF16, kK, kMn, true},
+                         {ElementType::kBF16, ElementType::kF16, kK, kK, false},
+                         {ElementType::kF16, ElementType::kBF16, kK, kK, false},
+                         {ElementType::kF16, ElementType::kF16, kMn, kK, false},
+                         {ElementType::kBF16, ElementType::kBF16, kMn, kMn, false}};
   for (const Types& t : types) {
     for (const Shape& s : self_test) {
       if (!gemm::ShapeError(*info, s.m, s.n, s.k).empty()) continue;
@@ -309,6 +316,9 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
       job.step = step;
       job.form.a = job.form.b = t.operands;
       job.form.d = t.result;
+      job.form.a_layout = t.a;
+      job.form.b_layout = t.b;
+      job.form.StackDensely(s.m, s.n, s.k);
       job.a.seed = 1000 + step;
       job.b.seed = 2000 + step;
       auto r = Run(device, job);

@@ -61,9 +61,11 @@ PURPOSES = {
     "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",
     "service_run2": "the same on a second host",
     "service_two_gpus": "the GPU harness's service part on two GPUs",
-    "bf16_ladder": "the GPU harness's tests, sass, bench and bf16 parts: every step on bf16 and mixed fp16/bf16 "
-                   "problems against an fp64 product, and gemm-bench --dtype bf16 against cuBLAS in bf16 (the fp16 "
-                   "ladder of the same call in the summary)",
+    "bf16_ladder": "the GPU harness's tests, sass, bench and bf16 parts: every step on bf16, mixed fp16/bf16 and "
+                   "MN-contiguous problems against an fp64 product, and gemm-bench --dtype bf16 against cuBLAS in "
+                   "bf16 (an fp16 ladder of the same build in the summary)",
+    "bf16_layouts": "the GPU harness's bf16 part: gemm-bench --dtype bf16 with A, B or both stored MN-contiguous "
+                    "(B k x n is x @ W), cuBLAS in the same layout, the same call as the bf16 ladder",
     "two_gpu_scaling": "the GPU harness's verify part on one GPU of a two-GPU host, then on both: delivered TFLOPS "
                        "unverified, full, fast and by stored handles, 8 in flight",
 }
@@ -84,6 +86,20 @@ def ladder_lines(path):
         cells = [f"{ratios[s]:.2f}" if s in ratios else "-" for s in (8, 9, 10)]
         out.append(f"  | {shape} | {' | '.join(cells)} | {f'{tuned[shape]:.2f}' if shape in tuned else '-'} |")
     out.append("  (time of cuBLAS, or of the autotuned cuBLASLt, over the step's time)")
+    return out
+
+
+def layout_lines(path):
+    rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
+    short = {"K-contiguous": "K", "MN-contiguous": "MN"}
+    by_case = defaultdict(dict)
+    for r in rows:
+        case = f'A {short[r["a_layout"]]}, B {short[r["b_layout"]]}, {r["m"]}×{r["n"]}×{r["k"]}'
+        by_case[case][int(r["step"])] = float(r["ratio_to_cublas"])
+    out = ["", "  | layouts, shape | step 8 | step 9 | step 10 |", "  | --- | ---: | ---: | ---: |"]
+    for case, ratios in by_case.items():
+        out.append(f"  | {case} | " + " | ".join(f"{ratios[s]:.2f}" if s in ratios else "-" for s in (8, 9, 10)) + " |")
+    out.append("  (time of cuBLAS in the same layout over the step's time)")
     return out
 
 
@@ -130,6 +146,8 @@ def index():
             path = os.path.join(RESULTS, f)
             if f.endswith(".csv") and purpose in ("ladder", "bf16_ladder"):
                 out += ladder_lines(path)
+            elif f.endswith(".csv") and purpose == "bf16_layouts":
+                out += layout_lines(path)
             elif f.endswith(".csv") and purpose.startswith("sweep"):
                 out += sweep_lines(path)
             elif f.endswith(".csv") and purpose.endswith("accuracy"):

@@ -23,6 +23,11 @@ PURPOSES = {
     "ladder": "gemm-bench, steps 0-10 on squares and K=1024 shapes, each timed against cuBLAS in the same process",
     "sweep_dense": "gemm-bench --sweep 150 random shapes, dense operands",
     "sweep_pitched": "gemm-bench --sweep 150 random shapes, operands at a 16-byte pitch (as the server stores them)",
+    "sweep_bf16_xw_dense": "gemm-bench --sweep 150 --dtype bf16 --b-layout mn (x @ W, cuBLAS in the same form), "
+                           "steps 8-10, dense operands (an MN-contiguous B with N not a multiple of 8 goes through "
+                           "the padded copy)",
+    "sweep_bf16_xw_pitched": "gemm-bench --sweep 150 --dtype bf16 --b-layout mn (x @ W, cuBLAS in the same form), "
+                             "steps 8-10, operands at a 16-byte pitch (as the server stores them)",
     "long_k_accuracy": "gemm-bench --accuracy: each step's error against the exact product at long K",
     "gpu_tests_accuracy": "the GPU harness's tests and accuracy parts",
     "gpu_tests_ladder": "the GPU harness's tests and bench parts",

@@ -15,8 +15,9 @@
 // A, B and D in bf16 (cuBLAS too); --a-layout mn stores A k×m and
 // --b-layout mn B k×n (x @ W's W), cuBLAS reading them the same way. Those
 // check each D against an fp64 product under the form's bound
-// (gemm/form.h), take dense operands only, and have no autotuned column
-// (its candidates are fp16's with K contiguous).
+// (gemm/form.h; pitched operands through dense copies for the reference)
+// and have no autotuned column (its candidates are fp16's with K
+// contiguous).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -176,7 +177,6 @@ Options Parse(int argc, char** argv) {
   }
   if (o.dtype != gemm::ElementType::kF16 || o.a_layout != gemm::Layout::kKContiguous ||
       o.b_layout != gemm::Layout::kKContiguous) {
-    if (o.pitched) Usage("--dtype bf16 and the mn layouts take dense operands only");
     o.autotune = false;
   }
   if (o.warmup < 0) o.warmup = o.sweep > 0 ? 2 : 5;
@@ -260,10 +260,14 @@ int main(int argc, char** argv) {
   for (size_t shape_index = 0; shape_index < opt.shapes.size(); ++shape_index) {
     const Shape& s = opt.shapes[shape_index];
     const bool a_k = opt.a_layout == gemm::Layout::kKContiguous, b_k = opt.b_layout == gemm::Layout::kKContiguous;
-    const int64_t lda = opt.pitched ? gemm::SixteenBytePitch(s.k) : a_k ? s.k : s.m;
-    const int64_t ldb = opt.pitched ? gemm::SixteenBytePitch(s.k) : b_k ? s.k : s.n;
+    // Each operand's storage: rows x cols at its pitch (a row of the storage
+    // is K long, or M or N long for an MN-contiguous operand).
+    const int64_t a_rows = a_k ? s.m : s.k, a_cols = a_k ? s.k : s.m;
+    const int64_t b_rows = b_k ? s.n : s.k, b_cols = b_k ? s.k : s.n;
+    const int64_t lda = opt.pitched ? gemm::SixteenBytePitch(a_cols) : a_cols;
+    const int64_t ldb = opt.pitched ? gemm::SixteenBytePitch(b_cols) : b_cols;
     const int64_t ldd = opt.pitched ? gemm::SixteenBytePitch(s.n) : s.n;
-    const uint64_t a_elems = (a_k ? s.m : s.k) * lda, b_elems = (b_k ? s.n : s.k) * ldb, d_elems = s.m * ldd;
+    const uint64_t a_elems = a_rows * lda, b_elems = b_rows * ldb, d_elems = s.m * ldd;
     __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
     CHECK_CUDA(cudaMalloc(&a, a_elems * 2));
     CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
@@ -287,8 +291,21 @@ int main(int argc, char** argv) {
     exact.a = a, exact.b = b;
     double* exact_d = nullptr;
     float* bound = nullptr;
+    // The fp64 product reads dense operands and compares a dense D: pitched
+    // ones go through dense copies.
+    void *a_dense = nullptr, *b_dense = nullptr, *d_dense = nullptr;
+    if (!fp16 && opt.pitched) {
+      CHECK_CUDA(cudaMalloc(&a_dense, a_rows * a_cols * 2));
+      CHECK_CUDA(cudaMalloc(&b_dense, b_rows * b_cols * 2));
+      CHECK_CUDA(cudaMalloc(&d_dense, s.m * s.n * 2));
+      CHECK_CUDA(cudaMemcpy2DAsync(a_dense, a_cols * 2, a, lda * 2, a_cols * 2, a_rows, cudaMemcpyDeviceToDevice,
+                                   stream));
+      CHECK_CUDA(cudaMemcpy2DAsync(b_dense, b_cols * 2, b, ldb * 2, b_cols * 2, b_rows, cudaMemcpyDeviceToDevice,
+                                   stream));
+      exact.a = a_dense, exact.b = b_dense;
+    }
     if (!fp16) {
-      CHECK_CUDA(cudaMalloc(&exact_d, d_elems * sizeof(double)));
+      CHECK_CUDA(cudaMalloc(&exact_d, s.m * s.n * sizeof(double)));
       CHECK_CUDA(cudaMalloc(&bound, 3 * sizeof(float)));
       CHECK_CUDA(gemm::ReferenceFormGemm(exact, exact_d, stream));
       CHECK_CUDA(gemm::FormBoundInputs(exact, bound, stream));
@@ -296,7 +313,15 @@ int main(int argc, char** argv) {
     const gemm::FormTolerance tolerance = gemm::ToleranceOf(exact.form);
     const auto compare = [&](const __half* x) {
       if (fp16) return gemm::Compare(x, ref, s.m, s.n, ldd, 1e-3f, 1e-2f, cmp, stream);
-      return gemm::CompareForm(x, opt.dtype, exact_d, d_elems, tolerance.rtol, tolerance.atol,
+      const void* dense = x;
+      if (opt.pitched) {
+        if (auto e = cudaMemcpy2DAsync(d_dense, s.n * 2, x, ldd * 2, s.n * 2, s.m, cudaMemcpyDeviceToDevice, stream);
+            e != cudaSuccess) {
+          return e;
+        }
+        dense = d_dense;
+      }
+      return gemm::CompareForm(dense, opt.dtype, exact_d, s.m * s.n, tolerance.rtol, tolerance.atol,
                                {bound, gemm::ProductTermPerNorms(tolerance, s.k, 1.0), 0.0}, cmp, stream);
     };
     // Poisoned like every D: an element the reference leaves unwritten is a
@@ -406,6 +431,7 @@ int main(int argc, char** argv) {
     }
     rows.insert(rows.end(), shape_rows.begin(), shape_rows.end());
     for (__half* buf : {a, b, d, ref}) cudaFree(buf);
+    for (void* buf : {a_dense, b_dense, d_dense}) cudaFree(buf);
     cudaFree(exact_d);
     cudaFree(bound);
     if (opt.sweep > 0) {

@@ -108,19 +108,23 @@ def bf16(lab):
 def sweep(lab):
     """Random shapes in four classes from one seed, every step checked against
     cuBLAS, then timed: with dense operands (the TMA steps copy unaligned ones
-    to a 16-byte pitch) and at 16-byte pitches, as the server stores them."""
+    to a 16-byte pitch) and at 16-byte pitches, as the server stores them.
+    SWEEP_FORM passes gemm-bench more of the form, e.g. "--dtype bf16
+    --b-layout mn" (x @ W); its files then carry a _form suffix."""
+    extra = os.environ.get("SWEEP_FORM", "").split()
     for layout in os.environ.get("SWEEP_LAYOUTS", "dense pitched").split():
-        rc, _ = lab.run(["gemm-bench", "--sweep", os.environ.get("SWEEP_SHAPES", "150"),
+        name = f"sweep_{layout}" + ("_form" if extra else "")
+        rc, _ = lab.run(["gemm-bench", *extra, "--sweep", os.environ.get("SWEEP_SHAPES", "150"),
                          "--seed", os.environ.get("SWEEP_SEED", "1"), "--layout", layout,
-                         "--steps", os.environ.get("SWEEP_STEPS", ALL_STEPS), "--csv", lab.out / f"sweep_{layout}.csv",
-                         "--md", lab.out / f"sweep_{layout}.md"], out=f"sweep_{layout}.log", timeout=400)
+                         "--steps", os.environ.get("SWEEP_STEPS", ALL_STEPS), "--csv", lab.out / f"{name}.csv",
+                         "--md", lab.out / f"{name}.md"], out=f"{name}.log", timeout=400)
         try:
-            rows = list(csv.DictReader(open(lab.out / f"sweep_{layout}.csv")))
+            rows = list(csv.DictReader(open(lab.out / f"{name}.csv")))
         except OSError:
             rows = []
         failed = sum("FAIL" in r["status"] for r in rows)
-        lab.note(f"sweep ({layout} operands): rc={rc} {failed} failed checks")
-        log = (lab.out / f"sweep_{layout}.log").read_text(errors="replace").splitlines()
+        lab.note(f"sweep ({layout} operands{' ' + ' '.join(extra) if extra else ''}): rc={rc} {failed} failed checks")
+        log = (lab.out / f"{name}.log").read_text(errors="replace").splitlines()
         lab.note(*[l for l in log if any(l.startswith(f"| {c} | {s} |")
                                         for c in ("all", "mixed", "skinny", "tiny", "long-K") for s in (8, 9, 10))])
 

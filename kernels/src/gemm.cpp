@@ -83,10 +83,18 @@ std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_
   }
   int k_used = 0;
   if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
-  if (ctx.vendor_plan != nullptr && IsFp16Problem(p) && detail::LaunchPlanned(*ctx.vendor_plan, p, k_used, ctx, stream)) {
+  const bool fused = p.alpha != 1.0f || p.beta != 0.0f;
+  if (ctx.vendor_plan != nullptr && IsFp16Problem(p) && !fused &&
+      detail::LaunchPlanned(*ctx.vendor_plan, p, k_used, ctx, stream)) {
     return "";
   }
-  const float alpha = 1.0f, beta = 0.0f;
+  // cuBLAS reads C from D's own memory: a C elsewhere is copied there first.
+  if (p.beta != 0.0f && p.c != p.d) {
+    const cudaError_t e = cudaMemcpy2DAsync(p.d, p.ldd * 2, p.c, p.ldc * 2, p.n * 2, p.m, cudaMemcpyDeviceToDevice,
+                                            stream);
+    if (e != cudaSuccess) return CudaError("copying C into D", e);
+  }
+  const float alpha = p.alpha, beta = p.beta;
   const int m = static_cast<int>(p.m), n = static_cast<int>(p.n);
   const cudaDataType_t in = CudaType(p.operands), out = CudaType(p.result);
   auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, OpOfB(p), OpOfA(p), n, m, k_used, &alpha, p.b, in,
@@ -126,6 +134,7 @@ std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a,
     return "batch strides must keep the problems apart (at least the rows of A, B and D times their leading "
            "dimensions)";
   }
+  if (p.alpha != 1.0f || p.beta != 0.0f) return "a batch of Problems takes no alpha, beta or C";
   int k_used = 0;
   if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
   const float alpha = 1.0f, beta = 0.0f;
@@ -232,6 +241,11 @@ std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, c
   if (problem.m < 1 || problem.n < 1 || problem.k < 1) return "m, n and k must be >= 1";
   if (auto err = ProblemTypesError(problem); !err.empty()) return err;
   Problem p = problem;  // every kernel sees explicit leading dimensions
+  if (p.beta != 0.0f) {
+    if (p.c == nullptr) return "beta is not 0 but there is no C";
+    if (p.ldc == 0) p.ldc = p.n;
+    if (p.ldc < p.n) return "ldc = " + std::to_string(p.ldc) + " is less than the row length n = " + std::to_string(p.n);
+  }
   if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd, p.a_layout, p.b_layout);
       !err.empty()) return err;
   if (step == kVendorStep) return LaunchCublas(p, ctx, stream);

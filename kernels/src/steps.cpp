@@ -68,9 +68,9 @@ std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k) {
 }
 
 StepForms FormsOf(int step) {
-  if (step == kVendorStep) return StepForms{true, true, true};
+  if (step == kVendorStep) return StepForms{true, true, true, true};
   const bool ladder = FindStep(step) != nullptr;
-  return StepForms{false, ladder, ladder};
+  return StepForms{false, ladder, ladder, ladder};
 }
 
 namespace {
@@ -81,23 +81,30 @@ bool IsLadderForm(const GemmForm& f) {
   GemmForm as_plain = f;
   as_plain.a = as_plain.b = as_plain.d = ElementType::kF16;
   as_plain.a_layout = as_plain.b_layout = Layout::kKContiguous;
-  return f.a == f.b && SixteenBit(f.a) && SixteenBit(f.d) && as_plain.IsPlain();
+  as_plain.alpha = 1;
+  as_plain.has_c = false;
+  as_plain.beta = 0;
+  return f.a == f.b && SixteenBit(f.a) && SixteenBit(f.d) && (!f.ReadsC() || f.c == f.d) && as_plain.IsPlain();
 }
 
 std::string FormError(int step, const GemmForm& f) {
   const StepForms takes = FormsOf(step);
-  if (takes.every_form || f.IsPlain() || (takes.bf16 && takes.mn_contiguous && IsLadderForm(f))) return "";
+  if (takes.every_form || f.IsPlain() || (takes.bf16 && takes.mn_contiguous && takes.alpha_beta_c && IsLadderForm(f))) {
+    return "";
+  }
   std::string asked;
   const auto add = [&asked](const std::string& what) { asked += (asked.empty() ? "" : ", ") + what; };
   if (f.a != f.b || !SixteenBit(f.a)) add(std::string(ElementName(f.a)) + " x " + ElementName(f.b) + " operands");
   if (!SixteenBit(f.d)) add(std::string(ElementName(f.d)) + " D");
   if (!takes.mn_contiguous && f.a_layout != Layout::kKContiguous) add("A stored k x m");
   if (!takes.mn_contiguous && f.b_layout != Layout::kKContiguous) add("B stored k x n");
-  if (f.has_c || f.beta != 0) add("C with beta");
-  if (f.alpha != 1) add("alpha");
+  if (!takes.alpha_beta_c && (f.has_c || f.beta != 0)) add("C with beta");
+  if (!takes.alpha_beta_c && f.alpha != 1) add("alpha");
+  if (f.ReadsC() && f.c != f.d) add(std::string("C in ") + ElementName(f.c) + " (D's type is " + ElementName(f.d) + ")");
   if (f.batch != 1) add("a batch");
-  return "computes D = op(A)·op(B) only (fp16 or bf16 operands of one type, each stored either way, an fp16 or bf16 "
-         "D, no alpha, C or batch), and this request asks for " + asked + "; step 0 computes every form";
+  return "computes D = alpha·op(A)·op(B) + beta·C only (fp16 or bf16 operands of one type, each stored either way, "
+         "an fp16 or bf16 D, C in D's type, no batch), and this request asks for " + asked +
+         "; step 0 computes every form";
 }
 
 std::string LeadingDimensionError(int64_t m, int64_t n, int64_t k, int64_t* lda, int64_t* ldb, int64_t* ldd,

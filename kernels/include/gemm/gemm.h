@@ -51,6 +51,12 @@ struct Problem {
   // n), as x @ W stores W; D = op(A)·op(B) is the same product.
   Layout a_layout = Layout::kKContiguous;
   Layout b_layout = Layout::kKContiguous;
+  // D = alpha·A·B + beta·C, in fp32 before D's rounding. C is m×n of D's
+  // type, rows ldc apart (0: n), read only where beta is not 0; it may be
+  // D itself (at D's pitch).
+  float alpha = 1, beta = 0;
+  const __half* c = nullptr;
+  int64_t ldc = 0;
 };
 
 // "" when every step takes the problem's element types; otherwise why not.

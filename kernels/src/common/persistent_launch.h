@@ -12,11 +12,12 @@
 #include "common/resident_grid.h"
 #include "common/split_k.h"
 #include "common/split_k_sum.h"
+#include "common/step_form.h"
 #include "common/tma_problem.h"
 
 namespace gemm::common {
 
-// kKernel(a_map, b_map, d_map, m, n, k) with kThreads threads, kSmemBytes of
+// kKernel(a_map, b_map, d_map, m, n, k, epilogue) with kThreads threads, kSmemBytes of
 // dynamic shared memory and compile-time clusters of kClusterSize CTAs.
 // `work_ctas`: CTAs that would each get at least one tile.
 template <auto kKernel, int kThreads, int kSmemBytes, int kClusterSize = 1>
@@ -26,7 +27,7 @@ std::string LaunchOnResidentGrid(const Problem& p, const DeviceContext& ctx, cud
   TmaProblem tma;
   if (auto err = tma.Prepare(p, stream, boxes); !err.empty()) return err;
   const int ctas = std::min(work_ctas, grid.Ctas(ctx.device, ctx.sm_count));
-  kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n, p.k);
+  kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n, p.k, EpilogueOf(p));
   if (auto err = LaunchError(); !err.empty()) return err;
   return tma.Finish(stream);
 }
@@ -53,7 +54,8 @@ std::string LaunchSplitKOnResidentGrid(const Problem& p, const DeviceContext& ct
   const int ctas = std::min(tiles * splits * kClusterSize, resident);
   kSplitKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), p.m, p.n, p.k, partials, ldw, splits);
   std::string err = LaunchError();
-  if (err.empty() && (e = SumSplits(partials, splits, ldw, p.m, p.n, p.result, p.d, p.ldd, stream)) != cudaSuccess) {
+  if (err.empty() &&
+      (e = SumSplits(partials, splits, ldw, p.m, p.n, p.result, p.d, p.ldd, EpilogueOf(p), stream)) != cudaSuccess) {
     err = std::string("split-K sum: ") + cudaGetErrorString(e);
   }
   cudaFreeAsync(partials, stream);

@@ -6,14 +6,16 @@
 
 #include <cstdint>
 
+#include "common/step_form.h"
 #include "gemm/element_type.h"
 
 namespace gemm::common {
 
 // D (m×n at pitch ldd, of type `result`: fp16 or bf16) = the sum over
-// s = 0, 1, ... in that order of partials[s], rounded once; partials[s] is
-// m×n at pitch `ldw`, splits × m × ldw floats.
+// s = 0, 1, ... in that order of partials[s], then α·sum + β·C where the
+// epilogue is fused (IsFused), rounded once; partials[s] is m×n at pitch
+// `ldw`, splits × m × ldw floats.
 cudaError_t SumSplits(const float* partials, int splits, int64_t ldw, int64_t m, int64_t n, ElementType result,
-                      __half* d, int64_t ldd, cudaStream_t stream);
+                      __half* d, int64_t ldd, const EpilogueArgs& epilogue, cudaStream_t stream);
 
 }  // namespace gemm::common

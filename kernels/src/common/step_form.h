@@ -25,27 +25,52 @@
 namespace gemm::common {
 
 template <ElementType kOperandType, ElementType kResultType, Layout kALayoutOf = Layout::kKContiguous,
-          Layout kBLayoutOf = Layout::kKContiguous>
+          Layout kBLayoutOf = Layout::kKContiguous, bool kFusedOf = false>
 struct StepForm {
   static constexpr ElementType kOperands = kOperandType;
   static constexpr ElementType kResult = kResultType;
   static constexpr Layout kALayout = kALayoutOf;
   static constexpr Layout kBLayout = kBLayoutOf;
+  // D = α·acc + β·C in fp32 before D's rounding (EpilogueArgs); otherwise
+  // D = acc, and the epilogue is the plain GEMM's, instruction for
+  // instruction.
+  static constexpr bool kFused = kFusedOf;
 };
 
 // Steps 1-3 load both operands into K-major tiles whatever their storage
 // (common/sync_load.h): their MMA reads this form.
 template <typename Form>
-using KMajorTiles = StepForm<Form::kOperands, Form::kResult>;
+using KMajorTiles = StepForm<Form::kOperands, Form::kResult, Layout::kKContiguous, Layout::kKContiguous,
+                             Form::kFused>;
+
+// What a fused epilogue needs: α, β and C (m×n of D's type, rows ldc
+// apart; C may be D itself, each element being read by the thread that
+// then writes it), and D's bounds. C is read only where β is not 0.
+struct EpilogueArgs {
+  float alpha = 1, beta = 0;
+  const __half* c = nullptr;
+  int64_t ldc = 0;
+  int64_t m = 0, n = 0;
+};
+
+GEMM_HOST_DEVICE inline bool IsFused(const Problem& p) { return p.alpha != 1.0f || p.beta != 0.0f; }
+
+GEMM_HOST_DEVICE inline EpilogueArgs EpilogueOf(const Problem& p) {
+  return EpilogueArgs{p.alpha, p.beta, p.c, p.ldc, p.m, p.n};
+}
 
 namespace step_form_detail {
 
 constexpr ElementType kF16 = ElementType::kF16, kBF16 = ElementType::kBF16;
 constexpr Layout kK = Layout::kKContiguous, kMn = Layout::kMnContiguous;
 
+template <ElementType kIn, ElementType kOut, Layout kA, Layout kB, typename F>
+auto WithFused(const Problem& p, F& f) {
+  return IsFused(p) ? f(StepForm<kIn, kOut, kA, kB, true>{}) : f(StepForm<kIn, kOut, kA, kB, false>{});
+}
 template <ElementType kIn, ElementType kOut, Layout kA, typename F>
 auto WithB(const Problem& p, F& f) {
-  return p.b_layout == kMn ? f(StepForm<kIn, kOut, kA, kMn>{}) : f(StepForm<kIn, kOut, kA, kK>{});
+  return p.b_layout == kMn ? WithFused<kIn, kOut, kA, kMn>(p, f) : WithFused<kIn, kOut, kA, kK>(p, f);
 }
 template <ElementType kIn, ElementType kOut, typename F>
 auto WithA(const Problem& p, F& f) {
@@ -56,10 +81,15 @@ auto WithResult(const Problem& p, F& f) {
   return p.result == kBF16 ? WithA<kIn, kBF16>(p, f) : WithA<kIn, kF16>(p, f);
 }
 
+template <ElementType kIn, ElementType kOut, Layout kA, Layout kB, typename F>
+cudaError_t EachFused(F& f) {
+  const cudaError_t e = f(StepForm<kIn, kOut, kA, kB, false>{});
+  return e != cudaSuccess ? e : f(StepForm<kIn, kOut, kA, kB, true>{});
+}
 template <ElementType kIn, ElementType kOut, Layout kA, typename F>
 cudaError_t EachB(F& f) {
-  const cudaError_t e = f(StepForm<kIn, kOut, kA, kK>{});
-  return e != cudaSuccess ? e : f(StepForm<kIn, kOut, kA, kMn>{});
+  const cudaError_t e = EachFused<kIn, kOut, kA, kK>(f);
+  return e != cudaSuccess ? e : EachFused<kIn, kOut, kA, kMn>(f);
 }
 template <ElementType kIn, ElementType kOut, typename F>
 cudaError_t EachA(F& f) {
@@ -102,6 +132,7 @@ struct Rounding<ElementType::kF16> {
   using Pair = __half2;
   __device__ static One Round(float v) { return __float2half_rn(v); }
   __device__ static Pair RoundPair(float lo, float hi) { return __floats2half2_rn(lo, hi); }
+  __device__ static float Widen(One v) { return __half2float(v); }
 };
 template <>
 struct Rounding<ElementType::kBF16> {
@@ -109,7 +140,53 @@ struct Rounding<ElementType::kBF16> {
   using Pair = __nv_bfloat162;
   __device__ static One Round(float v) { return __float2bfloat16_rn(v); }
   __device__ static Pair RoundPair(float lo, float hi) { return __floats2bfloat162_rn(lo, hi); }
+  __device__ static float Widen(One v) { return __bfloat162float(v); }
 };
+
+// What D gets for accumulator `v` at (row, col) of D: v itself, or, fused,
+// α·v + β·C[row, col] in fp32 (C read inside m×n only, and only where β
+// is not 0).
+template <typename Form>
+__device__ inline float Fuse(float v, const EpilogueArgs& e, int64_t row, int64_t col) {
+  if constexpr (!Form::kFused) {
+    return v;
+  } else {
+    float out = e.alpha * v;
+    if (e.beta != 0.0f && row < e.m && col < e.n) {
+      using One = typename Rounding<Form::kResult>::One;
+      out += e.beta * Rounding<Form::kResult>::Widen(reinterpret_cast<const One*>(e.c)[row * e.ldc + col]);
+    }
+    return out;
+  }
+}
+
+// Accumulators lo and hi at (row, col) and (row, col + 1), fused as Fuse
+// does and rounded as one pair of D's type. C's pair is one 4-byte load
+// where both lie inside n and the pair is aligned (an even ldc): the wgmma
+// and TMEM layouts give each thread adjacent column pairs.
+template <typename Form>
+__device__ inline typename Rounding<Form::kResult>::Pair FusePair(float lo, float hi, const EpilogueArgs& e,
+                                                                  int64_t row, int64_t col) {
+  using R = Rounding<Form::kResult>;
+  if constexpr (!Form::kFused) {
+    return R::RoundPair(lo, hi);
+  } else {
+    lo *= e.alpha;
+    hi *= e.alpha;
+    if (e.beta != 0.0f && row < e.m && col < e.n) {
+      const auto* c = reinterpret_cast<const typename R::One*>(e.c) + row * e.ldc + col;
+      if (col + 1 < e.n && (reinterpret_cast<uintptr_t>(c) & 3) == 0) {
+        const typename R::Pair pair = *reinterpret_cast<const typename R::Pair*>(c);
+        lo += e.beta * R::Widen(pair.x);
+        hi += e.beta * R::Widen(pair.y);
+      } else {
+        lo += e.beta * R::Widen(c[0]);
+        if (col + 1 < e.n) hi += e.beta * R::Widen(c[1]);
+      }
+    }
+    return R::RoundPair(lo, hi);
+  }
+}
 #endif
 
 }  // namespace gemm::common

@@ -9,6 +9,7 @@
 
 #include "common/kernel_basics.h"
 #include "common/tile_layout.h"
+#include "common/step_form.h"
 #include "common/tma_problem.h"
 #include "gemm/gemm.h"
 
@@ -22,7 +23,7 @@ inline std::string TileGridError(const Problem& p, int step) {
   return "step " + std::to_string(step) + " takes m <= 65535*128 (grid y limit)";
 }
 
-// Steps 4-5: kKernel(a_map, b_map, d_map, n, k) over the tile grid, with
+// Steps 4-5: kKernel(a_map, b_map, d_map, n, k, epilogue) over the tile grid, with
 // 128 threads and kSmemBytes of dynamic shared memory; the tensor maps, and
 // any padded staging, from TmaProblem.
 template <auto kKernel, int kSmemBytes>
@@ -30,7 +31,7 @@ std::string LaunchTmaOnTileGrid(const Problem& p, cudaStream_t stream, int step)
   if (auto err = TileGridError(p, step); !err.empty()) return err;
   TmaProblem tma;
   if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
-  kKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.n, p.k);
+  kKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.n, p.k, EpilogueOf(p));
   if (auto err = LaunchError(); !err.empty()) return err;
   return tma.Finish(stream);
 }

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   Wait(&mma_done, 0);
   TmemFenceAfterSync();
 
-  StoreTmemTile<Form::kResult>(tmem, p.d, p.m, p.n, p.ldd, 0, 0);
+  StoreTmemTile<Form>(tmem, p.d, p.m, p.n, p.ldd, 0, 0, EpilogueOf(p));
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   MultiplyTileSync<Form>(p, 0, 0, a_tile, b_tile, tmem, &mma_done);
-  StoreTmemTile<Form::kResult>(tmem, p.d, p.m, p.n, p.ldd, 0, 0);
+  StoreTmemTile<Form>(tmem, p.d, p.m, p.n, p.ldd, 0, 0, EpilogueOf(p));
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

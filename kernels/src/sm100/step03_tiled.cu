@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   MultiplyTileSync<Form>(p, m0, n0, a_tile, b_tile, tmem, &mma_done);
-  StoreTmemTile<Form::kResult>(tmem, p.d, p.m, p.n, p.ldd, m0, n0);
+  StoreTmemTile<Form>(tmem, p.d, p.m, p.n, p.ldd, m0, n0, EpilogueOf(p));
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

@@ -24,7 +24,8 @@ constexpr int kSmemBytes = TmemBoundSmemBytes(2 * kTileBytes + kSmemAlignSlack, 
 template <typename Form>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
-                                                 const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k) {
+                                                 const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k,
+                                                 EpilogueArgs e) {
   extern __shared__ char smem_raw[];
   __shared__ uint64_t full;      // "the A and B tiles have landed"
   __shared__ uint64_t mma_done;  // "the k-tile's MMAs are complete" (tcgen05.commit)
@@ -57,7 +58,7 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     }
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile<Form::kResult>(tmem, d_tile, &d_map, m0, n0, n, leader);  // after the leader saw the last MMAs complete
+  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, leader, e);  // after the leader saw the last MMAs complete
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

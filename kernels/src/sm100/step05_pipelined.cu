@@ -22,7 +22,7 @@ template <typename Form>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
                                                        const __grid_constant__ CUtensorMap d_map, int64_t n,
-                                                       int64_t k) {
+                                                       int64_t k, EpilogueArgs e) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_tile = stages;                 // reused once the last MMAs are done
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     TmemFenceAfterSync();
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile<Form::kResult>(tmem, d_tile, &d_map, m0, n0, n, leader);
+  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, leader, e);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

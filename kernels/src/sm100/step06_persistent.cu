@@ -25,7 +25,7 @@ constexpr int kSmemBytes = kStages * kStageBytes + kDStagingBytes + kSmemAlignSl
 template <typename Form>
 __global__ void __launch_bounds__(128)
     PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
+                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k, EpilogueArgs e) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_staging = stages + kStages * kStageBytes;
@@ -84,7 +84,9 @@ __global__ void __launch_bounds__(128)
     }
     __syncthreads();
     TmemFenceAfterSync();
-    TmemTileToSmem<Form::kResult>(tmem, d_staging);
+    int fuse_m, fuse_n;  // the tile's origin, for a fused epilogue's C (the plain one reads nothing)
+    scheduler.Coordinates(tile, &fuse_m, &fuse_n);
+    TmemTileToSmem<Form>(tmem, d_staging, e, int64_t{fuse_m} * kTileRows, int64_t{fuse_n} * kTileRows);
     TmemFenceBeforeSync();  // every TMEM read is done before the next tile's MMAs overwrite it
     FenceSharedForAsyncProxy();
     __syncthreads();

@@ -25,22 +25,29 @@ __device__ inline void LoadRowColumns(uint32_t tmem_base, int c0, uint32_t (&v)[
   cuda::ptx::tcgen05_wait_ld();
 }
 
-// v[j..j+7] rounded to eight kResult, one 16-byte value.
-template <ElementType kResult>
-__device__ inline uint4 PackEight(const uint32_t (&v)[32], int j) {
-  using Rounding = common::Rounding<kResult>;
+// v[j..j+7], D's elements (row, col..col+7), fused as Form says
+// (common::Fuse) and rounded to eight Form::kResult, one 16-byte value.
+template <typename Form>
+__device__ inline uint4 PackEight(const uint32_t (&v)[32], int j, const common::EpilogueArgs& ep, int64_t row,
+                                  int64_t col) {
+  using Rounding = common::Rounding<Form::kResult>;
   typename Rounding::Pair h[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) h[e] = Rounding::RoundPair(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]));
+  for (int e = 0; e < 4; ++e) {
+    h[e] = common::FusePair<Form>(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]), ep, row,
+                                  col + 2 * e);
+  }
   return *reinterpret_cast<const uint4*>(h);
 }
 
 // The 128×128 fp32 tile at TMEM `tmem_base` (lane = row, column = column)
-// to D at (m0, n0) as kResult, whose rows lie `ldd` elements apart;
-// elements outside m×n are not written. All 128 threads.
-template <ElementType kResult>
+// to D at (m0, n0) as Form::kResult, fused as Form says, whose rows lie
+// `ldd` elements apart; elements outside m×n are not written. All 128
+// threads.
+template <typename Form>
 __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, int64_t n, int64_t ldd, int64_t m0,
-                                     int64_t n0) {
+                                     int64_t n0, const common::EpilogueArgs& ep) {
+  using Rounding = common::Rounding<Form::kResult>;
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int64_t row = m0 + warp * 32 + lane;
   // Then 8 halves from an 8-aligned column are one aligned 16-byte store.
@@ -50,16 +57,16 @@ __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, i
     uint32_t v[32];
     LoadRowColumns(tmem_base, c0, v);
     if (row >= m) continue;
-    auto* out = reinterpret_cast<typename common::Rounding<kResult>::One*>(d) + row * ldd + n0 + c0;
+    auto* out = reinterpret_cast<typename Rounding::One*>(d) + row * ldd + n0 + c0;
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
       const int64_t col = n0 + c0 + j;
       if (vectorized && col + 8 <= n) {
-        *reinterpret_cast<uint4*>(out + j) = PackEight<kResult>(v, j);
+        *reinterpret_cast<uint4*>(out + j) = PackEight<Form>(v, j, ep, row, col);
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          if (col + e < n) out[j + e] = common::Rounding<kResult>::Round(__uint_as_float(v[j + e]));
+          if (col + e < n) out[j + e] = Rounding::Round(common::Fuse<Form>(__uint_as_float(v[j + e]), ep, row, col + e));
         }
       }
     }
@@ -67,11 +74,13 @@ __device__ inline void StoreTmemTile(uint32_t tmem_base, __half* d, int64_t m, i
 }
 
 // Steps 4+: the 128×128 fp32 tile at TMEM `tmem_base` to `d_tile` in
-// shared memory as kResult, in two swizzled 128×64 halves (the operand
-// layout: a thread's row lands on the atom's eight banks, not one), for
-// the TMA stores (common/tma.h, StoreDTile). All 128 threads.
-template <ElementType kResult>
-__device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile) {
+// shared memory as Form::kResult (fused as Form says: the tile is D's at
+// (m0, n0)), in two swizzled 128×64 halves (the operand layout: a
+// thread's row lands on the atom's eight banks, not one), for the TMA
+// stores (common/tma.h, StoreDTile). All 128 threads.
+template <typename Form>
+__device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile, const common::EpilogueArgs& ep, int64_t m0,
+                                      int64_t n0) {
   const int row = threadIdx.x % 128;  // warp w's lanes are rows 32w..32w+31
 #pragma unroll 1
   for (int c0 = 0; c0 < common::kTileRows; c0 += 32) {
@@ -81,7 +90,8 @@ __device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile) {
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
       const int chunk = (c0 % common::kTileK + j) / 8;
-      *reinterpret_cast<uint4*>(half_tile + common::SwizzledChunkOffset(row, chunk)) = PackEight<kResult>(v, j);
+      *reinterpret_cast<uint4*>(half_tile + common::SwizzledChunkOffset(row, chunk)) =
+          PackEight<Form>(v, j, ep, m0 + row, n0 + c0 + j);
     }
   }
 }
@@ -89,12 +99,12 @@ __device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile) {
 // Steps 4-5, once the leader has seen the tile's last MMAs complete: the
 // accumulator out of TMEM into `d_tile` (all threads), then the leader's TMA
 // stores of its two halves to D at (m0, n0), waited for before it returns.
-template <ElementType kResult>
+template <typename Form>
 __device__ inline void StoreAccumulatorTile(uint32_t tmem, char* d_tile, const CUtensorMap* d_map, int64_t m0,
-                                            int64_t n0, int64_t n, bool leader) {
+                                            int64_t n0, int64_t n, bool leader, const common::EpilogueArgs& ep) {
   __syncthreads();
   TmemFenceAfterSync();
-  TmemTileToSmem<kResult>(tmem, d_tile);
+  TmemTileToSmem<Form>(tmem, d_tile, ep, m0, n0);
   common::FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) common::StoreDTile(d_map, d_tile, m0, n0, n);

@@ -52,9 +52,9 @@ class WarpSpecializedOps {
 
   __device__ WarpSpecializedOps(Barriers bars, char* stages, char* staging, uint32_t tmem, const CUtensorMap* a_map,
                                 const CUtensorMap* b_map, const CUtensorMap* d_map, const ClusterTiles& tiles,
-                                int64_t m, int64_t n, uint32_t rank)
+                                int64_t m, int64_t n, uint32_t rank, const EpilogueArgs& epilogue)
       : bars_(bars), stages_(stages), staging_(staging), tmem_(tmem), a_map_(a_map), b_map_(b_map), d_map_(d_map),
-        tiles_(tiles), m_(m), n_(n), rank_(rank) {}
+        tiles_(tiles), m_(m), n_(n), rank_(rank), epilogue_(epilogue) {}
 
   // Waits for the round of `parity`; an MMA issue or a TMEM read after it
   // needs the tcgen05 fence, and a warp's TMEM read needs the whole warp.
@@ -129,10 +129,18 @@ class WarpSpecializedOps {
     if (leader) TmaStoreWaitRead<Config::kStagingBuffers - 1>();
     NamedBarrierSync(barrier_id, 128);
     const int row = threadIdx.x % 128;
+    int64_t d_row0 = 0, d_col0 = 0;  // D's element of this thread's first value, for a fused epilogue's C
+    if constexpr (Form::kFused) {
+      SetTile(tile);
+      d_row0 = P.ARow(m0_, static_cast<int>(rank_), consumer) + row;
+      d_col0 = n0_ + int64_t{chunk} * kTileK;
+    }
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
-      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, j / 8)) = PackEight<Form::kResult>(lo_, j);
-      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, 4 + j / 8)) = PackEight<Form::kResult>(hi_, j);
+      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, j / 8)) =
+          PackEight<Form>(lo_, j, epilogue_, d_row0, d_col0 + j);
+      *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, 4 + j / 8)) =
+          PackEight<Form>(hi_, j, epilogue_, d_row0, d_col0 + 32 + j);
     }
     FenceSharedForAsyncProxy();
     NamedBarrierSync(barrier_id, 128);
@@ -190,13 +198,15 @@ class WarpSpecializedOps {
   int64_t m0_ = 0, n0_ = 0;
   int stores_ = 0;
   uint32_t lo_[32], hi_[32];
+  EpilogueArgs epilogue_;
 };
 
 template <int kStep, typename Form>
 __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
     __launch_bounds__(WarpSpecialized<kStep>::kProtocol.Threads(), 1)
         WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                              const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
+                              const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
+                              EpilogueArgs e) {
   using Config = WarpSpecialized<kStep>;
   constexpr WarpSpecializedProtocol P = Config::kProtocol;
   constexpr int kCtaGroup = Config::kCtaGroup;
@@ -233,7 +243,7 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
   const ClusterTiles tiles(P, m, n, static_cast<int>(blockIdx.x) / kCtaGroup, static_cast<int>(gridDim.x) / kCtaGroup);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   WarpSpecializedOps<kStep, Form> ops({tma2mma, mma2tma, mma2ld, ld2mma}, stages, staging, tmem_slot, &a_map, &b_map,
-                                &d_map, tiles, m, n, rank);
+                                        &d_map, tiles, m, n, rank, e);
 
   if (warpgroup < P.consumers) {
     WriteBack(P, warpgroup, tiles.count(), ops);

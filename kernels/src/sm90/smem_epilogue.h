@@ -13,10 +13,12 @@
 namespace gemm::sm90 {
 
 // acc[mb] (wgmma layout, wgmma.h) of the warpgroup `threadIdx.x / 128 % groups`
-// into its rows of `d_tile`, rounded to kResult: the warpgroup's first row
-// is `row_base`.
-template <ElementType kResult, int kMBlocks>
-__device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char* d_tile, int row_base) {
+// into its rows of `d_tile`, fused as Form says (common::Fuse; the tile
+// is D's at (m0, n0)) and rounded to Form::kResult: the warpgroup's first
+// row is `row_base`.
+template <typename Form, int kMBlocks>
+__device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char* d_tile, int row_base,
+                                          const EpilogueArgs& e, int64_t m0, int64_t n0) {
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
 #pragma unroll
   for (int mb = 0; mb < kMBlocks; ++mb) {
@@ -26,8 +28,9 @@ __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char
       const int col = 8 * (i / 4) + 2 * (lane % 4);  // 0..127
       char* half_tile = d_tile + (col / 64) * kTileBytes;
       const int c = col % 64;
-      *reinterpret_cast<typename Rounding<kResult>::Pair*>(half_tile + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2) =
-          Rounding<kResult>::RoundPair(acc[mb][i], acc[mb][i + 1]);
+      *reinterpret_cast<typename Rounding<Form::kResult>::Pair*>(half_tile + SwizzledChunkOffset(row, c / 8) +
+                                                                 (c % 8) * 2) =
+          FusePair<Form>(acc[mb][i], acc[mb][i + 1], e, m0 + row, n0 + col);
     }
   }
 }
@@ -47,16 +50,34 @@ __device__ inline char* PairInChunk(char* chunk, int i, int col0) {
   return chunk + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2;
 }
 
+// The row (of its warpgroup's 64) and column (of the accumulators') of
+// accumulators i and i + 1, as PairInChunk places them: where a fused
+// epilogue reads C.
+__device__ inline int PairRow(int i) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  return warp * 16 + PlantedQuadRow(lane / 4) + 8 * ((i / 2) % 2);
+}
+__device__ inline int PairColumn(int i) { return 8 * (i / 4) + 2 * (threadIdx.x % 32 % 4); }
+
 // Columns [col0, col0 + 64) of one warpgroup's 64×N accumulators into a
 // 64×64 swizzled chunk: the box of D that a warpgroup stores at a time.
+// The warpgroup's rows start at D's row `row0`, its columns at `n0`.
 // `col0` must be a compile-time constant after unrolling, so that the
 // accumulators stay in registers.
-template <ElementType kResult, int kRegs>
-__device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int col0, char* chunk) {
-  using Rounding = common::Rounding<kResult>;
+template <typename Form, int kRegs>
+__device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int col0, char* chunk,
+                                                const EpilogueArgs& e, int64_t row0, int64_t n0) {
+  using Rounding = common::Rounding<Form::kResult>;
 #pragma unroll
   for (int i = col0 / 2; i < col0 / 2 + 32; i += 2) {
-    *reinterpret_cast<typename Rounding::Pair*>(PairInChunk(chunk, i, col0)) = Rounding::RoundPair(acc[i], acc[i + 1]);
+    if constexpr (Form::kFused) {
+      const int64_t row = row0 + PairRow(i), col = n0 + PairColumn(i);
+      *reinterpret_cast<typename Rounding::Pair*>(PairInChunk(chunk, i, col0)) =
+          FusePair<Form>(acc[i], acc[i + 1], e, row, col);
+    } else {
+      *reinterpret_cast<typename Rounding::Pair*>(PairInChunk(chunk, i, col0)) =
+          Rounding::RoundPair(acc[i], acc[i + 1]);
+    }
   }
 }
 
@@ -87,14 +108,20 @@ __device__ inline void StoreStagedChunk(char* buffer, Write write, int barrier_i
 // layout) to D at (row0, n0), one 64×64 chunk at a time through `chunk`
 // (kDChunkBytes). Small staging leaves shared memory to the pipeline. The
 // D map's box is 64×64.
-template <ElementType kResult, int kCols>
+template <typename Form, int kCols>
 __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* chunk, int barrier_id, bool leader,
-                                         const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n) {
+                                         const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n,
+                                         const EpilogueArgs& e) {
 #pragma unroll
   for (int c = 0; c < kCols / 64; ++c) {
-    StoreStagedChunk<0>(
-        chunk, [&](char* buffer) { AccumulatorColumnsToSmem<kResult>(acc, c * 64, buffer); }, barrier_id, leader, d_map, row0,
-        n0 + c * 64, n);
+    auto write = [&](char* buffer) {
+      if constexpr (Form::kFused) {
+        AccumulatorColumnsToSmem<Form>(acc, c * 64, buffer, e, row0, n0);
+      } else {  // the plain epilogue reads no C, and its code is what it was before the fused one
+        AccumulatorColumnsToSmem<Form>(acc, c * 64, buffer, {}, 0, 0);
+      }
+    };
+    StoreStagedChunk<0>(chunk, write, barrier_id, leader, d_map, row0, n0 + c * 64, n);
   }
 }
 
@@ -109,11 +136,14 @@ __device__ inline void DrainChunkStores(bool leader) {
 // tile's first wgmma, and the packed rows leave one 64×64 chunk at a time
 // between that tile's k-tiles (StoreChunk), through two staging chunks
 // used in turn.
-template <ElementType kResult, int kRegs>
-__device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&packed)[kRegs / 2]) {
+// The accumulators' rows start at D's row `row0`, their columns at `n0`.
+template <typename Form, int kRegs>
+__device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&packed)[kRegs / 2],
+                                        const EpilogueArgs& e, int64_t row0, int64_t n0) {
 #pragma unroll
   for (int i = 0; i < kRegs; i += 2) {
-    const auto h = Rounding<kResult>::RoundPair(acc[i], acc[i + 1]);
+    const int64_t row = row0 + PairRow(i), col = n0 + PairColumn(i);
+    const auto h = FusePair<Form>(acc[i], acc[i + 1], e, row, col);
     packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
   }
 }
@@ -139,13 +169,14 @@ __device__ inline void StoreChunk(const uint32_t (&packed)[kPackedRegs], int chu
 // A warpgroup's 128×128 tile (acc[2][64]) to D at (m0, n0), one 64×64 chunk
 // at a time through `chunk`; 64-row halves at or below row m are skipped
 // (the lower CTA of a cluster pair on the last tile-row has none).
-template <ElementType kResult>
+template <typename Form>
 __device__ inline void StoreTileInChunks(const float (&acc)[2][64], char* chunk, int barrier_id, bool leader,
-                                         const CUtensorMap* d_map, int64_t m0, int64_t n0, int64_t m, int64_t n) {
+                                         const CUtensorMap* d_map, int64_t m0, int64_t n0, int64_t m, int64_t n,
+                                         const EpilogueArgs& e) {
 #pragma unroll
   for (int mb = 0; mb < 2; ++mb) {
     if (m0 + 64 * mb >= m) continue;
-    StoreRowsInChunks<kResult, kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, n);
+    StoreRowsInChunks<Form, kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, n, e);
   }
 }
 

@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(128) SingleTileKernel(Problem p) {
   float acc[2][64] = {};
   IssueTileMma<KMajorTiles<Form>>(acc, a_tile, b_tile, /*accumulate=*/false);
   WaitForTileMma(acc);
-  StoreAccumulators<Form::kResult>(acc, p.d, p.m, p.n, p.ldd, 0, 0);
+  StoreAccumulators<Form>(acc, p.d, p.m, p.n, p.ldd, 0, 0, EpilogueOf(p));
 }
 
 }  // namespace

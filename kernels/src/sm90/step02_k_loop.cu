@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(128) KLoopKernel(Problem p) {
     WaitForTileMma(acc);
     __syncthreads();  // every wgmma has read the tiles before the next load overwrites them
   }
-  StoreAccumulators<Form::kResult>(acc, p.d, p.m, p.n, p.ldd, 0, 0);
+  StoreAccumulators<Form>(acc, p.d, p.m, p.n, p.ldd, 0, 0, EpilogueOf(p));
 }
 
 }  // namespace

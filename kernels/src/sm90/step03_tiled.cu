@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(128) TiledKernel(Problem p) {
     WaitForTileMma(acc);
     __syncthreads();
   }
-  StoreAccumulators<Form::kResult>(acc, p.d, p.m, p.n, p.ldd, m0, n0);
+  StoreAccumulators<Form>(acc, p.d, p.m, p.n, p.ldd, m0, n0, EpilogueOf(p));
 }
 
 }  // namespace

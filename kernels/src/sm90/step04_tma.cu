@@ -18,7 +18,8 @@ constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 template <typename Form>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
-                                                 const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k) {
+                                                 const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k,
+                                                 EpilogueArgs e) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
@@ -50,7 +51,7 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     __syncthreads();  // every warp is done with the tiles before the next TMA overwrites them
   }
 
-  AccumulatorsToSmem<Form::kResult>(acc, d_tile, 0);
+  AccumulatorsToSmem<Form>(acc, d_tile, 0, e, m0, n0);
   FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);

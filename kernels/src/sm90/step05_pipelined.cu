@@ -19,7 +19,7 @@ template <typename Form>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
                                                        const __grid_constant__ CUtensorMap d_map, int64_t n,
-                                                       int64_t k) {
+                                                       int64_t k, EpilogueArgs e) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_tile = stages;  // reused once the last MMA is done
@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     if (leader && kt + kStages < k_tiles) issue(kt + kStages);
   }
 
-  AccumulatorsToSmem<Form::kResult>(acc, d_tile, 0);
+  AccumulatorsToSmem<Form>(acc, d_tile, 0, e, m0, n0);
   FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);

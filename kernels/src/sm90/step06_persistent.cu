@@ -28,7 +28,7 @@ constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlac
 template <typename Form>
 __global__ void __launch_bounds__(128, kCtasPerSm)
     PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
+                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k, EpilogueArgs e) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_chunk = stages + kStages * kStageBytes;
@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
       int tile_m, tile_n;
       scheduler.Coordinates(tile, &tile_m, &tile_n);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      StoreTileInChunks<Form::kResult>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n);
+      StoreTileInChunks<Form>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n, e);
       kt = 0, tile += gridDim.x;
     }
   }

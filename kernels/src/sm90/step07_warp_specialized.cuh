@@ -39,7 +39,8 @@ struct WarpSpecialized {
 template <int kStages, typename Form>
 __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasPerSm)
     WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                          const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
+                          const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
+                          EpilogueArgs e) {
   using Config = WarpSpecialized<kStages>;
   constexpr int kStageBytes = Config::kStageBytes;
   extern __shared__ char smem_raw[];
@@ -87,7 +88,7 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
       int tile_m, tile_n;
       scheduler.Coordinates(blockIdx.x + tile * gridDim.x, &tile_m, &tile_n);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      StoreTileInChunks<Form::kResult>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n);
+      StoreTileInChunks<Form>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n, e);
     }
     DrainChunkStores(leader);
   }

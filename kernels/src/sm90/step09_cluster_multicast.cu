@@ -30,7 +30,8 @@ constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlac
 template <typename Form>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, kCtasPerSm)
     ClusterMulticastKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
+                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
+                           EpilogueArgs e) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_staging = stages + kStages * kStageBytes;
@@ -57,10 +58,11 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     float acc[2][64] = {};
     int it = 0;
     for (int tile = 0; tile < pair.tiles(); ++tile) {  // as step 8, releasing in both CTAs
-      MultiplyTile<Form, kStages, kStageBytes>(acc, stages, full, empty, pair.k_tiles(), it, leader, PairTiles::Release);
+      MultiplyTile<Form, kStages, kStageBytes>(acc, stages, full, empty, pair.k_tiles(), it, leader,
+                                               PairTiles::Release);
       int64_t m0, n0;
       pair.Origin(tile, &m0, &n0);
-      StoreTileInChunks<Form::kResult>(acc, d_staging, 1, leader, &d_map, m0, n0, m, n);
+      StoreTileInChunks<Form>(acc, d_staging, 1, leader, &d_map, m0, n0, m, n, e);
     }
     DrainChunkStores(leader);
   }

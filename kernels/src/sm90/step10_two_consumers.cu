@@ -75,7 +75,7 @@ struct Partials {
 template <typename Form, typename Shape, bool kSplitK>
 __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUtensorMap* b_map,
                                              const CUtensorMap* d_map, int64_t m, int64_t n, int64_t k,
-                                             Partials partials) {
+                                             Partials partials, const EpilogueArgs& e) {
   constexpr int kTileCols = Shape::kTileCols, kStageBytes = Shape::kStageBytes;
   constexpr int kDChunks = Shape::kDChunks, kStoringKTiles = Shape::kStoringKTiles;
   using PairTiles = typename Shape::template Tiles<kSplitK>;
@@ -142,8 +142,8 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
         for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
         WaitForMma<0>(acc);
         if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
-        PackAccumulators<Form::kResult>(acc, pending);
         pending_row = m0 + consumer * kConsumerRows;
+        PackAccumulators<Form>(acc, pending, e, pending_row, n0);
         pending_n0 = n0;
       }
     }
@@ -159,22 +159,24 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
 template <typename Form>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                       const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  TwoConsumers<Form, Wide, false>(&a_map, &b_map, &d_map, m, n, k, {});
+                       const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
+                       EpilogueArgs e) {
+  TwoConsumers<Form, Wide, false>(&a_map, &b_map, &d_map, m, n, k, {}, e);
 }
 
 template <typename Form>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
-  TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits});
+  TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits}, {});
 }
 
 template <typename Form>
 __global__ void __launch_bounds__(kThreads, 1)
     TwoConsumersNarrowKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                             const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k) {
-  TwoConsumers<Form, Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {});
+                             const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
+                             EpilogueArgs e) {
+  TwoConsumers<Form, Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {}, e);
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ TEST(GemmForm, LogsNameOnlyWhatDiffersFromThePlainForm) {
   EXPECT_TRUE(GemmForm{}.IsPlain());
   EXPECT_FALSE(f.IsPlain());
   EXPECT_EQ(FormError(10, GemmForm{}), "");
-  EXPECT_NE(FormError(10, f).find("this request asks for C with beta, a batch"), std::string::npos) << FormError(10, f);
+  EXPECT_NE(FormError(10, f).find("this request asks for a batch"), std::string::npos) << FormError(10, f);
   EXPECT_EQ(FormError(0, f), "") << "step 0 computes every form";
 }
 
@@ -120,11 +120,23 @@ TEST(GemmForm, LadderStepsTakeBothSixteenBitTypesAndBothLayoutsAndNothingElse) {
   GemmForm fp8;
   fp8.a = fp8.b = ElementType::kF8E4M3;
   EXPECT_NE(FormError(10, fp8).find("fp8_e4m3 x fp8_e4m3 operands"), std::string::npos) << FormError(10, fp8);
-  GemmForm scaled;
-  scaled.a = scaled.b = ElementType::kBF16;
+  GemmForm scaled;  // x @ W·2 - C, C in D's type
+  scaled.a = scaled.b = scaled.d = scaled.c = ElementType::kBF16;
+  scaled.b_layout = Layout::kMnContiguous;
   scaled.alpha = 2;
+  scaled.has_c = true;
+  scaled.beta = -1;
+  EXPECT_TRUE(IsLadderForm(scaled));
+  EXPECT_EQ(FormError(10, scaled), "");
+  scaled.c = ElementType::kF32;
   EXPECT_FALSE(IsLadderForm(scaled));
-  EXPECT_NE(FormError(10, scaled).find("alpha"), std::string::npos);
+  EXPECT_NE(FormError(4, scaled).find("C in fp32 (D's type is bf16)"), std::string::npos) << FormError(4, scaled);
+  scaled.beta = 0;  // a C that is not read may be of any type
+  EXPECT_TRUE(IsLadderForm(scaled));
+  scaled.batch = 2;
+  EXPECT_FALSE(IsLadderForm(scaled));
+  EXPECT_NE(FormError(10, scaled).find("a batch"), std::string::npos);
+  EXPECT_TRUE(FormsOf(10).alpha_beta_c);
   EXPECT_TRUE(FormsOf(10).bf16);
   EXPECT_TRUE(FormsOf(10).mn_contiguous);
   EXPECT_FALSE(FormsOf(10).every_form);

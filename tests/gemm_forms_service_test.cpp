@@ -135,6 +135,7 @@ TEST_F(GemmFormsTest, ALadderStepRefusesWhatItLacksAndNamesStepZero) {
   req.set_b_layout(gemm::v1::LAYOUT_MN_CONTIGUOUS);
   req.set_beta(0.5);
   req.mutable_c()->mutable_random();
+  req.mutable_batch()->set_count(2);
   req.mutable_a()->mutable_random();
   req.mutable_b()->mutable_random();
   MultiplyResponse resp;
@@ -148,8 +149,11 @@ TEST_F(GemmFormsTest, ALadderStepRefusesWhatItLacksAndNamesStepZero) {
   bf16_kn.b_layout = gemm::Layout::kMnContiguous;
   EXPECT_EQ(gemm::FormError(10, bf16_kn), "") << "bf16 x @ W is the ladder's";
   bf16_kn.has_c = true;
+  bf16_kn.c = ElementType::kBF16;
   bf16_kn.beta = 0.5;
-  EXPECT_THAT(gemm::FormError(10, bf16_kn), HasSubstr("C with beta"));
+  EXPECT_EQ(gemm::FormError(10, bf16_kn), "") << "and so is x @ W + beta·C";
+  bf16_kn.batch = 2;
+  EXPECT_THAT(gemm::FormError(10, bf16_kn), HasSubstr("a batch"));
   EXPECT_THAT(gemm::FormError(10, bf16_kn), HasSubstr("step 0 computes every form"));
 }
 
@@ -169,7 +173,7 @@ TEST_F(GemmFormsTest, ListKernelsSaysWhatEachStepComputes) {
   ASSERT_EQ(ladder.d_types_size(), 2);
   EXPECT_EQ(ladder.a_layouts_size(), 2);
   EXPECT_EQ(ladder.b_layouts_size(), 2);
-  EXPECT_FALSE(ladder.alpha_beta_c());
+  EXPECT_TRUE(ladder.alpha_beta_c());
   EXPECT_FALSE(ladder.batches());
 }
 

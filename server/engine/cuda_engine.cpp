@@ -287,9 +287,10 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
   const gemm::StepInfo* info = gemm::FindStep(step);
   if (info == nullptr) return "is not a step of the ladder";
   // The forms the step takes (gemm::IsLadderForm): fp16, bf16 and bf16
-  // x @ W (B stored k x n) on every shape; the mixed type pairs and the
-  // other layouts on the ragged ones (their instantiations share all but
-  // the MMA kind and the rounding, or the tiles' loads and descriptors).
+  // x @ W (B stored k x n) on every shape; the mixed type pairs, the other
+  // layouts and the fused epilogue (x @ W·α + β·C) on the ragged ones
+  // (their instantiations share all but the MMA kind and the rounding, the
+  // tiles' loads and descriptors, or the epilogue's arithmetic).
   using gemm::ElementType;
   using gemm::Layout;
   constexpr Layout kK = Layout::kKContiguous, kMn = Layout::kMnContiguous;
@@ -297,6 +298,7 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
     ElementType operands, result;
     Layout a, b;
     bool every_shape;
+    double alpha = 1, beta = 0;
   };
   const Types types[] = {{ElementType::kF16, ElementType::kF16, kK, kK, true},
                          {ElementType::kBF16, ElementType::kBF16, kK, kK, true},
@@ -304,7 +306,8 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
                          {ElementType::kBF16, ElementType::kF16, kK, kK, false},
                          {ElementType::kF16, ElementType::kBF16, kK, kK, false},
                          {ElementType::kF16, ElementType::kF16, kMn, kK, false},
-                         {ElementType::kBF16, ElementType::kBF16, kMn, kMn, false}};
+                         {ElementType::kBF16, ElementType::kBF16, kMn, kMn, false},
+                         {ElementType::kBF16, ElementType::kBF16, kK, kMn, false, 0.5, -1.0}};
   for (const Types& t : types) {
     for (const Shape& s : self_test) {
       if (!gemm::ShapeError(*info, s.m, s.n, s.k).empty()) continue;
@@ -318,6 +321,11 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
       job.form.d = t.result;
       job.form.a_layout = t.a;
       job.form.b_layout = t.b;
+      job.form.alpha = t.alpha;
+      job.form.beta = t.beta;
+      job.form.has_c = t.beta != 0;
+      job.form.c = t.result;
+      job.c.seed = 3000 + step;
       job.form.StackDensely(s.m, s.n, s.k);
       job.a.seed = 1000 + step;
       job.b.seed = 2000 + step;

@@ -1,8 +1,8 @@
 // Every form beyond gemmd's original fp16 A·Bᵀ (gemm/form.h): on step 0,
 // bf16, fp32 and fp8 operands, either storage of each, alpha·AB + beta·C
 // and batches, as one cuBLASLt matmul (gemm/vendor_forms.h); on a ladder
-// step, the bf16 and MN-contiguous forms its kernels take
-// (gemm::IsLadderForm). Verified
+// step, the forms its kernels take (gemm::IsLadderForm: bf16,
+// MN-contiguous operands, α and β·C). Verified
 // against an fp64 SIMT GEMM (gemm/form_ops.h), which shares nothing with
 // either. The operands are dense on the device, come up through the
 // lane's staging on the compute stream (stored ones stay in the device's
@@ -51,6 +51,11 @@ gemm::Problem LadderProblem(const gemm::FormProblem& p) {
   q.result = p.form.d;
   q.a_layout = p.form.a_layout;
   q.b_layout = p.form.b_layout;
+  q.alpha = static_cast<float>(p.form.alpha);
+  if (p.form.ReadsC()) {  // C dense, of D's type (gemm::IsLadderForm)
+    q.beta = static_cast<float>(p.form.beta);
+    q.c = static_cast<const __half*>(p.c);
+  }
   return q;
 }
 

@@ -81,10 +81,11 @@ TEST(FormsGpu, ThePlansPicksComputeEveryCaseToo) {
 
 // The ladder's steps through the engine on the forms they take beyond
 // fp16 (gemm::IsLadderForm): bf16 operands with a bf16 or fp16 D, fp16
-// operands with a bf16 D, and operands stored MN-contiguous (x @ W among
-// them). Each verified by the engine, fully and fast, and D checked here
-// against an fp64 product; a shape each step takes, ragged.
-TEST(FormsGpu, LadderStepsComputeTheBf16AndMnContiguousFormsThroughTheEngine) {
+// operands with a bf16 D, operands stored MN-contiguous, α and β·C (the
+// issue's bf16 x @ W + β·C among them). Each verified by the engine, fully
+// and fast, and D checked here against an fp64 product; a shape each step
+// takes, ragged.
+TEST(FormsGpu, LadderStepsComputeTheirFormsThroughTheEngine) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();
   const ElementType kF16 = ElementType::kF16, kBF16 = ElementType::kBF16;
@@ -92,9 +93,11 @@ TEST(FormsGpu, LadderStepsComputeTheBf16AndMnContiguousFormsThroughTheEngine) {
   struct LadderForm {
     ElementType in, out;
     Layout a, b;
+    double alpha = 1, beta = 0;
   };
   const LadderForm forms[] = {{kBF16, kBF16, kK, kK},  {kBF16, kF16, kK, kK},  {kF16, kBF16, kK, kK},
-                              {kBF16, kBF16, kK, kMn}, {kF16, kF16, kMn, kK}, {kBF16, kF16, kMn, kMn}};
+                              {kBF16, kBF16, kK, kMn}, {kF16, kF16, kMn, kK}, {kBF16, kF16, kMn, kMn},
+                              {kBF16, kBF16, kK, kMn, 1.0, 0.5}, {kF16, kF16, kK, kK, -2.0, 1.0}};
   uint32_t seed = 300;
   int ran = 0;
   for (int step = 1; step <= gemm::kLastStep; ++step) {
@@ -107,6 +110,10 @@ TEST(FormsGpu, LadderStepsComputeTheBf16AndMnContiguousFormsThroughTheEngine) {
         f.d = form.out;
         f.a_layout = form.a;
         f.b_layout = form.b;
+        f.alpha = form.alpha;
+        f.beta = form.beta;
+        f.has_c = form.beta != 0;
+        f.c = f.d;
         f.StackDensely(shape.m, shape.n, shape.k);
         SCOPED_TRACE("step " + std::to_string(step) + " " + gemm::FormSummary(f) + (fast ? " fast" : ""));
         ASSERT_EQ(gemm::FormError(step, f), "");
@@ -122,7 +129,7 @@ TEST(FormsGpu, LadderStepsComputeTheBf16AndMnContiguousFormsThroughTheEngine) {
       }
     }
   }
-  EXPECT_EQ(ran, 10 * 6 * 2) << "every step runs on this GPU";
+  EXPECT_EQ(ran, 10 * 8 * 2) << "every step runs on this GPU";
 }
 
 TEST(FormsGpu, Fp8OutsideCublasLtsFormIsRefusedWithWhatItNeeds) {

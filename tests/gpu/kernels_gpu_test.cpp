@@ -636,9 +636,11 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, StepCorrectnessTest, ::testing::ValuesIn(AllS
                                   std::to_string(p.n) + "x" + std::to_string(p.k);
                          });
 
-// bf16 and MN-contiguous operands: every step with bf16 A and B and a bf16
-// or fp16 D, and with fp16 A and B and a bf16 D; fp16 and bf16 with A
-// stored k×m, B stored k×n, or both. Fresh random inputs, D poisoned. Each D,
+// bf16, MN-contiguous operands and the fused epilogue: every step with
+// bf16 A and B and a bf16 or fp16 D, and with fp16 A and B and a bf16 D;
+// fp16 and bf16 with A stored k×m, B stored k×n, or both; α alone,
+// α·AB + β·C, and β·C with C being D itself. Fresh random inputs, D
+// poisoned (or holding C, in place). Each D,
 // the step's and (where A, B and D share a type, which cublasGemmEx
 // needs) cuBLAS's on the same problem, is held to the form's bound
 // (gemm/form.h) against an fp64 product on the GPU, which shares nothing
@@ -649,6 +651,8 @@ struct TypedStepShape {
   gemm::ElementType operands, result;
   gemm::Layout a_layout, b_layout;
   int64_t m, n, k;
+  float alpha = 1, beta = 0;
+  bool c_is_d = false;  // C read from D's own memory (in place)
 };
 
 std::vector<TypedStepShape> AllTypedStepShapes() {
@@ -661,20 +665,25 @@ std::vector<TypedStepShape> AllTypedStepShapes() {
   struct Form {
     gemm::ElementType in, out;
     gemm::Layout a, b;
+    float alpha = 1, beta = 0;
+    bool c_is_d = false;
   };
   const std::vector<Form> forms = {{kBF16, kBF16, kK, kK}, {kBF16, kF16, kK, kK},  {kF16, kBF16, kK, kK},
                                    {kF16, kF16, kK, kMn},  {kBF16, kBF16, kK, kMn}, {kF16, kF16, kMn, kK},
-                                   {kBF16, kBF16, kMn, kK}, {kF16, kF16, kMn, kMn}, {kBF16, kBF16, kMn, kMn}};
+                                   {kBF16, kBF16, kMn, kK}, {kF16, kF16, kMn, kMn}, {kBF16, kBF16, kMn, kMn},
+                                   {kF16, kF16, kK, kK, 2.0f},                     // alpha alone
+                                   {kBF16, kBF16, kK, kMn, 0.75f, -1.5f},          // x @ W·0.75 - 1.5·C
+                                   {kF16, kF16, kMn, kK, 1.0f, 1.0f, true}};      // D += A·B, in place
   std::vector<TypedStepShape> out;
   for (const auto& info : gemm::AllSteps()) {
     if (info.step == gemm::kVendorStep) continue;  // the reference beside every step
     for (const Form& f : forms) {
       for (const auto& s : shapes) {
-        if (f.a == kMn || f.b == kMn) {  // the layouts on fewer shapes: no 4096^3, one long K
+        if (f.a == kMn || f.b == kMn || f.alpha != 1) {  // fewer shapes: no 4096^3, one long K
           if (s[0] == 4096 || s[2] == 20000) continue;
         }
         if (gemm::ShapeError(info, s[0], s[1], s[2]).empty()) {
-          out.push_back({info.step, f.in, f.out, f.a, f.b, s[0], s[1], s[2]});
+          out.push_back({info.step, f.in, f.out, f.a, f.b, s[0], s[1], s[2], f.alpha, f.beta, f.c_is_d});
         }
       }
     }
@@ -693,33 +702,47 @@ TEST_P(TypedStepTest, MatchesAnFp64ProductAsCublasDoes) {
   form.form.d = p.result;
   form.form.a_layout = p.a_layout;
   form.form.b_layout = p.b_layout;
+  form.form.alpha = p.alpha;
+  form.form.beta = p.beta;
+  form.form.has_c = p.beta != 0;
+  form.form.c = p.result;
   const uint64_t a_n = p.m * p.k, b_n = p.n * p.k, d_n = p.m * p.n;
-  void *a, *b, *d;
+  void *a, *b, *d, *c;
   double* ref;
   float* bound;
   ASSERT_CUDA(cudaMalloc(&a, a_n * 2));
   ASSERT_CUDA(cudaMalloc(&b, b_n * 2));
   ASSERT_CUDA(cudaMalloc(&d, d_n * 2));
+  ASSERT_CUDA(cudaMalloc(&c, d_n * 2));
   ASSERT_CUDA(cudaMalloc(&ref, d_n * sizeof(double)));
   ASSERT_CUDA(cudaMalloc(&bound, 3 * sizeof(float)));
   const uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed() * 7919ull + p.m * 31 + p.k;
   ASSERT_CUDA(gemm::FillRandom(a, p.operands, a_n, seed, gemm::OperandId::kA, stream_));
   ASSERT_CUDA(gemm::FillRandom(b, p.operands, b_n, seed, gemm::OperandId::kB, stream_));
-  form.a = a, form.b = b, form.d = d;
+  ASSERT_CUDA(gemm::FillRandom(c, p.result, d_n, seed, gemm::OperandId::kC, stream_));
+  form.a = a, form.b = b, form.c = c, form.d = d;
   ASSERT_CUDA(gemm::ReferenceFormGemm(form, ref, stream_));
   ASSERT_CUDA(gemm::FormBoundInputs(form, bound, stream_));
   const gemm::FormTolerance tolerance = gemm::ToleranceOf(form.form);
-  const gemm::FormBoundTerms terms{bound, gemm::ProductTermPerNorms(tolerance, p.k, 1.0), 0.0};
+  const gemm::FormBoundTerms terms{bound, gemm::ProductTermPerNorms(tolerance, p.k, form.form.ProductScale()),
+                                   gemm::CTermPerValue(form.form.ReadsC(), form.form.beta)};
   gemm::Problem problem{p.m, p.n, p.k, static_cast<const __half*>(a), static_cast<const __half*>(b),
                         static_cast<__half*>(d)};
   problem.operands = p.operands;
   problem.result = p.result;
   problem.a_layout = p.a_layout;
   problem.b_layout = p.b_layout;
+  problem.alpha = p.alpha;
+  problem.beta = p.beta;
+  problem.c = static_cast<const __half*>(p.c_is_d ? d : c);
   std::vector<int> runs = {p.step, p.step};  // twice: a stale-state bug shows on the second
   if (p.operands == p.result) runs.insert(runs.begin(), gemm::kVendorStep);
   for (int step : runs) {
-    ASSERT_CUDA(gemm::Poison(static_cast<__half*>(d), d_n, stream_));
+    if (p.c_is_d) {
+      ASSERT_CUDA(cudaMemcpyAsync(d, c, d_n * 2, cudaMemcpyDeviceToDevice, stream_));
+    } else {
+      ASSERT_CUDA(gemm::Poison(static_cast<__half*>(d), d_n, stream_));
+    }
     ASSERT_EQ(gemm::Launch(step, problem, ctx_, stream_), "");
     ASSERT_CUDA(gemm::CompareForm(d, p.result, ref, d_n, tolerance.rtol, tolerance.atol, terms, cmp_, stream_));
     gemm::CompareResult r{};
@@ -728,7 +751,7 @@ TEST_P(TypedStepTest, MatchesAnFp64ProductAsCublasDoes) {
     EXPECT_EQ(r.mismatches, 0u) << "step " << step << ": " << r.non_finite << " unwritten/non-finite, max err "
                                 << r.max_abs_error;
   }
-  for (void* x : {a, b, d}) cudaFree(x);
+  for (void* x : {a, b, c, d}) cudaFree(x);
   cudaFree(ref);
   cudaFree(bound);
 }
@@ -736,8 +759,12 @@ TEST_P(TypedStepTest, MatchesAnFp64ProductAsCublasDoes) {
 INSTANTIATE_TEST_SUITE_P(AllSteps, TypedStepTest, ::testing::ValuesIn(AllTypedStepShapes()), [](const auto& info) {
   const auto& p = info.param;
   const auto layout = [](gemm::Layout l) { return l == gemm::Layout::kKContiguous ? "K" : "MN"; };
+  const std::string epilogue = p.alpha == 1 && p.beta == 0 ? ""
+                               : p.c_is_d                   ? "_plus_c_in_place"
+                               : p.beta != 0                ? "_alpha_beta_c"
+                                                            : "_alpha";
   return "step" + std::to_string(p.step) + "_" + gemm::ElementName(p.operands) + "_to_" +
-         gemm::ElementName(p.result) + "_a" + layout(p.a_layout) + "_b" + layout(p.b_layout) + "_" +
+         gemm::ElementName(p.result) + "_a" + layout(p.a_layout) + "_b" + layout(p.b_layout) + epilogue + "_" +
          std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k);
 });
 

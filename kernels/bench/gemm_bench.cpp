@@ -13,7 +13,9 @@
 // (shape_sweep.h) and reports, per class and overall, each step's median,
 // 10th percentile and share >= 1 of its ratio to cuBLAS. --dtype bf16 runs
 // A, B and D in bf16 (cuBLAS too); --a-layout mn stores A k×m and
-// --b-layout mn B k×n (x @ W's W), cuBLAS reading them the same way. Those
+// --b-layout mn B k×n (x @ W's W), cuBLAS reading them the same way;
+// --beta B adds B·C (C random, of D's type; timed with C being D, in
+// place) in the steps' epilogue and cuBLAS's. Those
 // check each D against an fp64 product under the form's bound
 // (gemm/form.h; pitched operands through dense copies for the reference)
 // and have no autotuned column (its candidates are fp16's with K
@@ -77,6 +79,7 @@ struct Options {
   bool diagnose = false;  // the pattern diagnostics (diagnose_run.h) instead of timing
   gemm::ElementType dtype = gemm::ElementType::kF16;  // A, B and D
   gemm::Layout a_layout = gemm::Layout::kKContiguous, b_layout = gemm::Layout::kKContiguous;
+  float beta = 0;  // D = A·B + beta·C
   std::string csv, md;
 };
 
@@ -100,7 +103,7 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: gemm-bench [--shapes MxNxK,... | --sweep N [--seed S]] [--layout dense|pitched] "
-               "[--steps 1,2,...] [--dtype fp16|bf16] [--a-layout k|mn] [--b-layout k|mn] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] "
+               "[--steps 1,2,...] [--dtype fp16|bf16] [--a-layout k|mn] [--b-layout k|mn] [--beta B] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] "
                "[--md FILE]\n"
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
                "error against the exact product, beside cuBLAS's\n"
@@ -148,6 +151,8 @@ Options Parse(int argc, char** argv) {
       const std::string dtype = value();
       if (dtype != "fp16" && dtype != "bf16") Usage("--dtype is fp16 or bf16");
       o.dtype = dtype == "bf16" ? gemm::ElementType::kBF16 : gemm::ElementType::kF16;
+    } else if (a == "--beta") {
+      o.beta = std::strtof(value().c_str(), nullptr);
     } else if (a == "--a-layout" || a == "--b-layout") {
       const std::string layout = value();
       if (layout != "k" && layout != "mn") Usage((a + " is k (K contiguous) or mn (stored k x m or k x n)").c_str());
@@ -176,7 +181,7 @@ Options Parse(int argc, char** argv) {
     for (const auto& s : gemm::bench::SweepShapes(o.sweep, o.seed)) o.shapes.push_back({s.m, s.n, s.k, s.shape_class});
   }
   if (o.dtype != gemm::ElementType::kF16 || o.a_layout != gemm::Layout::kKContiguous ||
-      o.b_layout != gemm::Layout::kKContiguous) {
+      o.b_layout != gemm::Layout::kKContiguous || o.beta != 0) {
     o.autotune = false;
   }
   if (o.warmup < 0) o.warmup = o.sweep > 0 ? 2 : 5;
@@ -273,7 +278,7 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
     const uint64_t seed = static_cast<uint64_t>(now) * 1000 + rows.size();  // fresh every run and shape
     // The plain fp16 GEMM checks against cuBLAS; every other form against fp64.
-    const bool fp16 = opt.dtype == gemm::ElementType::kF16 && a_k && b_k;
+    const bool fp16 = opt.dtype == gemm::ElementType::kF16 && a_k && b_k && opt.beta == 0;
     if (fp16) {
       CHECK_CUDA(gemm::FillRandom(a, s.m, s.k, lda, seed, gemm::OperandId::kA, stream));
       CHECK_CUDA(gemm::FillRandom(b, s.n, s.k, ldb, seed, gemm::OperandId::kB, stream));
@@ -288,7 +293,17 @@ int main(int argc, char** argv) {
     exact.form.a = exact.form.b = exact.form.d = opt.dtype;
     exact.form.a_layout = opt.a_layout;
     exact.form.b_layout = opt.b_layout;
+    exact.form.has_c = opt.beta != 0;
+    exact.form.beta = opt.beta;
+    exact.form.c = opt.dtype;
     exact.a = a, exact.b = b;
+    // C, dense m x n of D's type, where beta is not 0.
+    __half* c = nullptr;
+    if (opt.beta != 0) {
+      CHECK_CUDA(cudaMalloc(&c, s.m * s.n * 2));
+      CHECK_CUDA(gemm::FillRandom(c, opt.dtype, s.m * s.n, seed, gemm::OperandId::kC, stream));
+      exact.c = c;
+    }
     double* exact_d = nullptr;
     float* bound = nullptr;
     // The fp64 product reads dense operands and compares a dense D: pitched
@@ -322,7 +337,9 @@ int main(int argc, char** argv) {
         dense = d_dense;
       }
       return gemm::CompareForm(dense, opt.dtype, exact_d, s.m * s.n, tolerance.rtol, tolerance.atol,
-                               {bound, gemm::ProductTermPerNorms(tolerance, s.k, 1.0), 0.0}, cmp, stream);
+                               {bound, gemm::ProductTermPerNorms(tolerance, s.k, 1.0),
+                                gemm::CTermPerValue(exact.form.ReadsC(), opt.beta)},
+                               cmp, stream);
     };
     // Poisoned like every D: an element the reference leaves unwritten is a
     // NaN that fails every comparison, not stale memory (which is also what
@@ -333,6 +350,9 @@ int main(int argc, char** argv) {
     p.operands = p.result = opt.dtype;
     p.a_layout = opt.a_layout;
     p.b_layout = opt.b_layout;
+    p.beta = opt.beta;
+    p.c = c;
+    p.ldc = s.n;
     if (auto err = gemm::Launch(0, p, ctx, stream); !err.empty()) {
       std::fprintf(stderr, "cuBLAS reference failed: %s\n", err.c_str());
       return 1;
@@ -375,6 +395,9 @@ int main(int argc, char** argv) {
         q.operands = q.result = opt.dtype;
         q.a_layout = opt.a_layout;
         q.b_layout = opt.b_layout;
+        q.beta = opt.beta;
+        q.c = c;
+        q.ldc = s.n;
         if (auto err = launch(st, q); !err.empty()) {
           r.status = "FAIL: " + err;
         } else {
@@ -402,6 +425,11 @@ int main(int argc, char** argv) {
         q.operands = q.result = opt.dtype;
         q.a_layout = opt.a_layout;
         q.b_layout = opt.b_layout;
+        // Timed in place, C being D (D += A·B): cuBLAS reads C from D's own
+        // memory, and a C elsewhere would time its copy there too.
+        q.beta = opt.beta;
+        q.c = d;
+        q.ldc = ldd;
         CHECK_CUDA(l2_flush.Run(stream));
         CHECK_CUDA(cudaEventRecord(start, stream));
         launch(shape_rows[i].step, q);
@@ -431,7 +459,7 @@ int main(int argc, char** argv) {
     }
     rows.insert(rows.end(), shape_rows.begin(), shape_rows.end());
     for (__half* buf : {a, b, d, ref}) cudaFree(buf);
-    for (void* buf : {a_dense, b_dense, d_dense}) cudaFree(buf);
+    for (void* buf : {a_dense, b_dense, d_dense, static_cast<void*>(c)}) cudaFree(buf);
     cudaFree(exact_d);
     cudaFree(bound);
     if (opt.sweep > 0) {
@@ -445,7 +473,8 @@ int main(int argc, char** argv) {
   md << "GPU: " << prop.name << ", " << date << ", median of " << opt.iters << " runs after " << opt.warmup
      << " warm-ups, fresh random inputs, L2 flushed before every run, " << layout << " "
      << gemm::ElementName(opt.dtype) << " operands and D, A " << gemm::LayoutName(opt.a_layout) << ", B "
-     << gemm::LayoutName(opt.b_layout) << "\n\n";
+     << gemm::LayoutName(opt.b_layout) << (opt.beta != 0 ? ", plus beta·C, beta " + std::to_string(opt.beta) : "")
+     << "\n\n";
   if (opt.sweep > 0) {
     md << "Sweep: " << opt.sweep << " shapes from seed " << opt.seed << "; ratio = cuBLAS time / step time\n\n"
        << SweepSummary(rows, opt.steps) << "\n";
@@ -474,13 +503,13 @@ int main(int argc, char** argv) {
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
     f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status,class,layout,"
-         "ratio_to_autotuned,dtype,a_layout,b_layout\n";
+         "ratio_to_autotuned,dtype,a_layout,b_layout,beta\n";
     for (const Row& r : rows) {
       f << '"' << prop.name << "\"," << date << ',' << r.step << ',' << NameOf(r.step) << ',' << r.shape.m << ','
         << r.shape.n << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio
         << ",\"" << r.status << "\"," << r.shape.shape_class << ',' << layout << ',' << r.ratio_to_autotuned << ','
         << gemm::ElementName(opt.dtype) << ',' << gemm::LayoutName(opt.a_layout) << ','
-        << gemm::LayoutName(opt.b_layout) << "\n";
+        << gemm::LayoutName(opt.b_layout) << ',' << opt.beta << "\n";
     }
   }
   bool failed = false;

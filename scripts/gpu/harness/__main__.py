@@ -49,7 +49,8 @@ def gpu_facts(lab):
 def pack_logs(out):
     """Everything but the summary and the benchmark tables into logs.tar.gz."""
     loose = [p for p in out.iterdir() if p.is_file() and p.name != "logs.tar.gz"
-             and not (p.name in KEPT or (p.name.startswith(("sweep_", "bench_bf16")) and p.suffix in (".csv", ".md")))]
+             and not (p.name in KEPT or (p.name.startswith("sweep_") and p.suffix in (".csv", ".md"))
+                      or (p.name.startswith("bench_bf16") and p.suffix == ".csv"))]
     with tarfile.open(out / "logs.tar.gz", "w:gz") as tar:
         for p in sorted(loose):
             tar.add(p, arcname=p.name)

@@ -82,16 +82,18 @@ def bench(lab):
 def bf16(lab):
     """The ladder in bf16 (A, B and D) against cuBLAS in bf16, one process per
     layout pair (A, B: k for K-contiguous, mn for stored k x m or k x n; k,mn
-    is x @ W), each D checked against an fp64 product, then timed as the
-    fp16 bench. The pairs other than k,k run at BF16_LAYOUT_SHAPES."""
+    is x @ W), and with beta·C where a third field gives beta, each D checked
+    against an fp64 product, then timed as the fp16 bench. The pairs other
+    than k,k run at BF16_LAYOUT_SHAPES."""
     shapes = os.environ.get("BENCH_SHAPES",
                             "2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024")
-    for pair in os.environ.get("BF16_LAYOUTS", "k,k k,mn mn,k mn,mn").split():
-        a_layout, b_layout = pair.split(",")
-        name = "bench_bf16" if pair == "k,k" else f"bench_bf16_a{a_layout}_b{b_layout}"
+    for pair in os.environ.get("BF16_LAYOUTS", "k,k k,mn mn,k mn,mn k,k,1 k,mn,1").split():
+        a_layout, b_layout, beta = (pair.split(",") + ["0"])[:3]
+        name = "bench_bf16" if pair == "k,k" else f"bench_bf16_a{a_layout}_b{b_layout}" + (
+            f"_beta{beta}" if beta != "0" else "")
         pair_shapes = shapes if pair == "k,k" else os.environ.get("BF16_LAYOUT_SHAPES", "4096x4096x4096,8192x8192x8192")
         rc, _ = lab.run(["gemm-bench", "--dtype", "bf16", "--a-layout", a_layout, "--b-layout", b_layout,
-                         "--shapes", pair_shapes, "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS),
+                         "--beta", beta, "--shapes", pair_shapes, "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS),
                          "--iters", os.environ.get("BENCH_ITERS", "30"), "--csv", lab.out / f"{name}.csv",
                          "--md", lab.out / f"{name}.md"], out=f"{name}.log", timeout=400)
         try:
@@ -99,8 +101,9 @@ def bf16(lab):
         except OSError:
             rows = []
         failed = [f'{r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}' for r in rows if "FAIL" in r["status"]]
-        lab.note(f"gemm-bench --dtype bf16 A {a_layout} B {b_layout} rc={rc}, failed checks: {failed or 'none'}")
-        lab.note(*[f'bf16 A {a_layout} B {b_layout} {r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}: '
+        lab.note(f"gemm-bench --dtype bf16 A {a_layout} B {b_layout} beta {beta} rc={rc}, failed checks: "
+                 f"{failed or 'none'}")
+        lab.note(*[f'bf16 A {a_layout} B {b_layout} beta {beta} {r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}: '
                    f'{float(r["tflops"]):.1f} TFLOPS, {float(r["ratio_to_cublas"]):.3f} of cuBLAS'
                    for r in rows if r["step"] in ("0", "8", "9", "10")])
 

@@ -66,11 +66,13 @@ PURPOSES = {
     "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",
     "service_run2": "the same on a second host",
     "service_two_gpus": "the GPU harness's service part on two GPUs",
-    "bf16_ladder": "the GPU harness's tests, sass, bench and bf16 parts: every step on bf16, mixed fp16/bf16 and "
-                   "MN-contiguous problems against an fp64 product, and gemm-bench --dtype bf16 against cuBLAS in "
-                   "bf16 (an fp16 ladder of the same build in the summary)",
+    "bf16_ladder": "the GPU harness's tests, bench, bf16 and sass parts: every step on bf16, mixed fp16/bf16, "
+                   "MN-contiguous and fused-epilogue problems against an fp64 product, gemm-bench --dtype bf16 "
+                   "against cuBLAS in bf16, and the fp16 ladder of the same call (in the summary)",
     "bf16_layouts": "the GPU harness's bf16 part: gemm-bench --dtype bf16 with A, B or both stored MN-contiguous "
                     "(B k x n is x @ W), cuBLAS in the same layout, the same call as the bf16 ladder",
+    "bf16_epilogue": "the GPU harness's bf16 part: gemm-bench --dtype bf16 --beta 1, D += A·B in place (C being "
+                     "D, as cuBLAS reads it), A and B K-contiguous and x @ W, the same call as the bf16 ladder",
     "two_gpu_scaling": "the GPU harness's verify part on one GPU of a two-GPU host, then on both: delivered TFLOPS "
                        "unverified, full, fast and by stored handles, 8 in flight",
 }
@@ -151,7 +153,7 @@ def index():
             path = os.path.join(RESULTS, f)
             if f.endswith(".csv") and purpose in ("ladder", "bf16_ladder"):
                 out += ladder_lines(path)
-            elif f.endswith(".csv") and purpose == "bf16_layouts":
+            elif f.endswith(".csv") and purpose in ("bf16_layouts", "bf16_epilogue"):
                 out += layout_lines(path)
             elif f.endswith(".csv") and purpose.startswith("sweep"):
                 out += sweep_lines(path)

@@ -346,14 +346,18 @@ int main(int argc, char** argv) {
     // compute-sanitizer's initcheck saw read at 256^3, 65,536 reads per
     // comparison: cuBLAS's store there is one initcheck does not track).
     CHECK_CUDA(gemm::Poison(ref, d_elems, stream));
-    gemm::Problem p{s.m, s.n, s.k, a, b, ref, lda, ldb, ldd};
-    p.operands = p.result = opt.dtype;
-    p.a_layout = opt.a_layout;
-    p.b_layout = opt.b_layout;
-    p.beta = opt.beta;
-    p.c = c;
-    p.ldc = s.n;
-    if (auto err = gemm::Launch(0, p, ctx, stream); !err.empty()) {
+    // The shape's problem into `out`, C read from `c_from` at pitch `ldc`.
+    const auto problem = [&](__half* out, const __half* c_from, int64_t ldc) {
+      gemm::Problem q{s.m, s.n, s.k, a, b, out, lda, ldb, ldd, opt.pitched && out == d};
+      q.operands = q.result = opt.dtype;
+      q.a_layout = opt.a_layout;
+      q.b_layout = opt.b_layout;
+      q.beta = opt.beta;
+      q.c = c_from;
+      q.ldc = ldc;
+      return q;
+    };
+    if (auto err = gemm::Launch(0, problem(ref, c, s.n), ctx, stream); !err.empty()) {
       std::fprintf(stderr, "cuBLAS reference failed: %s\n", err.c_str());
       return 1;
     }
@@ -391,14 +395,7 @@ int main(int argc, char** argv) {
         r.status = "skipped: shape";
       } else {
         CHECK_CUDA(gemm::Poison(d, d_elems, stream));
-        gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
-        q.operands = q.result = opt.dtype;
-        q.a_layout = opt.a_layout;
-        q.b_layout = opt.b_layout;
-        q.beta = opt.beta;
-        q.c = c;
-        q.ldc = s.n;
-        if (auto err = launch(st, q); !err.empty()) {
+        if (auto err = launch(st, problem(d, c, s.n)); !err.empty()) {
           r.status = "FAIL: " + err;
         } else {
           CHECK_CUDA(compare(d));
@@ -421,15 +418,9 @@ int main(int argc, char** argv) {
     for (int it = -opt.warmup; it < opt.iters; ++it) {
       for (size_t i = 0; i < shape_rows.size(); ++i) {
         if (!shape_rows[i].ran) continue;
-        gemm::Problem q{s.m, s.n, s.k, a, b, d, lda, ldb, ldd, opt.pitched};
-        q.operands = q.result = opt.dtype;
-        q.a_layout = opt.a_layout;
-        q.b_layout = opt.b_layout;
         // Timed in place, C being D (D += A·B): cuBLAS reads C from D's own
         // memory, and a C elsewhere would time its copy there too.
-        q.beta = opt.beta;
-        q.c = d;
-        q.ldc = ldd;
+        const gemm::Problem q = problem(d, d, ldd);
         CHECK_CUDA(l2_flush.Run(stream));
         CHECK_CUDA(cudaEventRecord(start, stream));
         launch(shape_rows[i].step, q);

@@ -267,8 +267,8 @@ int main(int argc, char** argv) {
     const bool a_k = opt.a_layout == gemm::Layout::kKContiguous, b_k = opt.b_layout == gemm::Layout::kKContiguous;
     // Each operand's storage: rows x cols at its pitch (a row of the storage
     // is K long, or M or N long for an MN-contiguous operand).
-    const int64_t a_rows = a_k ? s.m : s.k, a_cols = a_k ? s.k : s.m;
-    const int64_t b_rows = b_k ? s.n : s.k, b_cols = b_k ? s.k : s.n;
+    const auto [a_rows, a_cols] = gemm::StoredShapeOf(opt.a_layout, s.m, s.k);
+    const auto [b_rows, b_cols] = gemm::StoredShapeOf(opt.b_layout, s.n, s.k);
     const int64_t lda = opt.pitched ? gemm::SixteenBytePitch(a_cols) : a_cols;
     const int64_t ldb = opt.pitched ? gemm::SixteenBytePitch(b_cols) : b_cols;
     const int64_t ldd = opt.pitched ? gemm::SixteenBytePitch(s.n) : s.n;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/split_k.h"
+#include "common/step_form.h"
 #include "cublas_api.h"
 #include "gemm/vendor_forms.h"
 #include "gemm/vendor_plan.h"
@@ -65,10 +66,11 @@ std::string PrepareCublas(const Problem& p, const DeviceContext& ctx, cudaStream
 
 cudaDataType_t CudaType(ElementType t) { return t == ElementType::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
 
-// The vendor plan's picks are for fp16 with K contiguous in both operands.
-bool IsFp16Problem(const Problem& p) {
+// The vendor plan's picks are for the plain GEMM: fp16, K contiguous in
+// both operands, D = A·Bᵀ alone.
+bool PlanCovers(const Problem& p) {
   return p.operands == ElementType::kF16 && p.result == ElementType::kF16 && p.a_layout == Layout::kKContiguous &&
-         p.b_layout == Layout::kKContiguous;
+         p.b_layout == Layout::kKContiguous && !common::IsFused(p);
 }
 
 // As column-major cuBLAS sees row-major storage: B n×k is k×n, read
@@ -83,9 +85,7 @@ std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_
   }
   int k_used = 0;
   if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
-  const bool fused = p.alpha != 1.0f || p.beta != 0.0f;
-  if (ctx.vendor_plan != nullptr && IsFp16Problem(p) && !fused &&
-      detail::LaunchPlanned(*ctx.vendor_plan, p, k_used, ctx, stream)) {
+  if (ctx.vendor_plan != nullptr && PlanCovers(p) && detail::LaunchPlanned(*ctx.vendor_plan, p, k_used, ctx, stream)) {
     return "";
   }
   // cuBLAS reads C from D's own memory: a C elsewhere is copied there first.
@@ -128,13 +128,12 @@ std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a,
   Problem p = first;
   if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd, p.a_layout, p.b_layout);
       !err.empty()) return err;
-  const int64_t a_rows = p.a_layout == Layout::kKContiguous ? p.m : p.k;
-  const int64_t b_rows = p.b_layout == Layout::kKContiguous ? p.n : p.k;
+  const int64_t a_rows = StoredShapeOf(p.a_layout, p.m, p.k).rows, b_rows = StoredShapeOf(p.b_layout, p.n, p.k).rows;
   if (stride_a < a_rows * p.lda || stride_b < b_rows * p.ldb || stride_d < p.m * p.ldd) {
     return "batch strides must keep the problems apart (at least the rows of A, B and D times their leading "
            "dimensions)";
   }
-  if (p.alpha != 1.0f || p.beta != 0.0f) return "a batch of Problems takes no alpha, beta or C";
+  if (common::IsFused(p)) return "a batch of Problems takes no alpha, beta or C";
   int k_used = 0;
   if (auto err = PrepareCublas(p, ctx, stream, &k_used); !err.empty()) return err;
   const float alpha = 1.0f, beta = 0.0f;
@@ -244,7 +243,9 @@ std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, c
   if (p.beta != 0.0f) {
     if (p.c == nullptr) return "beta is not 0 but there is no C";
     if (p.ldc == 0) p.ldc = p.n;
-    if (p.ldc < p.n) return "ldc = " + std::to_string(p.ldc) + " is less than the row length n = " + std::to_string(p.n);
+    if (p.ldc < p.n) {
+      return "ldc = " + std::to_string(p.ldc) + " is less than the row length n = " + std::to_string(p.n);
+    }
   }
   if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd, p.a_layout, p.b_layout);
       !err.empty()) return err;

@@ -100,7 +100,9 @@ std::string FormError(int step, const GemmForm& f) {
   if (!takes.mn_contiguous && f.b_layout != Layout::kKContiguous) add("B stored k x n");
   if (!takes.alpha_beta_c && (f.has_c || f.beta != 0)) add("C with beta");
   if (!takes.alpha_beta_c && f.alpha != 1) add("alpha");
-  if (f.ReadsC() && f.c != f.d) add(std::string("C in ") + ElementName(f.c) + " (D's type is " + ElementName(f.d) + ")");
+  if (f.ReadsC() && f.c != f.d) {
+    add(std::string("C in ") + ElementName(f.c) + " (D's type is " + ElementName(f.d) + ")");
+  }
   if (f.batch != 1) add("a batch");
   return "computes D = alpha·op(A)·op(B) + beta·C only (fp16 or bf16 operands of one type, each stored either way, "
          "an fp16 or bf16 D, C in D's type, no batch), and this request asks for " + asked +
@@ -116,8 +118,10 @@ std::string LeadingDimensionError(int64_t m, int64_t n, int64_t k, int64_t* lda,
     const char* row_name;
   };
   const bool a_k = a_layout == Layout::kKContiguous, b_k = b_layout == Layout::kKContiguous;
-  for (const Operand& o : {Operand{"lda", lda, a_k ? k : m, a_k ? "k (A is m x k)" : "m (A is stored k x m)"},
-                           Operand{"ldb", ldb, b_k ? k : n, b_k ? "k (B is n x k)" : "n (B is stored k x n)"},
+  for (const Operand& o : {Operand{"lda", lda, StoredShapeOf(a_layout, m, k).cols,
+                                   a_k ? "k (A is m x k)" : "m (A is stored k x m)"},
+                           Operand{"ldb", ldb, StoredShapeOf(b_layout, n, k).cols,
+                                   b_k ? "k (B is n x k)" : "n (B is stored k x n)"},
                            Operand{"ldd", ldd, n, "n (D is m x n)"}}) {
     if (*o.ld == 0) *o.ld = o.row;
     if (*o.ld < o.row) {

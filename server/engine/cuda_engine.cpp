@@ -273,9 +273,9 @@ uint64_t CudaEngine::HeldBytes(int device, const std::vector<std::string>& keys)
 }
 
 std::string CudaEngine::SelfTestStep(int device, int step) {
-  // Small and ragged shapes against cuBLAS (bf16 against an fp64 product),
-  // D poisoned (Run verifies). The
-  // long-K one makes step 10 on an H100 or H200 split K (seven ranges). The
+  // Small and ragged shapes against cuBLAS (the other forms against an fp64
+  // product), D poisoned (Run verifies). The long-K one makes step 10 on an
+  // H100 or H200 split K (seven ranges). The
   // last one gives every persistent CTA, and every pair of step 10 on a
   // B200, several tiles and every stage ring several rounds, so phases wrap
   // and TMEM accumulators are reused as they are under real load.

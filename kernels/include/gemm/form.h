@@ -126,13 +126,23 @@ struct OperandStorage {
   }
 };
 
+// The rows and columns an operand of `mn` rows (M or N) by K is stored as:
+// mn × k K-contiguous, k × mn MN-contiguous. A row is `cols` long, the
+// least leading dimension.
+struct StoredShape {
+  int64_t rows = 0, cols = 0;
+};
+inline StoredShape StoredShapeOf(Layout layout, int64_t mn, int64_t k) {
+  return layout == Layout::kKContiguous ? StoredShape{mn, k} : StoredShape{k, mn};
+}
+
 inline OperandStorage StorageOfA(const GemmForm& f, int64_t m, int64_t k) {
-  return f.a_layout == Layout::kKContiguous ? OperandStorage{m, k, f.stride_a, f.a}
-                                            : OperandStorage{k, m, f.stride_a, f.a};
+  const StoredShape s = StoredShapeOf(f.a_layout, m, k);
+  return OperandStorage{s.rows, s.cols, f.stride_a, f.a};
 }
 inline OperandStorage StorageOfB(const GemmForm& f, int64_t n, int64_t k) {
-  return f.b_layout == Layout::kKContiguous ? OperandStorage{n, k, f.stride_b, f.b}
-                                            : OperandStorage{k, n, f.stride_b, f.b};
+  const StoredShape s = StoredShapeOf(f.b_layout, n, k);
+  return OperandStorage{s.rows, s.cols, f.stride_b, f.b};
 }
 inline OperandStorage StorageOfC(const GemmForm& f, int64_t m, int64_t n) { return {m, n, f.stride_c, f.c}; }
 

@@ -31,9 +31,8 @@ cudaError_t SumSplits(const float* partials, int splits, int64_t ldw, int64_t m,
   constexpr int kThreads = 256;
   const int64_t blocks = (m * n + kThreads - 1) / kThreads;
   if (blocks == 0) return cudaSuccess;
-  const bool fused = epilogue.alpha != 1.0f || epilogue.beta != 0.0f;
-  const auto kernel = result == ElementType::kBF16 ? SumKernel<ElementType::kBF16>(fused)
-                                                   : SumKernel<ElementType::kF16>(fused);
+  const auto kernel = result == ElementType::kBF16 ? SumKernel<ElementType::kBF16>(IsFused(epilogue))
+                                                   : SumKernel<ElementType::kF16>(IsFused(epilogue));
   kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(partials, splits, ldw, m, n, d, ldd, epilogue);
   return cudaGetLastError();
 }

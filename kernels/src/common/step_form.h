@@ -53,11 +53,13 @@ struct EpilogueArgs {
   int64_t m = 0, n = 0;
 };
 
-GEMM_HOST_DEVICE inline bool IsFused(const Problem& p) { return p.alpha != 1.0f || p.beta != 0.0f; }
-
 GEMM_HOST_DEVICE inline EpilogueArgs EpilogueOf(const Problem& p) {
   return EpilogueArgs{p.alpha, p.beta, p.c, p.ldc, p.m, p.n};
 }
+
+// Whether D is more than the product: the fused instantiation's case.
+GEMM_HOST_DEVICE inline bool IsFused(const EpilogueArgs& e) { return e.alpha != 1.0f || e.beta != 0.0f; }
+GEMM_HOST_DEVICE inline bool IsFused(const Problem& p) { return IsFused(EpilogueOf(p)); }
 
 namespace step_form_detail {
 

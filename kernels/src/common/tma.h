@@ -28,34 +28,36 @@ __device__ inline void TmaLoadMulticast(void* smem, const CUtensorMap* map, int3
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem, map, coords, bar, cta_mask);
 }
 
-// One operand's tile of kRows rows (M or N) × the 64 k at (k0, row0), in
-// the layout the MMA reads (tile_layout.h): K-contiguous, one box of the
-// map's kRows × 64; MN-contiguous, kRows / 64 boxes of 64 × 64 from a map
-// over the k×rows storage, a block each. Every box arrives on `bar`.
-template <Layout kLayout, int kRows>
-__device__ inline void TmaLoadTile(char* smem, const CUtensorMap* map, int32_t k0, int32_t row0, uint64_t* bar) {
+// The TMA boxes of one operand's tile of kRows rows (M or N) × the 64 k
+// at (k0, row0), in the layout the MMA reads (tile_layout.h): load(offset
+// in the tile, box column, box row) for each. K-contiguous, one box of the
+// map's kRows × 64 at (k0, row0); MN-contiguous, kRows / 64 boxes of 64 × 64
+// from a map over the k×rows storage, one 64-row block each.
+template <Layout kLayout, int kRows, typename Load>
+__device__ inline void ForEachTileBox(int32_t k0, int32_t row0, Load load) {
   if constexpr (kLayout == Layout::kKContiguous) {
-    TmaLoad(smem, map, k0, row0, bar);
+    load(0, k0, row0);
   } else {
 #pragma unroll
-    for (int b = 0; b < kRows / kMnBlockRows; ++b) {
-      TmaLoad(smem + b * kMnBlockBytes, map, row0 + b * kMnBlockRows, k0, bar);
-    }
+    for (int b = 0; b < kRows / kMnBlockRows; ++b) load(b * kMnBlockBytes, row0 + b * kMnBlockRows, k0);
   }
+}
+
+// The tile into `smem`, every box arriving on `bar`.
+template <Layout kLayout, int kRows>
+__device__ inline void TmaLoadTile(char* smem, const CUtensorMap* map, int32_t k0, int32_t row0, uint64_t* bar) {
+  ForEachTileBox<kLayout, kRows>(k0, row0, [&](int offset, int32_t col, int32_t row) {
+    TmaLoad(smem + offset, map, col, row, bar);
+  });
 }
 
 // The same, multicast to the CTAs in `cta_mask` (TmaLoadMulticast).
 template <Layout kLayout, int kRows>
 __device__ inline void TmaLoadTileMulticast(char* smem, const CUtensorMap* map, int32_t k0, int32_t row0,
                                             uint64_t* bar, uint16_t cta_mask) {
-  if constexpr (kLayout == Layout::kKContiguous) {
-    TmaLoadMulticast(smem, map, k0, row0, bar, cta_mask);
-  } else {
-#pragma unroll
-    for (int b = 0; b < kRows / kMnBlockRows; ++b) {
-      TmaLoadMulticast(smem + b * kMnBlockBytes, map, row0 + b * kMnBlockRows, k0, bar, cta_mask);
-    }
-  }
+  ForEachTileBox<kLayout, kRows>(k0, row0, [&](int offset, int32_t col, int32_t row) {
+    TmaLoadMulticast(smem + offset, map, col, row, bar, cta_mask);
+  });
 }
 
 __device__ inline void TmaStore(const CUtensorMap* map, int32_t col, int32_t row, const void* smem) {

@@ -47,7 +47,8 @@ std::string Encode(CUtensorMap* map, ElementType type, const void* base, int64_t
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
     const cuuint32_t box[2] = {box_cols, box_rows};
     const cuuint32_t element_strides[2] = {1, 1};
-    const auto data_type = type == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    const auto data_type =
+        type == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     const CUresult r = encode(fresh, data_type, 2, const_cast<void*>(base), dims, strides, box,
                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                               planted ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
@@ -93,21 +94,26 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
   // × K, a box of the step's rows × one k-tile; MN-contiguous, K × (M or N),
   // boxes of 64 × 64 (common/tile_layout.h, TmaLoadTile).
   const bool a_k = p.a_layout == Layout::kKContiguous, b_k = p.b_layout == Layout::kKContiguous;
-  const int64_t a_rows = a_k ? p.m : p.k, a_cols = a_k ? p.k : p.m;
-  const int64_t b_rows = b_k ? p.n : p.k, b_cols = b_k ? p.k : p.n;
+  const StoredShape a_stored = StoredShapeOf(p.a_layout, p.m, p.k), b_stored = StoredShapeOf(p.b_layout, p.n, p.k);
   if (!Vectorizable(p.a, p.lda)) {
-    if (auto err = PitchedCopy(&a_pad_, &lda, p.a, a_rows, a_cols, p.lda, stream); !err.empty()) return err;
+    if (auto err = PitchedCopy(&a_pad_, &lda, p.a, a_stored.rows, a_stored.cols, p.lda, stream); !err.empty()) {
+      return err;
+    }
     a = a_pad_;
   }
   if (!Vectorizable(p.b, p.ldb)) {
-    if (auto err = PitchedCopy(&b_pad_, &ldb, p.b, b_rows, b_cols, p.ldb, stream); !err.empty()) return err;
+    if (auto err = PitchedCopy(&b_pad_, &ldb, p.b, b_stored.rows, b_stored.cols, p.ldb, stream); !err.empty()) {
+      return err;
+    }
     b = b_pad_;
   }
-  if (auto err = Encode(&a_, p.operands, a, a_rows, a_cols, lda, a_k ? kTileK : kMnBlockRows, a_k ? boxes.a : kTileK);
+  if (auto err = Encode(&a_, p.operands, a, a_stored.rows, a_stored.cols, lda, a_k ? kTileK : kMnBlockRows,
+                        a_k ? boxes.a : kTileK);
       !err.empty()) {
     return err;
   }
-  if (auto err = Encode(&b_, p.operands, b, b_rows, b_cols, ldb, b_k ? kTileK : kMnBlockRows, b_k ? boxes.b : kTileK);
+  if (auto err = Encode(&b_, p.operands, b, b_stored.rows, b_stored.cols, ldb, b_k ? kTileK : kMnBlockRows,
+                        b_k ? boxes.b : kTileK);
       !err.empty()) {
     return err;
   }

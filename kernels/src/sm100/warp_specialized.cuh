@@ -174,14 +174,9 @@ class WarpSpecializedOps {
   template <Layout kLayout>
   __device__ void Load(char* smem, const CUtensorMap* map, int kt, int64_t row, uint64_t* full) {
     if constexpr (Config::kCtaGroup == 2) {
-      if constexpr (kLayout == Layout::kKContiguous) {
-        TmaLoadToLeader(smem, map, kt * kTileK, static_cast<int32_t>(row), full);
-      } else {
-        for (int b = 0; b < kTileRows / kMnBlockRows; ++b) {
-          TmaLoadToLeader(smem + b * kMnBlockBytes, map, static_cast<int32_t>(row) + b * kMnBlockRows, kt * kTileK,
-                          full);
-        }
-      }
+      ForEachTileBox<kLayout, kTileRows>(kt * kTileK, static_cast<int32_t>(row), [&](int offset, int32_t x, int32_t y) {
+        TmaLoadToLeader(smem + offset, map, x, y, full);
+      });
     } else {
       TmaLoadTile<kLayout, kTileRows>(smem, map, kt * kTileK, static_cast<int32_t>(row), full);
     }

@@ -779,6 +779,27 @@ TEST_F(KernelsGpuTest, TypesTheLadderLacksAreRefusedWithAMessage) {
   EXPECT_THAT(gemm::Launch(0, p, ctx_, stream_), HasSubstr("a D of A and B's type"));
 }
 
+// beta needs a C at least n wide; a batch takes no alpha or C; batch
+// strides are checked against each operand's stored rows.
+TEST_F(KernelsGpuTest, AFusedEpilogueNeedsItsCAndABatchTakesNone) {
+  __half* x = nullptr;
+  gemm::Problem p{64, 32, 16, x, x, x};
+  p.beta = 1;
+  for (int step : {0, 4, 10}) EXPECT_THAT(gemm::Launch(step, p, ctx_, stream_), HasSubstr("there is no C"));
+  p.c = reinterpret_cast<const __half*>(uintptr_t{256});  // never read: the pitch is refused first
+  p.ldc = 31;
+  for (int step : {0, 4, 10}) EXPECT_THAT(gemm::Launch(step, p, ctx_, stream_), HasSubstr("ldc = 31"));
+  gemm::Problem batch{64, 32, 16, x, x, x};
+  batch.alpha = 2;
+  EXPECT_THAT(gemm::LaunchVendorBatch(batch, 2, 64 * 16, 32 * 16, 64 * 32, ctx_, stream_),
+              HasSubstr("no alpha, beta or C"));
+  batch.alpha = 1;
+  batch.a_layout = gemm::Layout::kMnContiguous;  // A stored 16 x 64: 1,024 elements, as m x k would be
+  batch.b_layout = gemm::Layout::kMnContiguous;  // B stored 16 x 32
+  EXPECT_THAT(gemm::LaunchVendorBatch(batch, 2, 16 * 64 - 1, 16 * 32, 64 * 32, ctx_, stream_),
+              HasSubstr("batch strides must keep the problems apart"));
+}
+
 // Split-K sums its ranges in one fixed order: D is the same bits every run,
 // on shapes that split into few ranges and into many.
 TEST_F(KernelsGpuTest, SplitKIsBitIdenticalFromRunToRun) {

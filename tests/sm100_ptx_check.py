@@ -89,7 +89,7 @@ def main():
         subprocess.run(cmd, check=True)
         with open(ptx_path) as f:
             ptx = f.read()
-        pair_loads += len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.cta_group::2\.shared::cluster\.global", ptx))
+        pair_loads += len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.cta_group::2\.shared::cluster\.global", ptx))
         problems = []
         for name, lines in functions(ptx):
             problems += check_function(step, name, lines)
@@ -101,7 +101,7 @@ def main():
             passed += 1
             print("ok  ", step)
     if pair_loads == 0:
-        print("FAIL steps 9-10: no cp.async.bulk.tensor.2d.cta_group::2.shared::cluster load found")
+        print("FAIL steps 9-10: no cp.async.bulk.tensor.3d.cta_group::2.shared::cluster load found")
         failed += 1
     else:
         passed += 1

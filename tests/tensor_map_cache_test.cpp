@@ -34,13 +34,15 @@ TEST_F(TensorMapCacheTest, AKeySeenLatelyIsNotEncodedAgain) {
   EXPECT_EQ(m.serial, 1);
   EXPECT_EQ(encodes_, 1);
   EXPECT_EQ(cache_.hits(), 1u);
-  // Address, rows, columns, pitch, box and element type each make another map.
+  // Address, rows, columns, pitch, box, element type and batch each make another map.
   for (const auto& key : {TensorMapCache<FakeMap, 4>::Key{buf_ + 16, 128, 64, 64, 64, 128},
                           TensorMapCache<FakeMap, 4>::Key{buf_, 129, 64, 64, 64, 128},
                           TensorMapCache<FakeMap, 4>::Key{buf_, 128, 63, 64, 64, 128},
                           TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 72, 64, 128},
                           TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 64, 64, 64},
-                          TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 64, 64, 128, /*bf16*/ 1}}) {
+                          TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 64, 64, 128, /*bf16*/ 1},
+                          TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 64, 64, 128, 0, /*entries*/ 2, 8192},
+                          TensorMapCache<FakeMap, 4>::Key{buf_, 128, 64, 64, 64, 128, 0, 2, /*stride*/ 16384}}) {
     const int before = encodes_;
     ASSERT_EQ(Get(key, &m), "");
     EXPECT_EQ(encodes_, before + 1);

@@ -189,7 +189,8 @@ class Model {
     Step(self, nullptr, [&] {
       const int r = actors_[static_cast<size_t>(self)].cta;
       int64_t m0, n0;
-      tiles_.Origin(tile, &m0, &n0);
+      int entry;  // one entry: the model walks no batch
+      tiles_.Origin(tile, &m0, &n0, &entry);
       const int64_t tag = Tag(tile, kt);
       if (r == 0) {  // the leader's arrive.expect_tx: bytes first, then the arrival
         MBarrier& full = Bar(0, Barrier::kTma2Mma, stage);
@@ -215,7 +216,8 @@ class Model {
   void Mma(int self, int stage, int consumer, int slot, int tile, int kt) {
     Step(self, nullptr, [&] {
       int64_t m0, n0;
-      tiles_.Origin(tile, &m0, &n0);
+      int entry;  // one entry: the model walks no batch
+      tiles_.Origin(tile, &m0, &n0, &entry);
       for (int g = 0; g < p_.cta_group; ++g) {
         for (int block : {consumer, p_.consumers}) {
           if (!InBounds(m0, n0, g, block)) continue;
@@ -389,7 +391,8 @@ class Model {
       return;
     }
     int64_t m0, n0;
-    tiles_.Origin(e.tile, &m0, &n0);
+    int entry;  // one entry: the model walks no batch
+    tiles_.Origin(e.tile, &m0, &n0, &entry);
     for (int g = 0; g < p_.cta_group; ++g) {
       for (int block : {e.consumer, p_.consumers}) {
         if (!InBounds(m0, n0, g, block)) continue;

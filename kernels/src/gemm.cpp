@@ -4,6 +4,7 @@
 #include <atomic>
 #include <string>
 
+#include "common/batch.h"
 #include "common/split_k.h"
 #include "common/step_form.h"
 #include "cublas_api.h"
@@ -69,7 +70,7 @@ cudaDataType_t CudaType(ElementType t) { return t == ElementType::kBF16 ? CUDA_R
 // The vendor plan's picks are for the plain GEMM: fp16, K contiguous in
 // both operands, D = A·Bᵀ alone.
 bool PlanCovers(const Problem& p) {
-  return p.operands == ElementType::kF16 && p.result == ElementType::kF16 && p.a_layout == Layout::kKContiguous &&
+  return p.batch == 1 && p.operands == ElementType::kF16 && p.result == ElementType::kF16 && p.a_layout == Layout::kKContiguous &&
          p.b_layout == Layout::kKContiguous && !common::IsFused(p);
 }
 
@@ -90,13 +91,23 @@ std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_
   }
   // cuBLAS reads C from D's own memory: a C elsewhere is copied there first.
   if (p.beta != 0.0f && p.c != p.d) {
-    const cudaError_t e = cudaMemcpy2DAsync(p.d, p.ldd * 2, p.c, p.ldc * 2, p.n * 2, p.m, cudaMemcpyDeviceToDevice,
-                                            stream);
-    if (e != cudaSuccess) return CudaError("copying C into D", e);
+    for (int64_t i = 0; i < p.batch; ++i) {
+      const cudaError_t e = cudaMemcpy2DAsync(p.d + i * p.stride_d, p.ldd * 2, p.c + i * p.stride_c, p.ldc * 2,
+                                              p.n * 2, p.m, cudaMemcpyDeviceToDevice, stream);
+      if (e != cudaSuccess) return CudaError("copying C into D", e);
+    }
   }
   const float alpha = p.alpha, beta = p.beta;
   const int m = static_cast<int>(p.m), n = static_cast<int>(p.n);
   const cudaDataType_t in = CudaType(p.operands), out = CudaType(p.result);
+  if (p.batch > 1) {
+    if (p.batch > INT32_MAX) return "cuBLAS takes a batch below 2^31";
+    auto s = detail::Cublas(nullptr)->GemmStridedBatchedEx(
+        ctx.cublas, OpOfB(p), OpOfA(p), n, m, k_used, &alpha, p.b, in, static_cast<int>(p.ldb), p.stride_b, p.a, in,
+        static_cast<int>(p.lda), p.stride_a, &beta, p.d, out, static_cast<int>(p.ldd), p.stride_d,
+        static_cast<int>(p.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmStridedBatchedEx", s);
+  }
   auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, OpOfB(p), OpOfA(p), n, m, k_used, &alpha, p.b, in,
                                            static_cast<int>(p.ldb), p.a, in, static_cast<int>(p.lda), &beta, p.d,
                                            out, static_cast<int>(p.ldd), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
@@ -236,6 +247,51 @@ std::string ProblemTypesError(const Problem& p) {
          " operands and " + ElementName(p.result) + " D; gemm/vendor_forms.h computes every type";
 }
 
+namespace {
+
+// "" when p's batch fields make sense (filling in a dense stride_d);
+// otherwise what is wrong with them.
+std::string BatchError(Problem* p) {
+  if (p->batch < 1) return "batch = " + std::to_string(p->batch) + " must be >= 1";
+  if (p->batch == 1) return "";
+  if (p->stride_a < 0 || p->stride_b < 0 || p->stride_c < 0 || p->stride_d < 0) return "batch strides must be >= 0";
+  if (p->stride_d == 0) p->stride_d = p->m * p->ldd;
+  if (p->stride_d < p->m * p->ldd) {
+    return "stride_d = " + std::to_string(p->stride_d) + " makes D's batch entries overlap (m * ldd = " +
+           std::to_string(p->m * p->ldd) + ")";
+  }
+  if (p->beta != 0.0f && p->c == p->d && p->stride_c != p->stride_d) {
+    return "C may be D itself only entry for entry: stride_c must equal stride_d";
+  }
+  return "";
+}
+
+// A batch a step cannot walk in one launch, one entry at a time: steps 1-3
+// (no TMA), and what the TMA steps' maps cannot take (common/batch.h).
+std::string LaunchEntryByEntry(const detail::LadderKernel& kernel, const Problem& p, const DeviceContext& ctx,
+                               cudaStream_t stream) {
+  for (int64_t i = 0; i < p.batch; ++i) {
+    Problem entry = p;
+    entry.batch = 1;
+    entry.a = p.a + i * p.stride_a;
+    entry.b = p.b + i * p.stride_b;
+    entry.c = p.c == nullptr ? nullptr : p.c + i * p.stride_c;
+    entry.d = p.d + i * p.stride_d;
+    if (auto err = kernel.launch(entry, ctx, stream); !err.empty()) {
+      return "batch entry " + std::to_string(i) + ": " + err;
+    }
+  }
+  return "";
+}
+
+bool WalksBatchInOneLaunch(int step, const Problem& p) {
+  if (step < 4) return false;
+  if (step <= 5 && p.batch > 65535) return false;  // the tile grid's z
+  return common::OneLaunchBatchError(p).empty();
+}
+
+}  // namespace
+
 std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, cudaStream_t stream) {
   if (problem.m < 1 || problem.n < 1 || problem.k < 1) return "m, n and k must be >= 1";
   if (auto err = ProblemTypesError(problem); !err.empty()) return err;
@@ -249,6 +305,7 @@ std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, c
   }
   if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd, p.a_layout, p.b_layout);
       !err.empty()) return err;
+  if (auto err = BatchError(&p); !err.empty()) return err;
   if (step == kVendorStep) return LaunchCublas(p, ctx, stream);
   const StepInfo* info = FindStep(step);
   if (info == nullptr) return "unknown step " + std::to_string(step);
@@ -261,6 +318,7 @@ std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, c
     if (planted_fault == testing::StepFault::kNarrowN && p.n > 1) p.n /= 2;
     if (planted_fault == testing::StepFault::kShortK && p.k > 1) p.k /= 2;
   }
+  if (p.batch > 1 && !WalksBatchInOneLaunch(step, p)) return LaunchEntryByEntry(*k, p, ctx, stream);
   return k->launch(p, ctx, stream);
 }
 

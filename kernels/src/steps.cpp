@@ -68,9 +68,9 @@ std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k) {
 }
 
 StepForms FormsOf(int step) {
-  if (step == kVendorStep) return StepForms{true, true, true, true};
+  if (step == kVendorStep) return StepForms{true, true, true, true, true};
   const bool ladder = FindStep(step) != nullptr;
-  return StepForms{false, ladder, ladder, ladder};
+  return StepForms{false, ladder, ladder, ladder, ladder};
 }
 
 namespace {
@@ -84,12 +84,14 @@ bool IsLadderForm(const GemmForm& f) {
   as_plain.alpha = 1;
   as_plain.has_c = false;
   as_plain.beta = 0;
+  as_plain.batch = 1;
   return f.a == f.b && SixteenBit(f.a) && SixteenBit(f.d) && (!f.ReadsC() || f.c == f.d) && as_plain.IsPlain();
 }
 
 std::string FormError(int step, const GemmForm& f) {
   const StepForms takes = FormsOf(step);
-  if (takes.every_form || f.IsPlain() || (takes.bf16 && takes.mn_contiguous && takes.alpha_beta_c && IsLadderForm(f))) {
+  if (takes.every_form || f.IsPlain() ||
+      (takes.bf16 && takes.mn_contiguous && takes.alpha_beta_c && takes.batches && IsLadderForm(f))) {
     return "";
   }
   std::string asked;
@@ -103,9 +105,9 @@ std::string FormError(int step, const GemmForm& f) {
   if (f.ReadsC() && f.c != f.d) {
     add(std::string("C in ") + ElementName(f.c) + " (D's type is " + ElementName(f.d) + ")");
   }
-  if (f.batch != 1) add("a batch");
+  if (!takes.batches && f.batch != 1) add("a batch");
   return "computes D = alpha·op(A)·op(B) + beta·C only (fp16 or bf16 operands of one type, each stored either way, "
-         "an fp16 or bf16 D, C in D's type, no batch), and this request asks for " + asked +
+         "an fp16 or bf16 D, C in D's type, one or a batch), and this request asks for " + asked +
          "; step 0 computes every form";
 }
 

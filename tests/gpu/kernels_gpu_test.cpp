@@ -768,6 +768,157 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, TypedStepTest, ::testing::ValuesIn(AllTypedSt
          std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k);
 });
 
+// Strided batches on every step: each entry's A, B (and C) its own or
+// shared by the whole batch (stride 0), D dense. Steps 4-10 walk a batch
+// whose strides and pitches TMA takes in one launch (the ragged M of
+// 77x104x56 included); any other batch (a stride or row not a whole 16
+// bytes, steps 1-3) runs entry by entry. Each D, and cuBLAS's strided
+// batched call's where A, B and D share a type, is held to the form's
+// bound against the fp64 reference of every entry.
+struct BatchedStepShape {
+  int step;
+  gemm::ElementType operands, result;
+  gemm::Layout a_layout, b_layout;
+  int64_t batch, m, n, k;
+  bool a_shared = false, b_shared = false;
+  float alpha = 1, beta = 0;
+  bool c_shared = false;
+};
+
+std::vector<BatchedStepShape> AllBatchedStepShapes() {
+  const gemm::ElementType kF16 = gemm::ElementType::kF16, kBF16 = gemm::ElementType::kBF16;
+  const gemm::Layout kK = gemm::Layout::kKContiguous, kMn = gemm::Layout::kMnContiguous;
+  struct Case {
+    gemm::ElementType in, out;
+    gemm::Layout a, b;
+    int64_t batch, m, n, k;
+    bool a_shared = false, b_shared = false;
+    float alpha = 1, beta = 0;
+    bool c_shared = false;
+  };
+  const std::vector<Case> cases = {
+      {kF16, kF16, kK, kK, 3, 77, 104, 56},                           // ragged M in one launch
+      {kF16, kF16, kK, kK, 3, 77, 100, 50},                           // strides of no whole 16 bytes
+      {kF16, kF16, kK, kK, 4, 300, 200, 130, false, true},            // B shared
+      {kBF16, kBF16, kK, kMn, 5, 128, 256, 192, true, false},         // x @ W, A shared
+      {kBF16, kBF16, kMn, kMn, 2, 1000, 1000, 1000},
+      {kF16, kF16, kK, kK, 64, 128, 128, 128},                        // many small entries
+      {kBF16, kBF16, kK, kMn, 3, 200, 136, 72, false, true, 0.5f, -1.0f},        // x @ W·0.5 - C
+      {kF16, kBF16, kK, kK, 2, 256, 512, 64, false, false, 1.0f, 1.0f, true}};  // one C for every entry
+  std::vector<BatchedStepShape> out;
+  for (const auto& info : gemm::AllSteps()) {
+    if (info.step == gemm::kVendorStep) continue;
+    for (const Case& c : cases) {
+      if (!gemm::ShapeError(info, c.m, c.n, c.k).empty()) continue;
+      out.push_back({info.step, c.in, c.out, c.a, c.b, c.batch, c.m, c.n, c.k, c.a_shared, c.b_shared, c.alpha,
+                     c.beta, c.c_shared});
+    }
+  }
+  return out;
+}
+
+class BatchedStepTest : public KernelsGpuTest, public ::testing::WithParamInterface<BatchedStepShape> {};
+
+TEST_P(BatchedStepTest, EveryEntryMatchesAnFp64Product) {
+  const BatchedStepShape p = GetParam();
+  const gemm::StepSupport support = gemm::Supports(p.step, ctx_);
+  if (!support.supported) GTEST_SKIP() << "step " << p.step << " " << support.reason;
+  gemm::FormProblem form{p.m, p.n, p.k};
+  form.form.a = form.form.b = p.operands;
+  form.form.d = form.form.c = p.result;
+  form.form.a_layout = p.a_layout;
+  form.form.b_layout = p.b_layout;
+  form.form.alpha = p.alpha;
+  form.form.beta = p.beta;
+  form.form.has_c = p.beta != 0;
+  form.form.batch = p.batch;
+  form.form.StackDensely(p.m, p.n, p.k);
+  if (p.a_shared) form.form.stride_a = 0;
+  if (p.b_shared) form.form.stride_b = 0;
+  if (p.c_shared) form.form.stride_c = 0;
+  const uint64_t a_n = p.m * p.k * (p.a_shared ? 1 : p.batch), b_n = p.n * p.k * (p.b_shared ? 1 : p.batch);
+  const uint64_t c_n = p.m * p.n * (p.c_shared ? 1 : p.batch), d_n = p.m * p.n * p.batch;
+  void *a, *b, *d, *c;
+  double* ref;
+  float* bound;
+  ASSERT_CUDA(cudaMalloc(&a, a_n * 2));
+  ASSERT_CUDA(cudaMalloc(&b, b_n * 2));
+  ASSERT_CUDA(cudaMalloc(&d, d_n * 2));
+  ASSERT_CUDA(cudaMalloc(&c, c_n * 2));
+  ASSERT_CUDA(cudaMalloc(&ref, d_n * sizeof(double)));
+  ASSERT_CUDA(cudaMalloc(&bound, 3 * sizeof(float)));
+  const uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed() * 7919ull + p.batch * 131 + p.m;
+  ASSERT_CUDA(gemm::FillRandom(a, p.operands, a_n, seed, gemm::OperandId::kA, stream_));
+  ASSERT_CUDA(gemm::FillRandom(b, p.operands, b_n, seed, gemm::OperandId::kB, stream_));
+  ASSERT_CUDA(gemm::FillRandom(c, p.result, c_n, seed, gemm::OperandId::kC, stream_));
+  form.a = a, form.b = b, form.c = c, form.d = d;
+  ASSERT_CUDA(gemm::ReferenceFormGemm(form, ref, stream_));
+  ASSERT_CUDA(gemm::FormBoundInputs(form, bound, stream_));
+  const gemm::FormTolerance tolerance = gemm::ToleranceOf(form.form);
+  const gemm::FormBoundTerms terms{bound, gemm::ProductTermPerNorms(tolerance, p.k, form.form.ProductScale()),
+                                   gemm::CTermPerValue(form.form.ReadsC(), form.form.beta)};
+  gemm::Problem problem{p.m, p.n, p.k, static_cast<const __half*>(a), static_cast<const __half*>(b),
+                        static_cast<__half*>(d)};
+  problem.operands = p.operands;
+  problem.result = p.result;
+  problem.a_layout = p.a_layout;
+  problem.b_layout = p.b_layout;
+  problem.alpha = p.alpha;
+  problem.beta = p.beta;
+  problem.c = static_cast<const __half*>(c);
+  problem.batch = p.batch;
+  problem.stride_a = form.form.stride_a;
+  problem.stride_b = form.form.stride_b;
+  problem.stride_c = form.form.stride_c;
+  std::vector<int> runs = {p.step, p.step};
+  if (p.operands == p.result) runs.insert(runs.begin(), gemm::kVendorStep);
+  for (int step : runs) {
+    ASSERT_CUDA(gemm::Poison(static_cast<__half*>(d), d_n, stream_));
+    ASSERT_EQ(gemm::Launch(step, problem, ctx_, stream_), "");
+    ASSERT_CUDA(gemm::CompareForm(d, p.result, ref, d_n, tolerance.rtol, tolerance.atol, terms, cmp_, stream_));
+    gemm::CompareResult r{};
+    ASSERT_CUDA(cudaMemcpyAsync(&r, cmp_, sizeof r, cudaMemcpyDeviceToHost, stream_));
+    ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    EXPECT_EQ(r.mismatches, 0u) << "step " << step << ": " << r.non_finite << " unwritten/non-finite, max err "
+                                << r.max_abs_error;
+  }
+  for (void* x : {a, b, c, d}) cudaFree(x);
+  cudaFree(ref);
+  cudaFree(bound);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSteps, BatchedStepTest, ::testing::ValuesIn(AllBatchedStepShapes()), [](const auto& info) {
+  const auto& p = info.param;
+  const auto layout = [](gemm::Layout l) { return l == gemm::Layout::kKContiguous ? "K" : "MN"; };
+  std::string shared = p.a_shared ? "_a_shared" : p.b_shared ? "_b_shared" : "";
+  if (p.beta != 0) shared += p.c_shared ? "_one_c" : "_alpha_beta_c";
+  return "step" + std::to_string(p.step) + "_" + gemm::ElementName(p.operands) + "_to_" +
+         gemm::ElementName(p.result) + "_a" + layout(p.a_layout) + "_b" + layout(p.b_layout) + shared + "_" +
+         std::to_string(p.batch) + "x" + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
+         std::to_string(p.k);
+});
+
+// A Problem's batch: at least one entry, no negative stride, D's entries
+// apart, and C in place only entry for entry. Nothing is launched.
+TEST_F(KernelsGpuTest, ABatchsStridesAreCheckedBeforeAnythingRuns) {
+  __half* x = reinterpret_cast<__half*>(uintptr_t{256});  // never read
+  for (int step : {0, 2, 6, 10}) {
+    gemm::Problem p{64, 32, 16, x, x, x};
+    p.batch = 0;
+    EXPECT_THAT(gemm::Launch(step, p, ctx_, stream_), HasSubstr("batch = 0 must be >= 1"));
+    p.batch = 2;
+    p.stride_b = -16;
+    EXPECT_THAT(gemm::Launch(step, p, ctx_, stream_), HasSubstr("strides must be >= 0"));
+    p.stride_b = 0;
+    p.stride_d = 64 * 32 - 8;
+    EXPECT_THAT(gemm::Launch(step, p, ctx_, stream_), HasSubstr("makes D's batch entries overlap (m * ldd = 2048)"));
+    p.stride_d = 0;
+    p.beta = 1;
+    p.c = x;  // D itself, but every entry would read entry 0's
+    EXPECT_THAT(gemm::Launch(step, p, ctx_, stream_), HasSubstr("stride_c must equal stride_d"));
+  }
+}
+
 TEST_F(KernelsGpuTest, TypesTheLadderLacksAreRefusedWithAMessage) {
   gemm::Problem p{64, 64, 64};
   p.operands = gemm::ElementType::kF8E4M3;

@@ -57,6 +57,12 @@ struct Problem {
   float alpha = 1, beta = 0;
   const __half* c = nullptr;
   int64_t ldc = 0;
+  // A strided batch: `batch` problems of this shape, entry i's A, B and C
+  // i·stride_a, i·stride_b and i·stride_c elements after entry 0's (0
+  // shares one matrix across the batch), its D i·stride_d after (0: dense,
+  // m·ldd). Entries of D must not overlap.
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;
 };
 
 // "" when every step takes the problem's element types; otherwise why not.

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gemm/gemm.h"
+#include "common/batch.h"
 #include "common/kernel_basics.h"
 #include "common/resident_grid.h"
 #include "common/split_k.h"
@@ -17,7 +18,7 @@
 
 namespace gemm::common {
 
-// kKernel(a_map, b_map, d_map, m, n, k, epilogue) with kThreads threads, kSmemBytes of
+// kKernel(a_map, b_map, d_map, m, n, k, epilogue, batch) with kThreads threads, kSmemBytes of
 // dynamic shared memory and compile-time clusters of kClusterSize CTAs.
 // `work_ctas`: CTAs that would each get at least one tile.
 template <auto kKernel, int kThreads, int kSmemBytes, int kClusterSize = 1>
@@ -27,7 +28,8 @@ std::string LaunchOnResidentGrid(const Problem& p, const DeviceContext& ctx, cud
   TmaProblem tma;
   if (auto err = tma.Prepare(p, stream, boxes); !err.empty()) return err;
   const int ctas = std::min(work_ctas, grid.Ctas(ctx.device, ctx.sm_count));
-  kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n, p.k, EpilogueOf(p));
+  kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n, p.k, EpilogueOf(p),
+                                                  BatchOf(p));
   if (auto err = LaunchError(); !err.empty()) return err;
   return tma.Finish(stream);
 }
@@ -36,11 +38,14 @@ std::string LaunchOnResidentGrid(const Problem& p, const DeviceContext& ctx, cud
 // kSplitKernel(a_map, b_map, m, n, k, partials, ldw, splits) writes each
 // range's fp32 sums, then one kernel adds them up into D. Returns "" and
 // sets *split when it ran; *split false, having launched nothing, when
-// `tiles` already keep half the resident clusters busy or K is too short.
+// `tiles` already keep half the resident clusters busy, K is too short, or
+// the problem is a batch (whose tiles are every entry's).
 template <auto kSplitKernel, int kThreads, int kSmemBytes, int kClusterSize>
 std::string LaunchSplitKOnResidentGrid(const Problem& p, const DeviceContext& ctx, cudaStream_t stream, int tiles,
                                        TmaBoxRows boxes, bool* split) {
   static ResidentGrid grid(reinterpret_cast<const void*>(kSplitKernel), kThreads, kSmemBytes, kClusterSize);
+  *split = false;
+  if (p.batch > 1) return "";
   const int resident = grid.Ctas(ctx.device, ctx.sm_count);
   const int splits = ChooseSplits(tiles, resident / kClusterSize, static_cast<int>(CeilDiv(p.k, kTileK)), p.m, p.n);
   *split = splits > 1;

@@ -2,7 +2,7 @@
 // three maps again. cuTensorMapEncodeTiled is host work on every launch of a
 // TMA step, microseconds of it, as much as a small GEMM's whole kernel; and
 // gemm-bench's loop or a server lane launches on the same buffers over and
-// over. A map is a function of its key alone (address, sizes, pitch, box, type),
+// over. A map is a function of its key alone (address, sizes, pitches, box, type),
 // so a cached map is never stale: memory freed and reused at the same
 // address with the same layout needs exactly that map. Host-only.
 #pragma once
@@ -22,6 +22,7 @@ class TensorMapCache {
     int64_t rows = 0, cols = 0, ld = 0;
     uint32_t box_cols = 0, box_rows = 0;
     int element_type = 0;
+    int64_t entries = 1, stride = 0;  // a batch's entries, and the elements between them
     bool operator==(const Key&) const = default;
   };
 

@@ -1,12 +1,14 @@
 // The host side of a grid of one CTA per 128×128 output tile (steps 3-5 of
 // both families): x over the tile columns of N, y over the tile rows of M
-// (grid y stops at 65535); for the TMA steps, the tensor maps too.
+// (grid y stops at 65535), z over a batch's entries (steps 4-5); for the
+// TMA steps, the tensor maps too.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <string>
 
+#include "common/batch.h"
 #include "common/kernel_basics.h"
 #include "common/tile_layout.h"
 #include "common/step_form.h"
@@ -15,7 +17,9 @@
 
 namespace gemm::common {
 
-inline dim3 TileGrid(const Problem& p) { return dim3(CeilDiv(p.n, kTileRows), CeilDiv(p.m, kTileRows)); }
+inline dim3 TileGrid(const Problem& p) {
+  return dim3(CeilDiv(p.n, kTileRows), CeilDiv(p.m, kTileRows), static_cast<unsigned>(p.batch));
+}
 
 // "" if `step`'s grid can cover M, else why not.
 inline std::string TileGridError(const Problem& p, int step) {
@@ -23,7 +27,7 @@ inline std::string TileGridError(const Problem& p, int step) {
   return "step " + std::to_string(step) + " takes m <= 65535*128 (grid y limit)";
 }
 
-// Steps 4-5: kKernel(a_map, b_map, d_map, n, k, epilogue) over the tile grid, with
+// Steps 4-5: kKernel(a_map, b_map, d_map, n, k, epilogue, batch) over the tile grid, with
 // 128 threads and kSmemBytes of dynamic shared memory; the tensor maps, and
 // any padded staging, from TmaProblem.
 template <auto kKernel, int kSmemBytes>
@@ -31,7 +35,8 @@ std::string LaunchTmaOnTileGrid(const Problem& p, cudaStream_t stream, int step)
   if (auto err = TileGridError(p, step); !err.empty()) return err;
   TmaProblem tma;
   if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
-  kKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.n, p.k, EpilogueOf(p));
+  kKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.n, p.k, EpilogueOf(p),
+                                                    BatchOf(p));
   if (auto err = LaunchError(); !err.empty()) return err;
   return tma.Finish(stream);
 }

@@ -13,18 +13,23 @@
 
 namespace gemm::common {
 
-// Box at (col, row) of `map` into shared memory; arrives on `bar` with its bytes.
-__device__ inline void TmaLoad(void* smem, const CUtensorMap* map, int32_t col, int32_t row, uint64_t* bar) {
-  const int32_t coords[2] = {col, row};
+// Every map has three coordinates: column, row and batch entry
+// (common/batch.h); a problem without a batch has one entry.
+
+// Box at (col, row) of batch entry `entry` of `map` into shared memory;
+// arrives on `bar` with its bytes.
+__device__ inline void TmaLoad(void* smem, const CUtensorMap* map, int32_t col, int32_t row, int32_t entry,
+                               uint64_t* bar) {
+  const int32_t coords[3] = {col, row, entry};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem, map, coords, bar);
 }
 
 // The same box, delivered to the same shared-memory offset in every CTA of
 // the cluster named in `cta_mask`; each copy arrives on the barrier at
 // `bar`'s offset in its own CTA.
-__device__ inline void TmaLoadMulticast(void* smem, const CUtensorMap* map, int32_t col, int32_t row, uint64_t* bar,
-                                        uint16_t cta_mask) {
-  const int32_t coords[2] = {col, row};
+__device__ inline void TmaLoadMulticast(void* smem, const CUtensorMap* map, int32_t col, int32_t row, int32_t entry,
+                                        uint64_t* bar, uint16_t cta_mask) {
+  const int32_t coords[3] = {col, row, entry};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, smem, map, coords, bar, cta_mask);
 }
 
@@ -43,25 +48,26 @@ __device__ inline void ForEachTileBox(int32_t k0, int32_t row0, Load load) {
   }
 }
 
-// The tile into `smem`, every box arriving on `bar`.
+// The tile of batch entry `entry` into `smem`, every box arriving on `bar`.
 template <Layout kLayout, int kRows>
-__device__ inline void TmaLoadTile(char* smem, const CUtensorMap* map, int32_t k0, int32_t row0, uint64_t* bar) {
+__device__ inline void TmaLoadTile(char* smem, const CUtensorMap* map, int32_t k0, int32_t row0, int32_t entry,
+                                   uint64_t* bar) {
   ForEachTileBox<kLayout, kRows>(k0, row0, [&](int offset, int32_t col, int32_t row) {
-    TmaLoad(smem + offset, map, col, row, bar);
+    TmaLoad(smem + offset, map, col, row, entry, bar);
   });
 }
 
 // The same, multicast to the CTAs in `cta_mask` (TmaLoadMulticast).
 template <Layout kLayout, int kRows>
 __device__ inline void TmaLoadTileMulticast(char* smem, const CUtensorMap* map, int32_t k0, int32_t row0,
-                                            uint64_t* bar, uint16_t cta_mask) {
+                                            int32_t entry, uint64_t* bar, uint16_t cta_mask) {
   ForEachTileBox<kLayout, kRows>(k0, row0, [&](int offset, int32_t col, int32_t row) {
-    TmaLoadMulticast(smem + offset, map, col, row, bar, cta_mask);
+    TmaLoadMulticast(smem + offset, map, col, row, entry, bar, cta_mask);
   });
 }
 
-__device__ inline void TmaStore(const CUtensorMap* map, int32_t col, int32_t row, const void* smem) {
-  const int32_t coords[2] = {col, row};
+__device__ inline void TmaStore(const CUtensorMap* map, int32_t col, int32_t row, int32_t entry, const void* smem) {
+  const int32_t coords[3] = {col, row, entry};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, smem);
 }
 
@@ -82,10 +88,14 @@ __device__ inline void TmaStoreCommitAndWait() {
 }
 
 // Steps 4-5 of both families stage a 128×128 D tile as two swizzled 128×64
-// halves. One thread: both halves of the tile at (m0, n0) to global memory.
-__device__ inline void StoreDTile(const CUtensorMap* d_map, const char* d_tile, int64_t m0, int64_t n0, int64_t n) {
+// halves. One thread: both halves of the tile at (m0, n0) of batch entry
+// `entry` to global memory.
+__device__ inline void StoreDTile(const CUtensorMap* d_map, const char* d_tile, int64_t m0, int64_t n0, int64_t n,
+                                  int32_t entry) {
   for (int h = 0; h < 2; ++h) {
-    if (n0 + 64 * h < n) TmaStore(d_map, static_cast<int32_t>(n0 + 64 * h), static_cast<int32_t>(m0), d_tile + h * kTileBytes);
+    if (n0 + 64 * h < n) {
+      TmaStore(d_map, static_cast<int32_t>(n0 + 64 * h), static_cast<int32_t>(m0), entry, d_tile + h * kTileBytes);
+    }
   }
   TmaStoreCommitAndWait();
 }

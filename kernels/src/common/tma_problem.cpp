@@ -1,5 +1,6 @@
 #include "common/tma_problem.h"
 
+#include "common/batch.h"
 #include "common/tensor_map_cache.h"
 
 #include <cudaTypedefs.h>
@@ -32,31 +33,34 @@ PFN_cuTensorMapEncodeTiled_v12000 EncodeFn() {
 
 std::atomic<bool> swizzle_fault{false};  // testing::PlantTmaSwizzleFault
 
-// rows×cols of `type`, rows `ld` elements apart; columns past `cols` (up to
-// the pitch and beyond) are outside the map: TMA zero-fills them on loads
-// and drops them on stores. TMA converts nothing between these 16-bit
-// types; the map names the real one all the same.
+// `entries` batch entries of rows×cols of `type`, rows `ld` elements apart
+// and entries `stride` apart (one entry: any stride); columns past `cols`
+// (up to the pitch and beyond) are outside the map: TMA zero-fills them on
+// loads and drops them on stores. TMA converts nothing between these
+// 16-bit types; the map names the real one all the same.
 std::string Encode(CUtensorMap* map, ElementType type, const void* base, int64_t rows, int64_t cols, int64_t ld,
-                   uint32_t box_cols, uint32_t box_rows) {
+                   int64_t entries, int64_t stride, uint32_t box_cols, uint32_t box_rows) {
+  if (entries == 1) stride = rows * ld;
   thread_local TensorMapCache<CUtensorMap> cache;
   const bool planted = swizzle_fault.load(std::memory_order_relaxed);
   const auto make = [&](CUtensorMap* fresh) -> std::string {
     auto encode = EncodeFn();
     if (encode == nullptr) return "cuTensorMapEncodeTiled is not available from the driver";
-    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
-    const cuuint32_t box[2] = {box_cols, box_rows};
-    const cuuint32_t element_strides[2] = {1, 1};
+    const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                                static_cast<cuuint64_t>(entries)};
+    const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 2, static_cast<cuuint64_t>(stride) * 2};
+    const cuuint32_t box[3] = {box_cols, box_rows, 1};
+    const cuuint32_t element_strides[3] = {1, 1, 1};
     const auto data_type =
         type == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    const CUresult r = encode(fresh, data_type, 2, const_cast<void*>(base), dims, strides, box,
+    const CUresult r = encode(fresh, data_type, 3, const_cast<void*>(base), dims, strides, box,
                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                               planted ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? "" : "cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")";
   };
   if (planted) return make(map);  // a planted map never enters the cache
-  return cache.Get({base, rows, cols, ld, box_cols, box_rows, static_cast<int>(type)}, map, make);
+  return cache.Get({base, rows, cols, ld, box_cols, box_rows, static_cast<int>(type), entries, stride}, map, make);
 }
 
 // rows×cols at pitch `ld` -> a copy at SixteenBytePitch(cols)
@@ -86,6 +90,13 @@ void TmaProblem::Release() {
 std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes, bool d_map) {
   p_ = p;
   stream_ = stream;
+  // A batch arrives ready for its maps (gemm::Launch runs any other entry by entry).
+  if (p.batch > 1) {
+    if (auto why = OneLaunchBatchError(p); !why.empty()) return "a batch the TMA steps cannot take at once: " + why;
+  }
+  // An operand the batch shares is a map of one entry (common/batch.h).
+  const BatchArgs batch = BatchOf(p);
+  const int64_t a_entries = batch.a_moves ? p.batch : 1, b_entries = batch.b_moves ? p.batch : 1;
   const __half* a = p.a;
   const __half* b = p.b;
   int64_t lda = p.lda, ldb = p.ldb;
@@ -107,12 +118,14 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
     }
     b = b_pad_;
   }
-  if (auto err = Encode(&a_, p.operands, a, a_stored.rows, a_stored.cols, lda, a_k ? kTileK : kMnBlockRows,
+  if (auto err = Encode(&a_, p.operands, a, a_stored.rows, a_stored.cols, lda, a_entries, p.stride_a,
+                        a_k ? kTileK : kMnBlockRows,
                         a_k ? boxes.a : kTileK);
       !err.empty()) {
     return err;
   }
-  if (auto err = Encode(&b_, p.operands, b, b_stored.rows, b_stored.cols, ldb, b_k ? kTileK : kMnBlockRows,
+  if (auto err = Encode(&b_, p.operands, b, b_stored.rows, b_stored.cols, ldb, b_entries, p.stride_b,
+                        b_k ? kTileK : kMnBlockRows,
                         b_k ? boxes.b : kTileK);
       !err.empty()) {
     return err;
@@ -125,7 +138,7 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
     if (auto err = PitchedCopy(&d_pad_, &ldd_pad_, nullptr, p.m, p.n, p.ldd, stream); !err.empty()) return err;
     d = d_pad_;
   }
-  return Encode(&d_, p.result, d, p.m, p.n, ldd_pad_, kTileK, boxes.d);
+  return Encode(&d_, p.result, d, p.m, p.n, ldd_pad_, p.batch, p.stride_d, kTileK, boxes.d);
 }
 
 std::string TmaProblem::Finish(cudaStream_t stream) {

@@ -13,7 +13,7 @@
 
 namespace gemm::sm100 {
 
-// A box at (col, row) of `map` into this CTA's `smem`, its bytes counted on
+// A box at (col, row) of batch entry `entry` of `map` into this CTA's `smem`, its bytes counted on
 // the leader CTA's copy of `bar` (where the leader's producer posted the
 // pair's total).
 //
@@ -26,14 +26,15 @@ namespace gemm::sm100 {
 // shared::cluster address of the executing CTA), and the barrier's address
 // with the peer bit cleared, which names the leader's copy
 // (PairLeaderAddress). tests/sm100_ptx_check.py pins the form.
-__device__ inline void TmaLoadToLeader(void* smem, const CUtensorMap* map, int32_t col, int32_t row, uint64_t* bar) {
+__device__ inline void TmaLoadToLeader(void* smem, const CUtensorMap* map, int32_t col, int32_t row, int32_t entry,
+                                       uint64_t* bar) {
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t leader_bar = PairLeaderAddress(static_cast<uint32_t>(__cvta_generic_to_shared(bar)));
   asm volatile(
-      "cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3}], [%4];"
+      "cp.async.bulk.tensor.3d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];"
       :
-      : "r"(dst), "l"(map), "r"(col), "r"(row), "r"(leader_bar)
+      : "r"(dst), "l"(map), "r"(col), "r"(row), "r"(entry), "r"(leader_bar)
       : "memory");
 }
 

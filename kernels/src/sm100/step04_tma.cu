@@ -25,7 +25,7 @@ template <typename Form>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
                                                  const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k,
-                                                 EpilogueArgs e) {
+                                                 EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   __shared__ uint64_t full;      // "the A and B tiles have landed"
   __shared__ uint64_t mma_done;  // "the k-tile's MMAs are complete" (tcgen05.commit)
@@ -35,6 +35,7 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
   char* d_tile = a_tile;
   const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
   const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+  const int entry = static_cast<int>(blockIdx.z);
   const bool leader = threadIdx.x == 0;
 
   if (leader) {
@@ -47,8 +48,8 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     uint32_t k_tile = 0;
     for (int64_t k0 = 0; k0 < k; k0 += kTileK, ++k_tile) {
       ArriveExpectTx(&full, 2 * kTileBytes);
-      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), &full);
-      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), &full);
+      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), batch.EntryOfA(entry), &full);
+      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), batch.EntryOfB(entry), &full);
       Wait(&full, k_tile % 2);
       TmemFenceAfterSync();
       IssueTileMma<Form>(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     }
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, leader, e);  // after the leader saw the last MMAs complete
+  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, entry, leader, e.ForEntry(entry));  // after the leader saw the last MMAs complete
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

@@ -22,7 +22,7 @@ template <typename Form>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
                                                        const __grid_constant__ CUtensorMap d_map, int64_t n,
-                                                       int64_t k, EpilogueArgs e) {
+                                                       int64_t k, EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_tile = stages;                 // reused once the last MMAs are done
@@ -31,6 +31,7 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
   __shared__ uint32_t tmem_slot;
   const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
   const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+  const int entry = static_cast<int>(blockIdx.z);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   const bool leader = threadIdx.x == 0;
 
@@ -41,8 +42,8 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     auto load = [&](int t) {  // k-tile t into stage t % 2
       char* a_tile = stages + (t % kStages) * kStageBytes;
       ArriveExpectTx(&full[t % kStages], kStageBytes);
-      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, t * kTileK, static_cast<int32_t>(m0), &full[t % kStages]);
-      TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, t * kTileK, static_cast<int32_t>(n0), &full[t % kStages]);
+      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, t * kTileK, static_cast<int32_t>(m0), batch.EntryOfA(entry), &full[t % kStages]);
+      TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, t * kTileK, static_cast<int32_t>(n0), batch.EntryOfB(entry), &full[t % kStages]);
     };
     load(0);
     for (int t = 0; t < k_tiles; ++t) {
@@ -62,7 +63,7 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     TmemFenceAfterSync();
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, leader, e);
+  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, entry, leader, e.ForEntry(entry));
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

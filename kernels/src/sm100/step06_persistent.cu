@@ -25,14 +25,15 @@ constexpr int kSmemBytes = kStages * kStageBytes + kDStagingBytes + kSmemAlignSl
 template <typename Form>
 __global__ void __launch_bounds__(128)
     PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k, EpilogueArgs e) {
+                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k, EpilogueArgs e,
+                     BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];   // the stage's A and B have landed
   __shared__ uint64_t empty[kStages];  // the MMAs that read the stage are done
   __shared__ uint32_t tmem_slot;
-  const TileScheduler scheduler(m, n, kTileRows, kTileRows);
+  const TileScheduler scheduler(m, n, kTileRows, kTileRows, batch.entries);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   // This CTA's tiles: blockIdx.x, blockIdx.x + gridDim.x, ...
   const int my_tiles = (scheduler.tiles() - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
@@ -44,17 +45,19 @@ __global__ void __launch_bounds__(128)
 
   // Leader only: the next iteration to load, counted rather than divided
   // out of the iteration number.
-  int load_tile = blockIdx.x, load_kt = 0, load_m = 0, load_n = 0;
-  if (leader && iterations > 0) scheduler.Coordinates(load_tile, &load_m, &load_n);
+  int load_tile = blockIdx.x, load_kt = 0, load_m = 0, load_n = 0, load_entry = 0;
+  if (leader && iterations > 0) scheduler.Coordinates(load_tile, &load_m, &load_n, &load_entry);
   auto load_next = [&](int it) {
     char* a_tile = stages + (it % kStages) * kStageBytes;
     ArriveExpectTx(&full[it % kStages], kStageBytes);
-    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, load_kt * kTileK, load_m * kTileRows, &full[it % kStages]);
-    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, load_kt * kTileK, load_n * kTileRows, &full[it % kStages]);
+    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, load_kt * kTileK, load_m * kTileRows,
+                                           batch.EntryOfA(load_entry), &full[it % kStages]);
+    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, load_kt * kTileK, load_n * kTileRows,
+                                           batch.EntryOfB(load_entry), &full[it % kStages]);
     if (++load_kt == k_tiles) {
       load_kt = 0;
       load_tile += gridDim.x;
-      if (load_tile < scheduler.tiles()) scheduler.Coordinates(load_tile, &load_m, &load_n);
+      if (load_tile < scheduler.tiles()) scheduler.Coordinates(load_tile, &load_m, &load_n, &load_entry);
     }
   };
   if (leader && iterations > 0) load_next(0);
@@ -84,20 +87,22 @@ __global__ void __launch_bounds__(128)
     }
     __syncthreads();
     TmemFenceAfterSync();
-    int fuse_m, fuse_n;  // the tile's origin, for a fused epilogue's C (the plain one reads nothing)
-    scheduler.Coordinates(tile, &fuse_m, &fuse_n);
-    TmemTileToSmem<Form>(tmem, d_staging, e, int64_t{fuse_m} * kTileRows, int64_t{fuse_n} * kTileRows);
+    int fuse_m, fuse_n, fuse_entry;  // the tile's origin, for a fused epilogue's C (the plain one reads nothing)
+    scheduler.Coordinates(tile, &fuse_m, &fuse_n, &fuse_entry);
+    TmemTileToSmem<Form>(tmem, d_staging, e.ForEntry(fuse_entry), int64_t{fuse_m} * kTileRows,
+                         int64_t{fuse_n} * kTileRows);
     TmemFenceBeforeSync();  // every TMEM read is done before the next tile's MMAs overwrite it
     FenceSharedForAsyncProxy();
     __syncthreads();
     if (leader) {
       TmemFenceAfterSync();
-      int tile_m, tile_n;
-      scheduler.Coordinates(tile, &tile_m, &tile_n);
+      int tile_m, tile_n, entry;
+      scheduler.Coordinates(tile, &tile_m, &tile_n, &entry);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
       for (int h = 0; h < 2; ++h) {
         if (n0 + kTileK * h < n) {
-          TmaStore(&d_map, static_cast<int32_t>(n0 + kTileK * h), static_cast<int32_t>(m0), d_staging + h * kTileBytes);
+          TmaStore(&d_map, static_cast<int32_t>(n0 + kTileK * h), static_cast<int32_t>(m0), entry,
+                   d_staging + h * kTileBytes);
         }
       }
       TmaStoreCommit();  // waited for before the staging is reused, or at exit
@@ -118,7 +123,7 @@ cudaError_t PreparePersistent() {
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
     return LaunchOnResidentGrid<PersistentKernel<decltype(form)>, 128, kSmemBytes>(
-        p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles());
+        p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows, BatchOf(p).entries).tiles());
   });
 }
 

@@ -98,16 +98,18 @@ __device__ inline void TmemTileToSmem(uint32_t tmem_base, char* d_tile, const co
 
 // Steps 4-5, once the leader has seen the tile's last MMAs complete: the
 // accumulator out of TMEM into `d_tile` (all threads), then the leader's TMA
-// stores of its two halves to D at (m0, n0), waited for before it returns.
+// stores of its two halves to D at (m0, n0) of batch entry `entry`, waited
+// for before it returns.
 template <typename Form>
 __device__ inline void StoreAccumulatorTile(uint32_t tmem, char* d_tile, const CUtensorMap* d_map, int64_t m0,
-                                            int64_t n0, int64_t n, bool leader, const common::EpilogueArgs& ep) {
+                                            int64_t n0, int64_t n, int entry, bool leader,
+                                            const common::EpilogueArgs& ep) {
   __syncthreads();
   TmemFenceAfterSync();
   TmemTileToSmem<Form>(tmem, d_tile, ep, m0, n0);
   common::FenceSharedForAsyncProxy();
   __syncthreads();
-  if (leader) common::StoreDTile(d_map, d_tile, m0, n0, n);
+  if (leader) common::StoreDTile(d_map, d_tile, m0, n0, n, entry);
 }
 
 }  // namespace gemm::sm100

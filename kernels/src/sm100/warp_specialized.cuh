@@ -52,9 +52,9 @@ class WarpSpecializedOps {
 
   __device__ WarpSpecializedOps(Barriers bars, char* stages, char* staging, uint32_t tmem, const CUtensorMap* a_map,
                                 const CUtensorMap* b_map, const CUtensorMap* d_map, const ClusterTiles& tiles,
-                                int64_t m, int64_t n, uint32_t rank, const EpilogueArgs& epilogue)
+                                int64_t m, int64_t n, uint32_t rank, const EpilogueArgs& epilogue, BatchArgs batch)
       : bars_(bars), stages_(stages), staging_(staging), tmem_(tmem), a_map_(a_map), b_map_(b_map), d_map_(d_map),
-        tiles_(tiles), m_(m), n_(n), rank_(rank), epilogue_(epilogue) {}
+        tiles_(tiles), m_(m), n_(n), rank_(rank), batch_(batch), epilogue_(epilogue) {}
 
   // Waits for the round of `parity`; an MMA issue or a TMEM read after it
   // needs the tcgen05 fence, and a warp's TMEM read needs the whole warp.
@@ -74,10 +74,12 @@ class WarpSpecializedOps {
     if (rank_ == 0) ArriveExpectTx(full, P.StageTxBytes(m_, n_, m0_, n0_));
     for (int c = 0; c < P.consumers; ++c) {
       const int64_t row = P.ARow(m0_, static_cast<int>(rank_), c);
-      if (row < m_) Load<Form::kALayout>(base + c * kTileBytes, a_map_, kt, row, full);
+      if (row < m_) Load<Form::kALayout>(base + c * kTileBytes, a_map_, kt, row, batch_.EntryOfA(entry_), full);
     }
     const int64_t b_row = P.BRow(n0_, static_cast<int>(rank_));
-    if (b_row < n_) Load<Form::kBLayout>(base + P.consumers * kTileBytes, b_map_, kt, b_row, full);
+    if (b_row < n_) {
+      Load<Form::kBLayout>(base + P.consumers * kTileBytes, b_map_, kt, b_row, batch_.EntryOfB(entry_), full);
+    }
   }
 
   // MMA issuer: consumer c's A block against the stage's B, into `slot`.
@@ -130,24 +132,28 @@ class WarpSpecializedOps {
     NamedBarrierSync(barrier_id, 128);
     const int row = threadIdx.x % 128;
     int64_t d_row0 = 0, d_col0 = 0;  // D's element of this thread's first value, for a fused epilogue's C
+    EpilogueArgs epilogue = epilogue_;
     if constexpr (Form::kFused) {
       SetTile(tile);
       d_row0 = P.ARow(m0_, static_cast<int>(rank_), consumer) + row;
       d_col0 = n0_ + int64_t{chunk} * kTileK;
+      epilogue = epilogue_.ForEntry(entry_);
     }
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
       *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, j / 8)) =
-          PackEight<Form>(lo_, j, epilogue_, d_row0, d_col0 + j);
+          PackEight<Form>(lo_, j, epilogue, d_row0, d_col0 + j);
       *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, 4 + j / 8)) =
-          PackEight<Form>(hi_, j, epilogue_, d_row0, d_col0 + 32 + j);
+          PackEight<Form>(hi_, j, epilogue, d_row0, d_col0 + 32 + j);
     }
     FenceSharedForAsyncProxy();
     NamedBarrierSync(barrier_id, 128);
     if (leader) {
       SetTile(tile);
       const int64_t d_row = P.ARow(m0_, static_cast<int>(rank_), consumer), d_col = n0_ + int64_t{chunk} * kTileK;
-      if (d_row < m_ && d_col < n_) TmaStore(d_map_, static_cast<int32_t>(d_col), static_cast<int32_t>(d_row), buffer);
+      if (d_row < m_ && d_col < n_) {
+        TmaStore(d_map_, static_cast<int32_t>(d_col), static_cast<int32_t>(d_row), entry_, buffer);
+      }
       TmaStoreCommit();  // a group per chunk, stored or not, so the count above holds
     }
     ++stores_;
@@ -166,19 +172,19 @@ class WarpSpecializedOps {
   __device__ void SetTile(int tile) {
     if (tile == tile_) return;
     tile_ = tile;
-    tiles_.Origin(tile, &m0_, &n0_);
+    tiles_.Origin(tile, &m0_, &n0_, &entry_);
   }
 
   // One 128-row block of an operand (common/tile_layout.h): one box
   // K-contiguous, two 64-row boxes MN-contiguous.
   template <Layout kLayout>
-  __device__ void Load(char* smem, const CUtensorMap* map, int kt, int64_t row, uint64_t* full) {
+  __device__ void Load(char* smem, const CUtensorMap* map, int kt, int64_t row, int32_t entry, uint64_t* full) {
     if constexpr (Config::kCtaGroup == 2) {
       ForEachTileBox<kLayout, kTileRows>(kt * kTileK, static_cast<int32_t>(row), [&](int offset, int32_t x, int32_t y) {
-        TmaLoadToLeader(smem + offset, map, x, y, full);
+        TmaLoadToLeader(smem + offset, map, x, y, entry, full);
       });
     } else {
-      TmaLoadTile<kLayout, kTileRows>(smem, map, kt * kTileK, static_cast<int32_t>(row), full);
+      TmaLoadTile<kLayout, kTileRows>(smem, map, kt * kTileK, static_cast<int32_t>(row), entry, full);
     }
   }
 
@@ -189,8 +195,10 @@ class WarpSpecializedOps {
   ClusterTiles tiles_;
   int64_t m_, n_;
   uint32_t rank_;
+  BatchArgs batch_;
   int tile_ = -1;
   int64_t m0_ = 0, n0_ = 0;
+  int entry_ = 0;
   int stores_ = 0;
   uint32_t lo_[32], hi_[32];
   EpilogueArgs epilogue_;
@@ -201,7 +209,7 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
     __launch_bounds__(WarpSpecialized<kStep>::kProtocol.Threads(), 1)
         WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                               const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                              EpilogueArgs e) {
+                              EpilogueArgs e, BatchArgs batch) {
   using Config = WarpSpecialized<kStep>;
   constexpr WarpSpecializedProtocol P = Config::kProtocol;
   constexpr int kCtaGroup = Config::kCtaGroup;
@@ -235,10 +243,11 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
   TmemFenceAfterSync();
 
   const uint32_t rank = kCtaGroup == 2 ? ClusterRank() : 0;
-  const ClusterTiles tiles(P, m, n, static_cast<int>(blockIdx.x) / kCtaGroup, static_cast<int>(gridDim.x) / kCtaGroup);
+  const ClusterTiles tiles(P, m, n, static_cast<int>(blockIdx.x) / kCtaGroup, static_cast<int>(gridDim.x) / kCtaGroup,
+                           batch.entries);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   WarpSpecializedOps<kStep, Form> ops({tma2mma, mma2tma, mma2ld, ld2mma}, stages, staging, tmem_slot, &a_map, &b_map,
-                                        &d_map, tiles, m, n, rank, e);
+                                        &d_map, tiles, m, n, rank, e, batch);
 
   if (warpgroup < P.consumers) {
     WriteBack(P, warpgroup, tiles.count(), ops);
@@ -276,7 +285,7 @@ template <int kStep>
 std::string LaunchWarpSpecializedStep(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   using Config = WarpSpecialized<kStep>;
   constexpr WarpSpecializedProtocol P = Config::kProtocol;
-  const int cluster_tiles = ClusterTiles(P, p.m, p.n, 0, 1).total();
+  const int cluster_tiles = ClusterTiles(P, p.m, p.n, 0, 1, BatchOf(p).entries).total();
   return WithStepForm(p, [&](auto form) {
     return LaunchOnResidentGrid<WarpSpecializedKernel<kStep, decltype(form)>, P.Threads(), Config::kSmemBytes,
                                 Config::kCtaGroup>(p, ctx, stream, cluster_tiles * Config::kCtaGroup);

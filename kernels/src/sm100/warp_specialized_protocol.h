@@ -118,22 +118,24 @@ struct PipelineState {
 GEMM_TILE_HD constexpr PipelineState FillerStart(int size) { return {0, 1, size}; }
 GEMM_TILE_HD constexpr PipelineState DrainerStart(int size) { return {0, 0, size}; }
 
-// The cluster tiles of cluster `cluster` (of `clusters`), in the grouped
-// order every persistent step uses; both CTAs of a pair walk the same list.
+// The cluster tiles of cluster `cluster` (of `clusters`), over a batch's
+// `entries`, in the grouped order every persistent step uses; both CTAs of
+// a pair walk the same list.
 class ClusterTiles {
  public:
-  GEMM_TILE_HD ClusterTiles(const WarpSpecializedProtocol& p, int64_t m, int64_t n, int cluster, int clusters)
-      : scheduler_(m, n, p.ClusterTileRows(), p.ClusterTileCols()),
+  GEMM_TILE_HD ClusterTiles(const WarpSpecializedProtocol& p, int64_t m, int64_t n, int cluster, int clusters,
+                            int entries = 1)
+      : scheduler_(m, n, p.ClusterTileRows(), p.ClusterTileCols(), entries),
         rows_(p.ClusterTileRows()),
         cols_(p.ClusterTileCols()),
         cluster_(cluster),
         clusters_(clusters) {}
   GEMM_TILE_HD int count() const { return (scheduler_.tiles() - cluster_ + clusters_ - 1) / clusters_; }
   GEMM_TILE_HD int total() const { return scheduler_.tiles(); }
-  // Top-left corner of this cluster's `tile`-th tile.
-  GEMM_TILE_HD void Origin(int tile, int64_t* m0, int64_t* n0) const {
+  // Top-left corner of this cluster's `tile`-th tile, and its batch entry.
+  GEMM_TILE_HD void Origin(int tile, int64_t* m0, int64_t* n0, int* entry) const {
     int tile_m, tile_n;
-    scheduler_.Coordinates(cluster_ + tile * clusters_, &tile_m, &tile_n);
+    scheduler_.Coordinates(cluster_ + tile * clusters_, &tile_m, &tile_n, entry);
     *m0 = int64_t{tile_m} * rows_;
     *n0 = int64_t{tile_n} * cols_;
   }

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "common/barrier.h"
+#include "common/batch.h"
 #include "common/cluster.h"
 #include "common/split_k.h"
 #include "common/tile_layout.h"
@@ -43,17 +44,18 @@ class ClusterPairTiles {
   // Arrivals that free a stage: each consumer warpgroup of both CTAs.
   static constexpr uint32_t EmptyArrivals(int consumers) { return static_cast<uint32_t>(consumers * kClusterSize); }
 
-  // Cluster tiles of an m×n problem.
-  __host__ __device__ static int Tiles(int64_t m, int64_t n) {
-    return TileScheduler(m, n, kClusterSize * kTileRows, kTileCols).tiles();
+  // Cluster tiles of an m×n problem, over a batch's `entries`.
+  __host__ __device__ static int Tiles(int64_t m, int64_t n, int entries = 1) {
+    return TileScheduler(m, n, kClusterSize * kTileRows, kTileCols, entries).tiles();
   }
   // CTAs with work for an m×n problem: two per unit.
-  __host__ __device__ static int WorkCtas(int64_t m, int64_t n, int splits = 1) {
-    return Tiles(m, n) * splits * kClusterSize;
+  __host__ __device__ static int WorkCtas(int64_t m, int64_t n, int splits = 1, int entries = 1) {
+    return Tiles(m, n, entries) * splits * kClusterSize;
   }
 
-  __device__ ClusterPairTiles(int64_t m, int64_t n, int64_t k, int splits = 1)
-      : scheduler_(m, n, kClusterSize * kTileRows, kTileCols),
+  __device__ ClusterPairTiles(int64_t m, int64_t n, int64_t k, int splits = 1, BatchArgs batch = {})
+      : scheduler_(m, n, kClusterSize * kTileRows, kTileCols, batch.entries),
+        batch_(batch),
         rank_(kClusterSize == 1 ? 0 : ClusterRank()),
         cluster_(static_cast<int>(blockIdx.x) / kClusterSize),
         clusters_(static_cast<int>(gridDim.x) / kClusterSize),
@@ -70,11 +72,12 @@ class ClusterPairTiles {
   // Units of this CTA (`tile` below counts them); the same count in both CTAs of the pair.
   __device__ int tiles() const { return (scheduler_.tiles() * splits() - cluster_ + clusters_ - 1) / clusters_; }
 
-  // Top-left corner of this CTA's `tile`-th output tile. Below the matrix
-  // (m0 >= m) for the lower CTA of a pair on the last tile-row of an odd count.
-  __device__ void Origin(int tile, int64_t* m0, int64_t* n0) const {
+  // Top-left corner of this CTA's `tile`-th output tile, and its batch
+  // entry. Below the matrix (m0 >= m) for the lower CTA of a pair on the
+  // last tile-row of an odd count.
+  __device__ void Origin(int tile, int64_t* m0, int64_t* n0, int* entry) const {
     int tile_m, tile_n;
-    scheduler_.Coordinates((cluster_ + tile * clusters_) / splits(), &tile_m, &tile_n);
+    scheduler_.Coordinates((cluster_ + tile * clusters_) / splits(), &tile_m, &tile_n, entry);
     *m0 = (int64_t{tile_m} * kClusterSize + rank_) * kTileRows;
     *n0 = int64_t{tile_n} * kTileCols;
   }
@@ -107,7 +110,9 @@ class ClusterPairTiles {
     int it = 0;
     for (int tile = 0; tile < tiles(); ++tile) {
       int64_t m0, n0;
-      Origin(tile, &m0, &n0);
+      int entry;
+      Origin(tile, &m0, &n0, &entry);
+      const int32_t a_entry = batch_.EntryOfA(entry), b_entry = batch_.EntryOfB(entry);
       const uint32_t bytes = StageBytes(m0, n0);
       const bool load_a = m0 < m_, load_b = n0 + rank_ * kBShareRows < n_;
       const int32_t a_row = static_cast<int32_t>(PlantedARows(m0)), b_row = static_cast<int32_t>(n0 + rank_ * kBShareRows);
@@ -120,13 +125,14 @@ class ClusterPairTiles {
         ArriveExpectTx(&full[s], bytes);
         if (load_b) {  // first: the peer's stage waits for this share too
           if constexpr (kClusterSize == 1) {
-            TmaLoadTile<Form::kBLayout, kBShareRows>(a_tile + kATileBytes, b_map, kt * kTileK, b_row, &full[s]);
+            TmaLoadTile<Form::kBLayout, kBShareRows>(a_tile + kATileBytes, b_map, kt * kTileK, b_row, b_entry,
+                                                     &full[s]);
           } else {
             TmaLoadTileMulticast<Form::kBLayout, kBShareRows>(a_tile + kATileBytes + rank_ * kBShareBytes, b_map,
-                                                              kt * kTileK, b_row, &full[s], kWholeCluster);
+                                                              kt * kTileK, b_row, b_entry, &full[s], kWholeCluster);
           }
         }
-        if (load_a) TmaLoadTile<Form::kALayout, kTileRows>(a_tile, a_map, kt * kTileK, a_row, &full[s]);
+        if (load_a) TmaLoadTile<Form::kALayout, kTileRows>(a_tile, a_map, kt * kTileK, a_row, a_entry, &full[s]);
       }
     }
     for (int tail = 0; tail < kStages; ++tail, ++it) wait_until_free(it);
@@ -176,6 +182,7 @@ class ClusterPairTiles {
   }
 
   TileScheduler scheduler_;
+  BatchArgs batch_;
   uint32_t rank_;
   int cluster_, clusters_, k_tiles_;
   int64_t m_, n_;

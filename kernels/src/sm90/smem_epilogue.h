@@ -85,32 +85,32 @@ __device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int c
 // the leader waits until all but the newest kPending of its committed
 // stores have read their staging (the store that last used `buffer` among
 // them), the warpgroup writes the chunk (`write(buffer)`), and the leader
-// stores it. Every call commits a group, stored or not (col at or past n),
+// stores it (in batch entry `entry`). Every call commits a group, stored or not (col at or past n),
 // so that count holds. The leader waits only before reusing staging, not
 // after each store, so the last chunk of a tile leaves while the next tile
 // multiplies (call DrainChunkStores before the CTA exits). `barrier_id`
 // syncs this warpgroup only.
 template <int kPending, typename Write>
 __device__ inline void StoreStagedChunk(char* buffer, Write write, int barrier_id, bool leader,
-                                        const CUtensorMap* d_map, int64_t row0, int64_t col, int64_t n) {
+                                        const CUtensorMap* d_map, int64_t row0, int64_t col, int entry, int64_t n) {
   if (leader) TmaStoreWaitRead<kPending>();
   NamedBarrierSync(barrier_id, 128);  // the staging is read out
   write(buffer);
   FenceSharedForAsyncProxy();
   NamedBarrierSync(barrier_id, 128);
   if (leader) {
-    if (col < n) TmaStore(d_map, static_cast<int32_t>(col), static_cast<int32_t>(row0), buffer);
+    if (col < n) TmaStore(d_map, static_cast<int32_t>(col), static_cast<int32_t>(row0), entry, buffer);
     TmaStoreCommit();
   }
 }
 
 // One warpgroup's 64 rows × kCols columns of accumulators (the wgmma
-// layout) to D at (row0, n0), one 64×64 chunk at a time through `chunk`
+// layout) to D at (row0, n0) of batch entry `entry` (`e` that entry's), one 64×64 chunk at a time through `chunk`
 // (kDChunkBytes). Small staging leaves shared memory to the pipeline. The
 // D map's box is 64×64.
 template <typename Form, int kCols>
 __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* chunk, int barrier_id, bool leader,
-                                         const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n,
+                                         const CUtensorMap* d_map, int64_t row0, int64_t n0, int entry, int64_t n,
                                          const EpilogueArgs& e) {
 #pragma unroll
   for (int c = 0; c < kCols / 64; ++c) {
@@ -121,7 +121,7 @@ __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* ch
         AccumulatorColumnsToSmem<Form>(acc, c * 64, buffer, {}, 0, 0);
       }
     };
-    StoreStagedChunk<0>(chunk, write, barrier_id, leader, d_map, row0, n0 + c * 64, n);
+    StoreStagedChunk<0>(chunk, write, barrier_id, leader, d_map, row0, n0 + c * 64, entry, n);
   }
 }
 
@@ -149,13 +149,14 @@ __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&pa
 }
 
 // Chunk `chunk` (columns 64·chunk..+63) of one warpgroup's packed 64 rows
-// to D at (row0, n0), through staging chunk chunk % 2 (2 × kDChunkBytes
+// to D at (row0, n0) of batch entry `entry`, through staging chunk chunk % 2 (2 × kDChunkBytes
 // at `staging`): waiting for all but the newest store frees exactly the
 // chunk about to be refilled. `chunk` must be a compile-time constant after
 // unrolling, so that `packed` stays in registers.
 template <int kPackedRegs>
 __device__ inline void StoreChunk(const uint32_t (&packed)[kPackedRegs], int chunk, char* staging, int barrier_id,
-                                  bool leader, const CUtensorMap* d_map, int64_t row0, int64_t n0, int64_t n) {
+                                  bool leader, const CUtensorMap* d_map, int64_t row0, int64_t n0, int entry,
+                                  int64_t n) {
   auto write = [&](char* buffer) {
 #pragma unroll
     for (int i = chunk * 32; i < chunk * 32 + 32; i += 2) {  // packed[i / 2] holds accumulators i, i + 1
@@ -163,20 +164,21 @@ __device__ inline void StoreChunk(const uint32_t (&packed)[kPackedRegs], int chu
     }
   };
   StoreStagedChunk<1>(staging + (chunk % 2) * kDChunkBytes, write, barrier_id, leader, d_map, row0, n0 + chunk * 64,
-                      n);
+                      entry, n);
 }
 
-// A warpgroup's 128×128 tile (acc[2][64]) to D at (m0, n0), one 64×64 chunk
+// A warpgroup's 128×128 tile (acc[2][64]) to D at (m0, n0) of batch entry
+// `entry` (`e` that entry's), one 64×64 chunk
 // at a time through `chunk`; 64-row halves at or below row m are skipped
 // (the lower CTA of a cluster pair on the last tile-row has none).
 template <typename Form>
 __device__ inline void StoreTileInChunks(const float (&acc)[2][64], char* chunk, int barrier_id, bool leader,
-                                         const CUtensorMap* d_map, int64_t m0, int64_t n0, int64_t m, int64_t n,
-                                         const EpilogueArgs& e) {
+                                         const CUtensorMap* d_map, int64_t m0, int64_t n0, int entry, int64_t m,
+                                         int64_t n, const EpilogueArgs& e) {
 #pragma unroll
   for (int mb = 0; mb < 2; ++mb) {
     if (m0 + 64 * mb >= m) continue;
-    StoreRowsInChunks<Form, kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, n, e);
+    StoreRowsInChunks<Form, kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, entry, n, e);
   }
 }
 

@@ -19,7 +19,7 @@ template <typename Form>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
                                                  const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k,
-                                                 EpilogueArgs e) {
+                                                 EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
@@ -27,6 +27,7 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
   __shared__ uint64_t full;  // "the A and B tiles have landed"
   const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
   const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+  const int entry = static_cast<int>(blockIdx.z);
   const bool leader = threadIdx.x == 0;
 
   if (leader) {
@@ -40,8 +41,8 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
   for (int64_t k0 = 0; k0 < k; k0 += kTileK) {
     if (leader) {
       ArriveExpectTx(&full, 2 * kTileBytes);
-      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), &full);
-      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), &full);
+      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), batch.EntryOfA(entry), &full);
+      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), batch.EntryOfB(entry), &full);
     }
     Wait(&full, phase);
     phase ^= 1;
@@ -51,10 +52,10 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     __syncthreads();  // every warp is done with the tiles before the next TMA overwrites them
   }
 
-  AccumulatorsToSmem<Form>(acc, d_tile, 0, e, m0, n0);
+  AccumulatorsToSmem<Form>(acc, d_tile, 0, e.ForEntry(entry), m0, n0);
   FenceSharedForAsyncProxy();
   __syncthreads();
-  if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
+  if (leader) StoreDTile(&d_map, d_tile, m0, n0, n, entry);
 }
 
 }  // namespace

@@ -19,21 +19,22 @@ template <typename Form>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
                                                        const __grid_constant__ CUtensorMap d_map, int64_t n,
-                                                       int64_t k, EpilogueArgs e) {
+                                                       int64_t k, EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_tile = stages;  // reused once the last MMA is done
   __shared__ uint64_t full[kStages];
   const int64_t m0 = int64_t{blockIdx.y} * kTileRows;
   const int64_t n0 = int64_t{blockIdx.x} * kTileRows;
+  const int entry = static_cast<int>(blockIdx.z);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   const bool leader = threadIdx.x == 0;
 
   auto issue = [&](int kt) {  // leader only
     char* a_tile = stages + (kt % kStages) * kStageBytes;
     ArriveExpectTx(&full[kt % kStages], kStageBytes);
-    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, static_cast<int32_t>(m0), &full[kt % kStages]);
-    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, static_cast<int32_t>(n0), &full[kt % kStages]);
+    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, static_cast<int32_t>(m0), batch.EntryOfA(entry), &full[kt % kStages]);
+    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, static_cast<int32_t>(n0), batch.EntryOfB(entry), &full[kt % kStages]);
   };
 
   if (leader) {
@@ -56,10 +57,10 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     if (leader && kt + kStages < k_tiles) issue(kt + kStages);
   }
 
-  AccumulatorsToSmem<Form>(acc, d_tile, 0, e, m0, n0);
+  AccumulatorsToSmem<Form>(acc, d_tile, 0, e.ForEntry(entry), m0, n0);
   FenceSharedForAsyncProxy();
   __syncthreads();
-  if (leader) StoreDTile(&d_map, d_tile, m0, n0, n);
+  if (leader) StoreDTile(&d_map, d_tile, m0, n0, n, entry);
 }
 
 }  // namespace

@@ -28,12 +28,13 @@ constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlac
 template <typename Form>
 __global__ void __launch_bounds__(128, kCtasPerSm)
     PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k, EpilogueArgs e) {
+                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k, EpilogueArgs e,
+                     BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_chunk = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];
-  const TileScheduler scheduler(m, n, kTileRows, kTileRows);
+  const TileScheduler scheduler(m, n, kTileRows, kTileRows, batch.entries);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   // This CTA's tiles: blockIdx.x, blockIdx.x + gridDim.x, ...
   const int my_tiles = (scheduler.tiles() - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
@@ -46,18 +47,20 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
   // divisions between a stage's release and its refill, which held up the
   // warpgroup's next wgmma (3-7% slower at 8192³ on an H200, five processes).
   // It is kept in shared memory: the accumulators leave no registers for it.
-  __shared__ struct { int tile, m, n; } origin;
+  __shared__ struct { int tile, m, n, entry; } origin;
   auto issue_ahead = [&](int tile, int kt, int s) {
     kt += kStages;
     while (kt >= k_tiles) kt -= k_tiles, tile += gridDim.x;
     if (origin.tile != tile) {
       origin.tile = tile;
-      scheduler.Coordinates(tile, &origin.m, &origin.n);
+      scheduler.Coordinates(tile, &origin.m, &origin.n, &origin.entry);
     }
     char* a_tile = stages + s * kStageBytes;
     ArriveExpectTx(&full[s], kStageBytes);
-    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, origin.m * kTileRows, &full[s]);
-    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, origin.n * kTileRows, &full[s]);
+    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, origin.m * kTileRows,
+                                           batch.EntryOfA(origin.entry), &full[s]);
+    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, origin.n * kTileRows,
+                                           batch.EntryOfB(origin.entry), &full[s]);
   };
 
   if (leader) {
@@ -81,10 +84,10 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
     if (leader && it + kStages < iterations) issue_ahead(tile, kt, s);
 
     if (++kt == k_tiles) {  // this tile is done: write it while the next one loads
-      int tile_m, tile_n;
-      scheduler.Coordinates(tile, &tile_m, &tile_n);
+      int tile_m, tile_n, entry;
+      scheduler.Coordinates(tile, &tile_m, &tile_n, &entry);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      StoreTileInChunks<Form>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n, e);
+      StoreTileInChunks<Form>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry));
       kt = 0, tile += gridDim.x;
     }
   }
@@ -103,7 +106,7 @@ cudaError_t PreparePersistent() {
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
     return LaunchOnResidentGrid<PersistentKernel<decltype(form)>, 128, kSmemBytes>(
-        p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(),
+        p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows, BatchOf(p).entries).tiles(),
         TmaBoxRows{kTileRows, kTileRows, kDChunkRows});
   });
 }

@@ -40,7 +40,7 @@ template <int kStages, typename Form>
 __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasPerSm)
     WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                          EpilogueArgs e) {
+                          EpilogueArgs e, BatchArgs batch) {
   using Config = WarpSpecialized<kStages>;
   constexpr int kStageBytes = Config::kStageBytes;
   extern __shared__ char smem_raw[];
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
   char* d_chunk = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];   // TMA -> MMA: the stage holds data
   __shared__ uint64_t empty[kStages];  // MMA -> TMA: the stage may be refilled
-  const TileScheduler scheduler(m, n, kTileRows, kTileRows);
+  const TileScheduler scheduler(m, n, kTileRows, kTileRows, batch.entries);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   const int my_tiles = (scheduler.tiles() - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
   const int iterations = my_tiles * k_tiles;
@@ -69,13 +69,15 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
       for (int it = 0; it < iterations; ++it) {
         const int s = it % kStages;
         Wait(&empty[s], ((it / kStages) % 2) ^ 1);  // the first round finds every stage empty
-        int tile_m, tile_n;
-        scheduler.Coordinates(blockIdx.x + (it / k_tiles) * gridDim.x, &tile_m, &tile_n);
+        int tile_m, tile_n, entry;
+        scheduler.Coordinates(blockIdx.x + (it / k_tiles) * gridDim.x, &tile_m, &tile_n, &entry);
         const int kt = it % k_tiles;
         char* a_tile = stages + s * kStageBytes;
         ArriveExpectTx(&full[s], kStageBytes);
-        TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, tile_m * kTileRows, &full[s]);
-        TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, tile_n * kTileRows, &full[s]);
+        TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, tile_m * kTileRows,
+                                               batch.EntryOfA(entry), &full[s]);
+        TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, tile_n * kTileRows,
+                                               batch.EntryOfB(entry), &full[s]);
       }
     }
   } else {  // ------------------------------------------------------ consumer
@@ -85,10 +87,10 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
     int it = 0;  // this CTA's (tile, k-tile) iteration, as the producer counts them
     for (int tile = 0; tile < my_tiles; ++tile) {
       MultiplyTile<Form, kStages, kStageBytes>(acc, stages, full, empty, k_tiles, it, leader, Arrive);
-      int tile_m, tile_n;
-      scheduler.Coordinates(blockIdx.x + tile * gridDim.x, &tile_m, &tile_n);
+      int tile_m, tile_n, entry;
+      scheduler.Coordinates(blockIdx.x + tile * gridDim.x, &tile_m, &tile_n, &entry);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      StoreTileInChunks<Form>(acc, d_chunk, 1, leader, &d_map, m0, n0, m, n, e);
+      StoreTileInChunks<Form>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry));
     }
     DrainChunkStores(leader);
   }
@@ -107,7 +109,7 @@ std::string LaunchWarpSpecialized(const Problem& p, const DeviceContext& ctx, cu
   return WithStepForm(p, [&](auto form) {
     return LaunchOnResidentGrid<WarpSpecializedKernel<kStages, decltype(form)>, kWarpSpecializedThreads,
                                 WarpSpecialized<kStages>::kSmemBytes>(
-        p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows).tiles(),
+        p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows, BatchOf(p).entries).tiles(),
         TmaBoxRows{kTileRows, kTileRows, kDChunkRows});
   });
 }

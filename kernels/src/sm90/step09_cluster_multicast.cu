@@ -31,13 +31,13 @@ template <typename Form>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, kCtasPerSm)
     ClusterMulticastKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                            const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                           EpilogueArgs e) {
+                           EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];   // TMA -> MMA: A and both shares of B landed
   __shared__ uint64_t empty[kStages];  // MMA -> TMA: both CTAs' consumers are done
-  const PairTiles pair(m, n, k);
+  const PairTiles pair(m, n, k, 1, batch);
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -61,8 +61,9 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
       MultiplyTile<Form, kStages, kStageBytes>(acc, stages, full, empty, pair.k_tiles(), it, leader,
                                                PairTiles::Release);
       int64_t m0, n0;
-      pair.Origin(tile, &m0, &n0);
-      StoreTileInChunks<Form>(acc, d_staging, 1, leader, &d_map, m0, n0, m, n, e);
+      int entry;
+      pair.Origin(tile, &m0, &n0, &entry);
+      StoreTileInChunks<Form>(acc, d_staging, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry));
     }
     DrainChunkStores(leader);
   }
@@ -82,7 +83,7 @@ cudaError_t PrepareClusterMulticast() {
 std::string LaunchClusterMulticast(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
     return LaunchOnResidentGrid<ClusterMulticastKernel<decltype(form)>, kThreads, kSmemBytes, kClusterSize>(
-        p, ctx, stream, PairTiles::WorkCtas(p.m, p.n), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
+        p, ctx, stream, PairTiles::WorkCtas(p.m, p.n, 1, BatchOf(p).entries), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
   });
 }
 

@@ -75,7 +75,7 @@ struct Partials {
 template <typename Form, typename Shape, bool kSplitK>
 __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUtensorMap* b_map,
                                              const CUtensorMap* d_map, int64_t m, int64_t n, int64_t k,
-                                             Partials partials, const EpilogueArgs& e) {
+                                             Partials partials, const EpilogueArgs& e, BatchArgs batch) {
   constexpr int kTileCols = Shape::kTileCols, kStageBytes = Shape::kStageBytes;
   constexpr int kDChunks = Shape::kDChunks, kStoringKTiles = Shape::kStoringKTiles;
   using PairTiles = typename Shape::template Tiles<kSplitK>;
@@ -84,7 +84,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
   char* staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];
   __shared__ uint64_t empty[kStages];  // both consumers of both CTAs are done
-  const PairTiles pair(m, n, k, partials.splits);
+  const PairTiles pair(m, n, k, partials.splits, batch);
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -107,6 +107,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
     float acc[kTileCols / 2];
     uint32_t pending[kTileCols / 4];  // the last tile's rows of D, packed, stored during this tile's first k-tiles
     int64_t pending_row = m, pending_n0 = 0;  // pending_row >= m: nothing to store
+    int pending_entry = 0;
     int it = 0;  // this CTA's (tile, k-tile) iteration, as the producer counts them
     auto multiply = [&](int kt) {
       const int s = it % kStages;
@@ -119,12 +120,13 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
     };
     auto store_chunk = [&](int chunk) {
       if (pending_row >= m) return;
-      StoreChunk(pending, chunk, my_staging, 1 + consumer, leader, d_map, pending_row, pending_n0, n);
+      StoreChunk(pending, chunk, my_staging, 1 + consumer, leader, d_map, pending_row, pending_n0, pending_entry, n);
     };
     const int k_tiles = pair.k_tiles();
     for (int tile = 0; tile < pair.tiles(); ++tile) {
       int64_t m0, n0;  // now, not after the k-loop, where it would delay the next tile's first wgmma
-      pair.Origin(tile, &m0, &n0);
+      int entry;
+      pair.Origin(tile, &m0, &n0, &entry);
       if constexpr (kSplitK) {  // one range of K, then its sums straight out: no D pipeline
         int kt_begin, kt_end;
         pair.KTiles(tile, &kt_begin, &kt_end);
@@ -143,8 +145,9 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
         WaitForMma<0>(acc);
         if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
         pending_row = m0 + consumer * kConsumerRows;
-        PackAccumulators<Form>(acc, pending, e, pending_row, n0);
+        PackAccumulators<Form>(acc, pending, e.ForEntry(entry), pending_row, n0);
         pending_n0 = n0;
+        pending_entry = entry;
       }
     }
     if constexpr (!kSplitK) {
@@ -160,23 +163,23 @@ template <typename Form>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                        const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                       EpilogueArgs e) {
-  TwoConsumers<Form, Wide, false>(&a_map, &b_map, &d_map, m, n, k, {}, e);
+                       EpilogueArgs e, BatchArgs batch) {
+  TwoConsumers<Form, Wide, false>(&a_map, &b_map, &d_map, m, n, k, {}, e, batch);
 }
 
 template <typename Form>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
-  TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits}, {});
+  TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits}, {}, {});
 }
 
 template <typename Form>
 __global__ void __launch_bounds__(kThreads, 1)
     TwoConsumersNarrowKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                             EpilogueArgs e) {
-  TwoConsumers<Form, Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {}, e);
+                             EpilogueArgs e, BatchArgs batch) {
+  TwoConsumers<Form, Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {}, e, batch);
 }
 
 }  // namespace
@@ -201,12 +204,15 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
     auto err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
         p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
     if (split || !err.empty()) return err;
-    if (PreferNarrowTiles(WideTiles::WorkCtas(p.m, p.n), NarrowTiles::WorkCtas(p.m, p.n), ctx.sm_count)) {
+    const int entries = BatchOf(p).entries;
+    const int wide_ctas = WideTiles::WorkCtas(p.m, p.n, 1, entries);
+    const int narrow_ctas = NarrowTiles::WorkCtas(p.m, p.n, 1, entries);
+    if (PreferNarrowTiles(wide_ctas, narrow_ctas, ctx.sm_count)) {
       return LaunchOnResidentGrid<TwoConsumersNarrowKernel<Form>, kThreads, Narrow::kSmemBytes>(
-          p, ctx, stream, NarrowTiles::WorkCtas(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
+          p, ctx, stream, narrow_ctas, {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
     }
     return LaunchOnResidentGrid<TwoConsumersKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
-        p, ctx, stream, WideTiles::WorkCtas(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows});
+        p, ctx, stream, wide_ctas, {kTileRows, WideTiles::kBShareRows, kDChunkRows});
   });
 }
 

@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include "gemm/gemm.h"
+#include "common/batch.h"
 #include "common/kernel_basics.h"
 #include "common/step_form.h"
 #include "common/tile_layout.h"

@@ -19,7 +19,10 @@
 // check each D against an fp64 product under the form's bound
 // (gemm/form.h; pitched operands through dense copies for the reference)
 // and have no autotuned column (its candidates are fp16's with K
-// contiguous).
+// contiguous). --batch N times a strided batch of N entries of each shape
+// (A, B, C and D stacked one entry after another; --shared-b gives every
+// entry one B, stride 0), cuBLAS through its strided batched call; TFLOPS
+// count every entry.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -80,6 +83,8 @@ struct Options {
   gemm::ElementType dtype = gemm::ElementType::kF16;  // A, B and D
   gemm::Layout a_layout = gemm::Layout::kKContiguous, b_layout = gemm::Layout::kKContiguous;
   float beta = 0;  // D = A·B + beta·C
+  int64_t batch = 1;  // entries of a strided batch
+  bool shared_b = false;  // one B for every entry
   std::string csv, md;
 };
 
@@ -103,7 +108,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: gemm-bench [--shapes MxNxK,... | --sweep N [--seed S]] [--layout dense|pitched] "
-               "[--steps 1,2,...] [--dtype fp16|bf16] [--a-layout k|mn] [--b-layout k|mn] [--beta B] [--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] "
+               "[--steps 1,2,...] [--dtype fp16|bf16] [--a-layout k|mn] [--b-layout k|mn] [--beta B] [--batch N [--shared-b]] "
+               "[--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] "
                "[--md FILE]\n"
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
                "error against the exact product, beside cuBLAS's\n"
@@ -153,6 +159,11 @@ Options Parse(int argc, char** argv) {
       o.dtype = dtype == "bf16" ? gemm::ElementType::kBF16 : gemm::ElementType::kF16;
     } else if (a == "--beta") {
       o.beta = std::strtof(value().c_str(), nullptr);
+    } else if (a == "--batch") {
+      o.batch = std::atoll(value().c_str());
+      if (o.batch < 1) Usage("--batch takes a count of entries >= 1");
+    } else if (a == "--shared-b") {
+      o.shared_b = true;
     } else if (a == "--a-layout" || a == "--b-layout") {
       const std::string layout = value();
       if (layout != "k" && layout != "mn") Usage((a + " is k (K contiguous) or mn (stored k x m or k x n)").c_str());
@@ -181,9 +192,10 @@ Options Parse(int argc, char** argv) {
     for (const auto& s : gemm::bench::SweepShapes(o.sweep, o.seed)) o.shapes.push_back({s.m, s.n, s.k, s.shape_class});
   }
   if (o.dtype != gemm::ElementType::kF16 || o.a_layout != gemm::Layout::kKContiguous ||
-      o.b_layout != gemm::Layout::kKContiguous || o.beta != 0) {
+      o.b_layout != gemm::Layout::kKContiguous || o.beta != 0 || o.batch > 1) {
     o.autotune = false;
   }
+  if (o.shared_b && o.batch == 1) Usage("--shared-b needs --batch N, N > 1");
   if (o.warmup < 0) o.warmup = o.sweep > 0 ? 2 : 5;
   if (o.iters < 0) o.iters = o.sweep > 0 ? 10 : 30;
   return o;
@@ -272,7 +284,9 @@ int main(int argc, char** argv) {
     const int64_t lda = opt.pitched ? gemm::SixteenBytePitch(a_cols) : a_cols;
     const int64_t ldb = opt.pitched ? gemm::SixteenBytePitch(b_cols) : b_cols;
     const int64_t ldd = opt.pitched ? gemm::SixteenBytePitch(s.n) : s.n;
-    const uint64_t a_elems = a_rows * lda, b_elems = b_rows * ldb, d_elems = s.m * ldd;
+    // A batch's entries one after another; a shared B is one entry.
+    const int64_t entries = opt.batch, b_entries = opt.shared_b ? 1 : entries;
+    const uint64_t a_elems = a_rows * lda * entries, b_elems = b_rows * ldb * b_entries, d_elems = s.m * ldd * entries;
     __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
     CHECK_CUDA(cudaMalloc(&a, a_elems * 2));
     CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
@@ -280,8 +294,8 @@ int main(int argc, char** argv) {
     // The plain fp16 GEMM checks against cuBLAS; every other form against fp64.
     const bool fp16 = opt.dtype == gemm::ElementType::kF16 && a_k && b_k && opt.beta == 0;
     if (fp16) {
-      CHECK_CUDA(gemm::FillRandom(a, s.m, s.k, lda, seed, gemm::OperandId::kA, stream));
-      CHECK_CUDA(gemm::FillRandom(b, s.n, s.k, ldb, seed, gemm::OperandId::kB, stream));
+      CHECK_CUDA(gemm::FillRandom(a, s.m * entries, s.k, lda, seed, gemm::OperandId::kA, stream));
+      CHECK_CUDA(gemm::FillRandom(b, s.n * b_entries, s.k, ldb, seed, gemm::OperandId::kB, stream));
     } else {
       CHECK_CUDA(gemm::FillRandom(a, opt.dtype, a_elems, seed, gemm::OperandId::kA, stream));
       CHECK_CUDA(gemm::FillRandom(b, opt.dtype, b_elems, seed, gemm::OperandId::kB, stream));
@@ -296,12 +310,15 @@ int main(int argc, char** argv) {
     exact.form.has_c = opt.beta != 0;
     exact.form.beta = opt.beta;
     exact.form.c = opt.dtype;
+    exact.form.batch = entries;
+    exact.form.StackDensely(s.m, s.n, s.k);
+    if (opt.shared_b) exact.form.stride_b = 0;
     exact.a = a, exact.b = b;
-    // C, dense m x n of D's type, where beta is not 0.
+    // C, dense m x n of D's type per entry, where beta is not 0.
     __half* c = nullptr;
     if (opt.beta != 0) {
-      CHECK_CUDA(cudaMalloc(&c, s.m * s.n * 2));
-      CHECK_CUDA(gemm::FillRandom(c, opt.dtype, s.m * s.n, seed, gemm::OperandId::kC, stream));
+      CHECK_CUDA(cudaMalloc(&c, s.m * s.n * entries * 2));
+      CHECK_CUDA(gemm::FillRandom(c, opt.dtype, s.m * s.n * entries, seed, gemm::OperandId::kC, stream));
       exact.c = c;
     }
     double* exact_d = nullptr;
@@ -310,33 +327,34 @@ int main(int argc, char** argv) {
     // ones go through dense copies.
     void *a_dense = nullptr, *b_dense = nullptr, *d_dense = nullptr;
     if (!fp16 && opt.pitched) {
-      CHECK_CUDA(cudaMalloc(&a_dense, a_rows * a_cols * 2));
-      CHECK_CUDA(cudaMalloc(&b_dense, b_rows * b_cols * 2));
-      CHECK_CUDA(cudaMalloc(&d_dense, s.m * s.n * 2));
-      CHECK_CUDA(cudaMemcpy2DAsync(a_dense, a_cols * 2, a, lda * 2, a_cols * 2, a_rows, cudaMemcpyDeviceToDevice,
-                                   stream));
-      CHECK_CUDA(cudaMemcpy2DAsync(b_dense, b_cols * 2, b, ldb * 2, b_cols * 2, b_rows, cudaMemcpyDeviceToDevice,
-                                   stream));
+      CHECK_CUDA(cudaMalloc(&a_dense, a_rows * a_cols * entries * 2));
+      CHECK_CUDA(cudaMalloc(&b_dense, b_rows * b_cols * b_entries * 2));
+      CHECK_CUDA(cudaMalloc(&d_dense, s.m * s.n * entries * 2));
+      CHECK_CUDA(cudaMemcpy2DAsync(a_dense, a_cols * 2, a, lda * 2, a_cols * 2, a_rows * entries,
+                                   cudaMemcpyDeviceToDevice, stream));
+      CHECK_CUDA(cudaMemcpy2DAsync(b_dense, b_cols * 2, b, ldb * 2, b_cols * 2, b_rows * b_entries,
+                                   cudaMemcpyDeviceToDevice, stream));
       exact.a = a_dense, exact.b = b_dense;
     }
     if (!fp16) {
-      CHECK_CUDA(cudaMalloc(&exact_d, s.m * s.n * sizeof(double)));
+      CHECK_CUDA(cudaMalloc(&exact_d, s.m * s.n * entries * sizeof(double)));
       CHECK_CUDA(cudaMalloc(&bound, 3 * sizeof(float)));
       CHECK_CUDA(gemm::ReferenceFormGemm(exact, exact_d, stream));
       CHECK_CUDA(gemm::FormBoundInputs(exact, bound, stream));
     }
     const gemm::FormTolerance tolerance = gemm::ToleranceOf(exact.form);
     const auto compare = [&](const __half* x) {
-      if (fp16) return gemm::Compare(x, ref, s.m, s.n, ldd, 1e-3f, 1e-2f, cmp, stream);
+      if (fp16) return gemm::Compare(x, ref, s.m * entries, s.n, ldd, 1e-3f, 1e-2f, cmp, stream);
       const void* dense = x;
       if (opt.pitched) {
-        if (auto e = cudaMemcpy2DAsync(d_dense, s.n * 2, x, ldd * 2, s.n * 2, s.m, cudaMemcpyDeviceToDevice, stream);
+        if (auto e = cudaMemcpy2DAsync(d_dense, s.n * 2, x, ldd * 2, s.n * 2, s.m * entries,
+                                       cudaMemcpyDeviceToDevice, stream);
             e != cudaSuccess) {
           return e;
         }
         dense = d_dense;
       }
-      return gemm::CompareForm(dense, opt.dtype, exact_d, s.m * s.n, tolerance.rtol, tolerance.atol,
+      return gemm::CompareForm(dense, opt.dtype, exact_d, s.m * s.n * entries, tolerance.rtol, tolerance.atol,
                                {bound, gemm::ProductTermPerNorms(tolerance, s.k, 1.0),
                                 gemm::CTermPerValue(exact.form.ReadsC(), opt.beta)},
                                cmp, stream);
@@ -355,6 +373,11 @@ int main(int argc, char** argv) {
       q.beta = opt.beta;
       q.c = c_from;
       q.ldc = ldc;
+      q.batch = entries;
+      q.stride_a = a_rows * lda;
+      q.stride_b = opt.shared_b ? 0 : b_rows * ldb;
+      q.stride_c = s.m * ldc;
+      q.stride_d = s.m * ldd;
       return q;
     };
     if (auto err = gemm::Launch(0, problem(ref, c, s.n), ctx, stream); !err.empty()) {
@@ -432,7 +455,7 @@ int main(int argc, char** argv) {
       }
     }
     CHECK_CUDA(cudaGetLastError());
-    const double flops = 2.0 * s.m * s.n * s.k;
+    const double flops = 2.0 * s.m * s.n * s.k * entries;
     double cublas_ms = 0;
     for (size_t i = 0; i < shape_rows.size(); ++i) {
       Row& r = shape_rows[i];
@@ -465,6 +488,7 @@ int main(int argc, char** argv) {
      << " warm-ups, fresh random inputs, L2 flushed before every run, " << layout << " "
      << gemm::ElementName(opt.dtype) << " operands and D, A " << gemm::LayoutName(opt.a_layout) << ", B "
      << gemm::LayoutName(opt.b_layout) << (opt.beta != 0 ? ", plus beta·C, beta " + std::to_string(opt.beta) : "")
+     << (opt.batch > 1 ? ", batches of " + std::to_string(opt.batch) + (opt.shared_b ? " sharing B" : "") : "")
      << "\n\n";
   if (opt.sweep > 0) {
     md << "Sweep: " << opt.sweep << " shapes from seed " << opt.seed << "; ratio = cuBLAS time / step time\n\n"
@@ -494,13 +518,13 @@ int main(int argc, char** argv) {
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
     f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status,class,layout,"
-         "ratio_to_autotuned,dtype,a_layout,b_layout,beta\n";
+         "ratio_to_autotuned,dtype,a_layout,b_layout,beta,batch,shared_b\n";
     for (const Row& r : rows) {
       f << '"' << prop.name << "\"," << date << ',' << r.step << ',' << NameOf(r.step) << ',' << r.shape.m << ','
         << r.shape.n << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio
         << ",\"" << r.status << "\"," << r.shape.shape_class << ',' << layout << ',' << r.ratio_to_autotuned << ','
         << gemm::ElementName(opt.dtype) << ',' << gemm::LayoutName(opt.a_layout) << ','
-        << gemm::LayoutName(opt.b_layout) << ',' << opt.beta << "\n";
+        << gemm::LayoutName(opt.b_layout) << ',' << opt.beta << ',' << opt.batch << ',' << opt.shared_b << "\n";
     }
   }
   bool failed = false;

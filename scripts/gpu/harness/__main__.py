@@ -19,7 +19,7 @@ from pathlib import Path
 from . import capacity_parts, form_parts, kernel_parts, service_part, startup_parts, transport_parts
 from .lab import Lab
 
-PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "accuracy",
+PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "batch", "accuracy",
                   "sweep", "sass", "sanitize", "ncu")
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
 KEPT = ("summary.txt", "bench.csv", "bench.md")
@@ -50,7 +50,7 @@ def pack_logs(out):
     """Everything but the summary and the benchmark tables into logs.tar.gz."""
     loose = [p for p in out.iterdir() if p.is_file() and p.name != "logs.tar.gz"
              and not (p.name in KEPT or (p.name.startswith("sweep_") and p.suffix in (".csv", ".md"))
-                      or (p.name.startswith("bench_bf16") and p.suffix == ".csv"))]
+                      or (p.name.startswith(("bench_bf16", "bench_batch")) and p.suffix == ".csv"))]
     with tarfile.open(out / "logs.tar.gz", "w:gz") as tar:
         for p in sorted(loose):
             tar.add(p, arcname=p.name)
@@ -80,7 +80,7 @@ def main():
             "lanes": lambda: capacity_parts.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
             "grpcfloor": lambda: transport_parts.grpcfloor(lab), "firsttouch": lambda: startup_parts.firsttouch(lab),
             "soak": lambda: startup_parts.soak(lab), "bench": lambda: kernel_parts.bench(lab),
-            "bf16": lambda: kernel_parts.bf16(lab),
+            "bf16": lambda: kernel_parts.bf16(lab), "batch": lambda: kernel_parts.batch(lab),
             "accuracy": lambda: kernel_parts.accuracy(lab), "sweep": lambda: kernel_parts.sweep(lab),
             "sass": lambda: kernel_parts.sass(lab), "sanitize": lambda: kernel_parts.sanitize(lab),
             "ncu": lambda: kernel_parts.ncu(lab)}

@@ -87,7 +87,9 @@ TEST(GemmForm, LogsNameOnlyWhatDiffersFromThePlainForm) {
   EXPECT_TRUE(GemmForm{}.IsPlain());
   EXPECT_FALSE(f.IsPlain());
   EXPECT_EQ(FormError(10, GemmForm{}), "");
-  EXPECT_NE(FormError(10, f).find("this request asks for a batch"), std::string::npos) << FormError(10, f);
+  EXPECT_EQ(FormError(10, f), "") << "the ladder computes a batch of bf16 x @ W + beta·C";
+  f.d = ElementType::kF32;
+  EXPECT_NE(FormError(10, f).find("this request asks for fp32 D, C in bf16"), std::string::npos) << FormError(10, f);
   EXPECT_EQ(FormError(0, f), "") << "step 0 computes every form";
 }
 
@@ -133,9 +135,14 @@ TEST(GemmForm, LadderStepsTakeBothSixteenBitTypesAndBothLayoutsAndNothingElse) {
   EXPECT_NE(FormError(4, scaled).find("C in fp32 (D's type is bf16)"), std::string::npos) << FormError(4, scaled);
   scaled.beta = 0;  // a C that is not read may be of any type
   EXPECT_TRUE(IsLadderForm(scaled));
-  scaled.batch = 2;
-  EXPECT_FALSE(IsLadderForm(scaled));
-  EXPECT_NE(FormError(10, scaled).find("a batch"), std::string::npos);
+  scaled.batch = 2;  // a strided batch of them too
+  EXPECT_TRUE(IsLadderForm(scaled));
+  EXPECT_EQ(FormError(10, scaled), "");
+  EXPECT_TRUE(FormsOf(10).batches);
+  scaled.a = ElementType::kF32;
+  EXPECT_NE(FormError(10, scaled).find("fp32 x bf16 operands"), std::string::npos) << FormError(10, scaled);
+  EXPECT_EQ(FormError(10, scaled).find("asks for fp32 x bf16 operands;"), FormError(10, scaled).find("asks for"))
+      << "a batch is not what the step lacks: " << FormError(10, scaled);
   EXPECT_TRUE(FormsOf(10).alpha_beta_c);
   EXPECT_TRUE(FormsOf(10).bf16);
   EXPECT_TRUE(FormsOf(10).mn_contiguous);

@@ -490,6 +490,7 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
         caps->add_b_layouts(gemm::v1::LAYOUT_MN_CONTIGUOUS);
       }
       caps->set_alpha_beta_c(gemm::FormsOf(info.step).alpha_beta_c);  // C of D's type
+      caps->set_batches(gemm::FormsOf(info.step).batches);
     }
     const StepAvailability any = AvailabilityOnAnyDevice(engine_, info.step);
     k->set_available(any.available);

@@ -290,7 +290,9 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
   // x @ W (B stored k x n) on every shape; the mixed type pairs, the other
   // layouts and the fused epilogue (x @ W·α + β·C) on the ragged ones
   // (their instantiations share all but the MMA kind and the rounding, the
-  // tiles' loads and descriptors, or the epilogue's arithmetic).
+  // tiles' loads and descriptors, or the epilogue's arithmetic); and batches,
+  // one sharing B, on every shape but the largest (steps 4-10 walk those
+  // whose rows are whole 16 bytes in one launch, the rest entry by entry).
   using gemm::ElementType;
   using gemm::Layout;
   constexpr Layout kK = Layout::kKContiguous, kMn = Layout::kMnContiguous;
@@ -299,6 +301,8 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
     Layout a, b;
     bool every_shape;
     double alpha = 1, beta = 0;
+    int64_t batch = 1;
+    bool shared_b = false;
   };
   const Types types[] = {{ElementType::kF16, ElementType::kF16, kK, kK, true},
                          {ElementType::kBF16, ElementType::kBF16, kK, kK, true},
@@ -307,11 +311,14 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
                          {ElementType::kF16, ElementType::kBF16, kK, kK, false},
                          {ElementType::kF16, ElementType::kF16, kMn, kK, false},
                          {ElementType::kBF16, ElementType::kBF16, kMn, kMn, false},
-                         {ElementType::kBF16, ElementType::kBF16, kK, kMn, false, 0.5, -1.0}};
+                         {ElementType::kBF16, ElementType::kBF16, kK, kMn, false, 0.5, -1.0},
+                         {ElementType::kF16, ElementType::kF16, kK, kK, true, 1.0, 0.0, 3},
+                         {ElementType::kBF16, ElementType::kBF16, kK, kMn, true, 0.5, -1.0, 2, true}};
   for (const Types& t : types) {
     for (const Shape& s : self_test) {
       if (!gemm::ShapeError(*info, s.m, s.n, s.k).empty()) continue;
       if (!t.every_shape && s.n % 8 == 0 && s.k % 8 == 0) continue;
+      if (t.batch > 1 && s.m * s.n * s.k > 100'000'000) continue;
       GemmJob job;
       job.m = s.m;
       job.n = s.n;
@@ -326,7 +333,9 @@ std::string CudaEngine::SelfTestStep(int device, int step) {
       job.form.has_c = t.beta != 0;
       job.form.c = t.result;
       job.c.seed = 3000 + step;
+      job.form.batch = t.batch;
       job.form.StackDensely(s.m, s.n, s.k);
+      if (t.shared_b) job.form.stride_b = 0;
       job.a.seed = 1000 + step;
       job.b.seed = 2000 + step;
       auto r = Run(device, job);

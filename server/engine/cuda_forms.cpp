@@ -2,7 +2,7 @@
 // bf16, fp32 and fp8 operands, either storage of each, alpha·AB + beta·C
 // and batches, as one cuBLASLt matmul (gemm/vendor_forms.h); on a ladder
 // step, the forms its kernels take (gemm::IsLadderForm: bf16,
-// MN-contiguous operands, α and β·C). Verified
+// MN-contiguous operands, α and β·C, batches). Verified
 // against an fp64 SIMT GEMM (gemm/form_ops.h), which shares nothing with
 // either. The operands are dense on the device, come up through the
 // lane's staging on the compute stream (stored ones stay in the device's
@@ -55,7 +55,12 @@ gemm::Problem LadderProblem(const gemm::FormProblem& p) {
   if (p.form.ReadsC()) {  // C dense, of D's type (gemm::IsLadderForm)
     q.beta = static_cast<float>(p.form.beta);
     q.c = static_cast<const __half*>(p.c);
+    q.stride_c = p.form.stride_c;
   }
+  q.batch = p.form.batch;  // D dense: entries m·n apart
+  q.stride_a = p.form.stride_a;
+  q.stride_b = p.form.stride_b;
+  q.stride_d = p.m * p.n;
   return q;
 }
 

@@ -94,10 +94,14 @@ TEST(FormsGpu, LadderStepsComputeTheirFormsThroughTheEngine) {
     ElementType in, out;
     Layout a, b;
     double alpha = 1, beta = 0;
+    int64_t batch = 1;
+    bool shared_b = false;
   };
   const LadderForm forms[] = {{kBF16, kBF16, kK, kK},  {kBF16, kF16, kK, kK},  {kF16, kBF16, kK, kK},
                               {kBF16, kBF16, kK, kMn}, {kF16, kF16, kMn, kK}, {kBF16, kF16, kMn, kMn},
-                              {kBF16, kBF16, kK, kMn, 1.0, 0.5}, {kF16, kF16, kK, kK, -2.0, 1.0}};
+                              {kBF16, kBF16, kK, kMn, 1.0, 0.5}, {kF16, kF16, kK, kK, -2.0, 1.0},
+                              {kBF16, kBF16, kK, kMn, 1.0, 0.0, 3, true},    // a batch of x @ W, one W
+                              {kF16, kF16, kK, kK, 0.5, 1.0, 2}};            // a batch with C
   uint32_t seed = 300;
   int ran = 0;
   for (int step = 1; step <= gemm::kLastStep; ++step) {
@@ -114,7 +118,9 @@ TEST(FormsGpu, LadderStepsComputeTheirFormsThroughTheEngine) {
         f.beta = form.beta;
         f.has_c = form.beta != 0;
         f.c = f.d;
+        f.batch = form.batch;
         f.StackDensely(shape.m, shape.n, shape.k);
+        if (form.shared_b) f.stride_b = 0;
         SCOPED_TRACE("step " + std::to_string(step) + " " + gemm::FormSummary(f) + (fast ? " fast" : ""));
         ASSERT_EQ(gemm::FormError(step, f), "");
         CaseJob run(f, shape, seed += 3);
@@ -129,7 +135,7 @@ TEST(FormsGpu, LadderStepsComputeTheirFormsThroughTheEngine) {
       }
     }
   }
-  EXPECT_EQ(ran, 10 * 8 * 2) << "every step runs on this GPU";
+  EXPECT_EQ(ran, 10 * 10 * 2) << "every step runs on this GPU";
 }
 
 TEST(FormsGpu, Fp8OutsideCublasLtsFormIsRefusedWithWhatItNeeds) {

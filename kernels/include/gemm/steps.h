@@ -46,17 +46,19 @@ std::string ShapeError(const StepInfo& info, int64_t m, int64_t n, int64_t k);
 // What a step computes beyond gemmd's original fp16 A·Bᵀ (gemm/form.h):
 // step 0, the vendor library, every form; the ladder's steps
 // D = α·op(A)·op(B) + β·C with A and B of one 16-bit type (fp16 or bf16),
-// D of either and C of D's type, each operand stored either way; no batch.
+// D of either and C of D's type, each operand stored either way, and
+// strided batches of them.
 struct StepForms {
   bool every_form = false;
   bool bf16 = false;           // bf16 as well as fp16 operands and D
   bool mn_contiguous = false;  // A stored k×m, B stored k×n
   bool alpha_beta_c = false;   // α, and β·C with C of D's type
+  bool batches = false;        // a strided batch (steps 1-3 run it entry by entry)
 };
 StepForms FormsOf(int step);
 
-// Whether `form` is one the ladder's steps compute: a single GEMM of 16-bit
-// types, α·op(A)·op(B) + β·C with C (where read) of D's type.
+// Whether `form` is one the ladder's steps compute: GEMMs of 16-bit types,
+// α·op(A)·op(B) + β·C with C (where read) of D's type, one or a batch.
 bool IsLadderForm(const GemmForm& form);
 
 // "" when `step` computes `form`; otherwise a sentence, as a predicate of

@@ -73,6 +73,9 @@ PURPOSES = {
                     "(B k x n is x @ W), cuBLAS in the same layout, the same call as the bf16 ladder",
     "bf16_epilogue": "the GPU harness's bf16 part: gemm-bench --dtype bf16 --beta 1, D += A·B in place (C being "
                      "D, as cuBLAS reads it), A and B K-contiguous and x @ W, the same call as the bf16 ladder",
+    "batch": "the GPU harness's tests and batch parts: every GPU test with strided batches in every step, and "
+             "gemm-bench --batch (64 x 512^3 and 16 x 1024^3, fp16 and bf16, each with its own B and sharing one) "
+             "against cuBLAS's strided batched call",
     "two_gpu_scaling": "the GPU harness's verify part on one GPU of a two-GPU host, then on both: delivered TFLOPS "
                        "unverified, full, fast and by stored handles, 8 in flight",
 }
@@ -107,6 +110,20 @@ def layout_lines(path):
     for case, ratios in by_case.items():
         out.append(f"  | {case} | " + " | ".join(f"{ratios[s]:.2f}" if s in ratios else "-" for s in (8, 9, 10)) + " |")
     out.append("  (time of cuBLAS in the same layout over the step's time)")
+    return out
+
+
+def batch_lines(path):
+    rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
+    by_case = defaultdict(dict)
+    for r in rows:
+        case = f'{r["dtype"]} {r["batch"]} × {r["m"]}×{r["n"]}×{r["k"]}' + (", one B" if r["shared_b"] == "1" else "")
+        by_case[case][int(r["step"])] = float(r["ratio_to_cublas"])
+    out = ["", "  | batch | step 6 | step 8 | step 9 | step 10 |", "  | --- | ---: | ---: | ---: | ---: |"]
+    for case, ratios in by_case.items():
+        out.append(f"  | {case} | " + " | ".join(f"{ratios[s]:.2f}" if s in ratios else "-" for s in (6, 8, 9, 10))
+                   + " |")
+    out.append("  (time of cuBLAS's strided batched call over the step's time)")
     return out
 
 
@@ -155,6 +172,8 @@ def index():
                 out += ladder_lines(path)
             elif f.endswith(".csv") and purpose in ("bf16_layouts", "bf16_epilogue"):
                 out += layout_lines(path)
+            elif f.endswith(".csv") and purpose == "batch":
+                out += batch_lines(path)
             elif f.endswith(".csv") and purpose.startswith("sweep"):
                 out += sweep_lines(path)
             elif f.endswith(".csv") and purpose.endswith("accuracy"):

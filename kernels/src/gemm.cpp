@@ -70,8 +70,8 @@ cudaDataType_t CudaType(ElementType t) { return t == ElementType::kBF16 ? CUDA_R
 // The vendor plan's picks are for the plain GEMM: fp16, K contiguous in
 // both operands, D = A·Bᵀ alone.
 bool PlanCovers(const Problem& p) {
-  return p.batch == 1 && p.operands == ElementType::kF16 && p.result == ElementType::kF16 && p.a_layout == Layout::kKContiguous &&
-         p.b_layout == Layout::kKContiguous && !common::IsFused(p);
+  return p.batch == 1 && p.operands == ElementType::kF16 && p.result == ElementType::kF16 &&
+         p.a_layout == Layout::kKContiguous && p.b_layout == Layout::kKContiguous && !common::IsFused(p);
 }
 
 // As column-major cuBLAS sees row-major storage: B n×k is k×n, read

@@ -20,7 +20,7 @@ namespace gemm::sm100 {
 // Inline PTX, because CCCL has no overload for this form: its cta_group::2
 // TMA load (cuda::ptx::cp_async_bulk_tensor with space_shared) emits the
 // `.shared::cta` destination, which the PTX ISA allows but no working B200
-// kernel is known to use. CUTLASS (SM100_TMA_2SM_LOAD_2D), DeepGEMM and
+// kernel is known to use. CUTLASS (SM100_TMA_2SM_LOAD_2D and _3D), DeepGEMM and
 // gau-nernst's matmul_v6 all load with the `.shared::cluster` destination:
 // this CTA's own shared address (a shared::cta address is a valid
 // shared::cluster address of the executing CTA), and the barrier's address

@@ -48,8 +48,10 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     uint32_t k_tile = 0;
     for (int64_t k0 = 0; k0 < k; k0 += kTileK, ++k_tile) {
       ArriveExpectTx(&full, 2 * kTileBytes);
-      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), batch.EntryOfA(entry), &full);
-      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), batch.EntryOfB(entry), &full);
+      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0),
+                                             batch.EntryOfA(entry), &full);
+      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0),
+                                             batch.EntryOfB(entry), &full);
       Wait(&full, k_tile % 2);
       TmemFenceAfterSync();
       IssueTileMma<Form>(tmem, a_tile, b_tile, /*accumulate=*/k0 > 0);
@@ -59,7 +61,8 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     }
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, entry, leader, e.ForEntry(entry));  // after the leader saw the last MMAs complete
+  // The leader has seen the last MMAs complete.
+  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, entry, leader, e.ForEntry(entry));
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 

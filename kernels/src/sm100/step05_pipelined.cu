@@ -42,8 +42,10 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     auto load = [&](int t) {  // k-tile t into stage t % 2
       char* a_tile = stages + (t % kStages) * kStageBytes;
       ArriveExpectTx(&full[t % kStages], kStageBytes);
-      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, t * kTileK, static_cast<int32_t>(m0), batch.EntryOfA(entry), &full[t % kStages]);
-      TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, t * kTileK, static_cast<int32_t>(n0), batch.EntryOfB(entry), &full[t % kStages]);
+      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, t * kTileK, static_cast<int32_t>(m0),
+                                             batch.EntryOfA(entry), &full[t % kStages]);
+      TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, t * kTileK, static_cast<int32_t>(n0),
+                                             batch.EntryOfB(entry), &full[t % kStages]);
     };
     load(0);
     for (int t = 0; t < k_tiles; ++t) {

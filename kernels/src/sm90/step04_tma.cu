@@ -41,8 +41,10 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
   for (int64_t k0 = 0; k0 < k; k0 += kTileK) {
     if (leader) {
       ArriveExpectTx(&full, 2 * kTileBytes);
-      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0), batch.EntryOfA(entry), &full);
-      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0), batch.EntryOfB(entry), &full);
+      TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, static_cast<int32_t>(k0), static_cast<int32_t>(m0),
+                                             batch.EntryOfA(entry), &full);
+      TmaLoadTile<Form::kBLayout, kTileRows>(b_tile, &b_map, static_cast<int32_t>(k0), static_cast<int32_t>(n0),
+                                             batch.EntryOfB(entry), &full);
     }
     Wait(&full, phase);
     phase ^= 1;

@@ -33,8 +33,10 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
   auto issue = [&](int kt) {  // leader only
     char* a_tile = stages + (kt % kStages) * kStageBytes;
     ArriveExpectTx(&full[kt % kStages], kStageBytes);
-    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, static_cast<int32_t>(m0), batch.EntryOfA(entry), &full[kt % kStages]);
-    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, static_cast<int32_t>(n0), batch.EntryOfB(entry), &full[kt % kStages]);
+    TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, static_cast<int32_t>(m0),
+                                           batch.EntryOfA(entry), &full[kt % kStages]);
+    TmaLoadTile<Form::kBLayout, kTileRows>(a_tile + kTileBytes, &b_map, kt * kTileK, static_cast<int32_t>(n0),
+                                           batch.EntryOfB(entry), &full[kt % kStages]);
   };
 
   if (leader) {

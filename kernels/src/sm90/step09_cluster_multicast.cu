@@ -83,7 +83,8 @@ cudaError_t PrepareClusterMulticast() {
 std::string LaunchClusterMulticast(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
     return LaunchOnResidentGrid<ClusterMulticastKernel<decltype(form)>, kThreads, kSmemBytes, kClusterSize>(
-        p, ctx, stream, PairTiles::WorkCtas(p.m, p.n, 1, BatchOf(p).entries), TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
+        p, ctx, stream, PairTiles::WorkCtas(p.m, p.n, 1, BatchOf(p).entries),
+        TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
   });
 }
 

@@ -113,12 +113,14 @@ def batch(lab):
     per batch and sharing: BATCH_SHAPES as "entries:MxNxK" (each entry's
     A, B and D their own, then one B for every entry), BATCH_DTYPES fp16
     and bf16; each D checked, then timed as the fp16 bench (TFLOPS count
-    every entry)."""
+    every entry). Every run's rows go into one bench_batch.csv (one file
+    comes back where eight would crowd out the summary)."""
+    combined = []
     for dtype in os.environ.get("BATCH_DTYPES", "fp16 bf16").split():
         for case in os.environ.get("BATCH_SHAPES", "64:512x512x512 16:1024x1024x1024").split():
             entries, shape = case.split(":")
             for shared in (False, True):
-                name = f"bench_batch_{dtype}_{entries}x{shape.split('x')[0]}" + ("_shared_b" if shared else "")
+                name = f"batch_{dtype}_{entries}x{shape.split('x')[0]}" + ("_shared_b" if shared else "")
                 rc, _ = lab.run(["gemm-bench", "--dtype", dtype, "--batch", entries, *(["--shared-b"] if shared else []),
                                  "--shapes", shape, "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS),
                                  "--iters", os.environ.get("BENCH_ITERS", "30"), "--csv", lab.out / f"{name}.csv",
@@ -127,12 +129,18 @@ def batch(lab):
                     rows = list(csv.DictReader(open(lab.out / f"{name}.csv")))
                 except OSError:
                     rows = []
+                combined += rows
                 failed = [f'step {r["step"]}' for r in rows if "FAIL" in r["status"]]
                 what = f"{dtype} {entries} x {shape}{' sharing B' if shared else ''}"
                 lab.note(f"gemm-bench --batch {what} rc={rc}, failed checks: {failed or 'none'}")
                 lab.note(*[f'batch {what} step {r["step"]}: {float(r["tflops"]):.1f} TFLOPS, '
                            f'{float(r["ratio_to_cublas"]):.3f} of cuBLAS'
                            for r in rows if r["step"] in ("0", "6", "8", "9", "10") and r["tflops"]])
+    if combined:
+        with open(lab.out / "bench_batch.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(combined[0].keys()))
+            writer.writeheader()
+            writer.writerows(combined)
 
 
 def sweep(lab):

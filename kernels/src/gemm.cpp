@@ -292,10 +292,11 @@ bool WalksBatchInOneLaunch(int step, const Problem& p) {
 
 }  // namespace
 
-std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, cudaStream_t stream) {
+std::string ExplicitProblem(const Problem& problem, Problem* out) {
   if (problem.m < 1 || problem.n < 1 || problem.k < 1) return "m, n and k must be >= 1";
   if (auto err = ProblemTypesError(problem); !err.empty()) return err;
-  Problem p = problem;  // every kernel sees explicit leading dimensions
+  Problem& p = *out;
+  p = problem;
   if (p.beta != 0.0f) {
     if (p.c == nullptr) return "beta is not 0 but there is no C";
     if (p.ldc == 0) p.ldc = p.n;
@@ -305,7 +306,12 @@ std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, c
   }
   if (auto err = LeadingDimensionError(p.m, p.n, p.k, &p.lda, &p.ldb, &p.ldd, p.a_layout, p.b_layout);
       !err.empty()) return err;
-  if (auto err = BatchError(&p); !err.empty()) return err;
+  return BatchError(&p);
+}
+
+std::string Launch(int step, const Problem& problem, const DeviceContext& ctx, cudaStream_t stream) {
+  Problem p;  // every kernel sees explicit leading dimensions and strides
+  if (auto err = ExplicitProblem(problem, &p); !err.empty()) return err;
   if (step == kVendorStep) return LaunchCublas(p, ctx, stream);
   const StepInfo* info = FindStep(step);
   if (info == nullptr) return "unknown step " + std::to_string(step);

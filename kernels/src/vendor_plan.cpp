@@ -40,8 +40,7 @@ class LtSession {
     if (auto s = lt.MatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F); s != CUBLAS_STATUS_SUCCESS) {
       return Error("cublasLtMatmulDescCreate", s);
     }
-    const cublasOperation_t transpose = CUBLAS_OP_T;
-    lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose));
+    Transpose(Layout::kKContiguous, Layout::kKContiguous);
     if (auto s = lt.MatmulPreferenceCreate(&pref); s != CUBLAS_STATUS_SUCCESS) {
       return Error("cublasLtMatmulPreferenceCreate", s);
     }
@@ -51,6 +50,16 @@ class LtSession {
     lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
                                     sizeof(reductions));
     return "";
+  }
+
+  // Row-major D = op(A)·op(B) is column-major Dᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's
+  // "A" is our B, read transposed where B is K-contiguous (n×k), and its
+  // "B" our A, read transposed where A is stored k×m.
+  void Transpose(Layout a_layout, Layout b_layout) {
+    const cublasOperation_t ta = b_layout == Layout::kKContiguous ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = a_layout == Layout::kKContiguous ? CUBLAS_OP_N : CUBLAS_OP_T;
+    lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
   }
 
   const detail::CublasLtApi& lt;
@@ -117,29 +126,53 @@ std::vector<int64_t> GridSizes(int64_t first, int64_t multiple) {
   return sizes;
 }
 
-// Row-major D(m×n) = A(m×k)·B(n×k)ᵀ as cublasGemmEx gets it (gemm.cpp):
-// column-major Dᵀ = op(B)·A, B read transposed, each at its pitch.
+cudaDataType_t CudaType(ElementType t) { return t == ElementType::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
+
+// p's operands, C and D as the session's transposes read them (LtSession::
+// Transpose), each at its pitch, with K `k` and p's batch: B, A, C and D
+// column-major. C is D's layout where beta is 0 (cuBLASLt reads none).
 class Layouts {
  public:
-  Layouts(const detail::CublasLtApi& lt, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldd)
-      : lt_(lt) {
-    lt.MatrixLayoutCreate(&b, CUDA_R_16F, k, n, ldb);
-    lt.MatrixLayoutCreate(&a, CUDA_R_16F, k, m, lda);
-    lt.MatrixLayoutCreate(&d, CUDA_R_16F, n, m, ldd);
+  Layouts(const detail::CublasLtApi& lt, const Problem& p, int64_t k) : lt_(lt) {
+    const bool a_k = p.a_layout == Layout::kKContiguous, b_k = p.b_layout == Layout::kKContiguous;
+    Create(&b, CudaType(p.operands), b_k ? k : p.n, b_k ? p.n : k, p.ldb, p.stride_b, p.batch);
+    Create(&a, CudaType(p.operands), a_k ? k : p.m, a_k ? p.m : k, p.lda, p.stride_a, p.batch);
+    Create(&d, CudaType(p.result), p.n, p.m, p.ldd, p.stride_d, p.batch);
+    if (p.beta != 0.0f) Create(&c_, CudaType(p.result), p.n, p.m, p.ldc, p.stride_c, p.batch);
   }
   ~Layouts() {
-    for (auto layout : {b, a, d}) {
+    for (auto layout : {b, a, d, c_}) {
       if (layout) lt_.MatrixLayoutDestroy(layout);
     }
   }
   Layouts(const Layouts&) = delete;
   Layouts& operator=(const Layouts&) = delete;
-  bool ok() const { return b && a && d; }
+  bool ok() const { return b && a && d && ok_; }
+  cublasLtMatrixLayout_t c() const { return c_ != nullptr ? c_ : d; }
 
   cublasLtMatrixLayout_t b = nullptr, a = nullptr, d = nullptr;
 
  private:
+  void Create(cublasLtMatrixLayout_t* out, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
+              int64_t stride, int64_t batch) {
+    if (lt_.MatrixLayoutCreate(out, type, rows, cols, ld) != CUBLAS_STATUS_SUCCESS) {
+      *out = nullptr;
+      ok_ = false;
+      return;
+    }
+    if (batch > 1) {
+      const int32_t count = static_cast<int32_t>(batch);
+      ok_ = ok_ &&
+            lt_.MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count) ==
+                CUBLAS_STATUS_SUCCESS &&
+            lt_.MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride) ==
+                CUBLAS_STATUS_SUCCESS;
+    }
+  }
+
   const detail::CublasLtApi& lt_;
+  cublasLtMatrixLayout_t c_ = nullptr;
+  bool ok_ = true;
 };
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -148,10 +181,11 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 cublasStatus_t Run(const LtSession& lt, const cublasLtMatmulAlgo_t& algo, const Problem& p, int64_t k,
                    const DeviceContext& ctx, cudaStream_t stream) {
-  const Layouts layouts(lt.lt, p.m, p.n, k, p.lda, p.ldb, p.ldd);
+  const Layouts layouts(lt.lt, p, k);
   if (!layouts.ok()) return CUBLAS_STATUS_ALLOC_FAILED;
-  const float alpha = 1.0f, beta = 0.0f;
-  return lt.lt.Matmul(lt.handle, lt.desc, &alpha, p.b, layouts.b, p.a, layouts.a, &beta, p.d, layouts.d, p.d,
+  const float alpha = p.alpha, beta = p.beta;
+  const void* c = p.beta != 0.0f ? static_cast<const void*>(p.c) : p.d;
+  return lt.lt.Matmul(lt.handle, lt.desc, &alpha, p.b, layouts.b, p.a, layouts.a, &beta, c, layouts.c(), p.d,
                       layouts.d, &algo, ctx.cublas_workspace, ctx.cublas_workspace_bytes, stream);
 }
 
@@ -176,7 +210,10 @@ std::string AskHeuristic(VendorPlan* plan, uint64_t workspace_bytes, VendorPlanS
             const size_t cell = plan->Cell(i, j, l);
             int64_t m, n, k;
             plan->ShapeOf(cell, &m, &n, &k);
-            const Layouts layouts(session.lt, m, n, k, SixteenBytePitch(k), SixteenBytePitch(k), SixteenBytePitch(n));
+            const Layouts layouts(
+                session.lt, Problem{m, n, k, nullptr, nullptr, nullptr, SixteenBytePitch(k), SixteenBytePitch(k),
+                                    SixteenBytePitch(n)},
+                k);
             if (!layouts.ok()) {
               errors[t] = "cublasLtMatrixLayoutCreate failed";
               return;
@@ -292,20 +329,23 @@ class VendorAutotune {
 
 void VendorAutotuneDeleter::operator()(VendorAutotune* tuned) const { delete tuned; }
 
-std::string AutotuneVendor(const Problem& p, const DeviceContext& ctx, cudaStream_t stream,
+std::string AutotuneVendor(const Problem& problem, const DeviceContext& ctx, cudaStream_t stream,
                            const std::function<cudaError_t(cudaStream_t)>& before_each, VendorAutotunePtr* out,
                            int max_candidates, int iters) {
+  Problem p;
+  if (auto err = ExplicitProblem(problem, &p); !err.empty()) return err;
   std::string load_error;
   const detail::CublasLtApi* lt = detail::CublasLt(&load_error);
   if (lt == nullptr) return load_error;
   VendorAutotunePtr tuned(new VendorAutotune(*lt));
   if (auto err = tuned->session.Open(ctx.cublas_workspace_bytes); !err.empty()) return err;
+  tuned->session.Transpose(p.a_layout, p.b_layout);
   const LtSession& s = tuned->session;
-  const Layouts layouts(s.lt, p.m, p.n, p.k, p.lda, p.ldb, p.ldd);
+  const Layouts layouts(s.lt, p, p.k);
   if (!layouts.ok()) return "cublasLtMatrixLayoutCreate failed";
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(max_candidates));
   int found = 0;
-  if (s.lt.MatmulAlgoGetHeuristic(s.handle, s.desc, layouts.b, layouts.a, layouts.d, layouts.d, s.pref,
+  if (s.lt.MatmulAlgoGetHeuristic(s.handle, s.desc, layouts.b, layouts.a, layouts.c(), layouts.d, s.pref,
                                   max_candidates, results.data(), &found) != CUBLAS_STATUS_SUCCESS ||
       found == 0) {
     return "cuBLASLt's heuristic offers no algorithm for this problem";
@@ -352,8 +392,10 @@ std::string AutotuneVendor(const Problem& p, const DeviceContext& ctx, cudaStrea
 
 const VendorAutotuneStats& AutotuneStats(const VendorAutotune& tuned) { return tuned.stats; }
 
-std::string LaunchAutotuned(const VendorAutotune& tuned, const Problem& p, const DeviceContext& ctx,
+std::string LaunchAutotuned(const VendorAutotune& tuned, const Problem& problem, const DeviceContext& ctx,
                             cudaStream_t stream) {
+  Problem p;
+  if (auto err = ExplicitProblem(problem, &p); !err.empty()) return err;
   const cublasStatus_t status = Run(tuned.session, tuned.algo, p, p.k, ctx, stream);
   return status == CUBLAS_STATUS_SUCCESS ? "" : "cublasLtMatmul failed (status " + std::to_string(status) + ")";
 }

@@ -49,6 +49,11 @@ class KernelsGpuTest : public ::testing::Test {
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     return host;
   }
+  // gemm-bench's autotuned cuBLASLt column, in a list of steps to run.
+  static constexpr int kAutotuned = -1;
+  std::string LaunchOrAutotuned(int step, const gemm::Problem& p, const gemm::VendorAutotune* tuned) {
+    return step == kAutotuned ? gemm::LaunchAutotuned(*tuned, p, ctx_, stream_) : gemm::Launch(step, p, ctx_, stream_);
+  }
   gemm::DeviceContext ctx_;
   cudaStream_t stream_ = nullptr;
   gemm::CompareResult* cmp_ = nullptr;
@@ -642,10 +647,10 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, StepCorrectnessTest, ::testing::ValuesIn(AllS
 // α·AB + β·C, and β·C with C being D itself. Fresh random inputs, D
 // poisoned (or holding C, in place). Each D,
 // the step's and (where A, B and D share a type, which cublasGemmEx
-// needs) cuBLAS's on the same problem, is held to the form's bound
-// (gemm/form.h) against an fp64 product on the GPU, which shares nothing
-// with either: ragged shapes, split-K's long K, both tiles of step 10,
-// and squares up to 4096.
+// needs) cuBLAS's on the same problem, and beside step 10 gemm-bench's
+// autotuned cuBLASLt's, is held to the form's bound (gemm/form.h) against
+// an fp64 product on the GPU, which shares nothing with either: ragged
+// shapes, split-K's long K, both tiles of step 10, and squares up to 4096.
 struct TypedStepShape {
   int step;
   gemm::ElementType operands, result;
@@ -737,13 +742,18 @@ TEST_P(TypedStepTest, MatchesAnFp64ProductAsCublasDoes) {
   problem.c = static_cast<const __half*>(p.c_is_d ? d : c);
   std::vector<int> runs = {p.step, p.step};  // twice: a stale-state bug shows on the second
   if (p.operands == p.result) runs.insert(runs.begin(), gemm::kVendorStep);
+  gemm::VendorAutotunePtr tuned;  // beside step 10: gemm-bench's autotuned column, on the same form
+  if (p.step == gemm::kLastStep && p.operands == p.result) {
+    ASSERT_EQ(gemm::AutotuneVendor(problem, ctx_, stream_, nullptr, &tuned, 4, 1), "");
+    runs.push_back(kAutotuned);
+  }
   for (int step : runs) {
     if (p.c_is_d) {
       ASSERT_CUDA(cudaMemcpyAsync(d, c, d_n * 2, cudaMemcpyDeviceToDevice, stream_));
     } else {
       ASSERT_CUDA(gemm::Poison(static_cast<__half*>(d), d_n, stream_));
     }
-    ASSERT_EQ(gemm::Launch(step, problem, ctx_, stream_), "");
+    ASSERT_EQ(LaunchOrAutotuned(step, problem, tuned.get()), "");
     ASSERT_CUDA(gemm::CompareForm(d, p.result, ref, d_n, tolerance.rtol, tolerance.atol, terms, cmp_, stream_));
     gemm::CompareResult r{};
     ASSERT_CUDA(cudaMemcpyAsync(&r, cmp_, sizeof r, cudaMemcpyDeviceToHost, stream_));
@@ -773,8 +783,9 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, TypedStepTest, ::testing::ValuesIn(AllTypedSt
 // whose strides and pitches TMA takes in one launch (the ragged M of
 // 77x104x56 included); any other batch (a stride or row not a whole 16
 // bytes, steps 1-3) runs entry by entry. Each D, and cuBLAS's strided
-// batched call's where A, B and D share a type, is held to the form's
-// bound against the fp64 reference of every entry.
+// batched call's where A, B and D share a type (and the autotuned
+// cuBLASLt's beside step 10), is held to the form's bound against the fp64
+// reference of every entry.
 struct BatchedStepShape {
   int step;
   gemm::ElementType operands, result;
@@ -872,9 +883,14 @@ TEST_P(BatchedStepTest, EveryEntryMatchesAnFp64Product) {
   problem.stride_c = form.form.stride_c;
   std::vector<int> runs = {p.step, p.step};
   if (p.operands == p.result) runs.insert(runs.begin(), gemm::kVendorStep);
+  gemm::VendorAutotunePtr tuned;
+  if (p.step == gemm::kLastStep && p.operands == p.result) {
+    ASSERT_EQ(gemm::AutotuneVendor(problem, ctx_, stream_, nullptr, &tuned, 4, 1), "");
+    runs.push_back(kAutotuned);
+  }
   for (int step : runs) {
     ASSERT_CUDA(gemm::Poison(static_cast<__half*>(d), d_n, stream_));
-    ASSERT_EQ(gemm::Launch(step, problem, ctx_, stream_), "");
+    ASSERT_EQ(LaunchOrAutotuned(step, problem, tuned.get()), "");
     ASSERT_CUDA(gemm::CompareForm(d, p.result, ref, d_n, tolerance.rtol, tolerance.atol, terms, cmp_, stream_));
     gemm::CompareResult r{};
     ASSERT_CUDA(cudaMemcpyAsync(&r, cmp_, sizeof r, cudaMemcpyDeviceToHost, stream_));

@@ -99,6 +99,11 @@ struct StepSupport {
 // Whether this build has a kernel for `step` on this device's architecture.
 StepSupport Supports(int step, const DeviceContext& ctx);
 
+// `problem` with its dense leading dimensions and strides filled in (0
+// means dense), into *out; "" or what is wrong with it. Launch runs it
+// first.
+std::string ExplicitProblem(const Problem& problem, Problem* out);
+
 // Launches `step` on `stream`; asynchronous. Empty string, or what went wrong
 // (a launch error, a shape the step does not take).
 std::string Launch(int step, const Problem& p, const DeviceContext& ctx, cudaStream_t stream);

@@ -49,7 +49,8 @@ std::string BuildVendorPlan(const DeviceContext& ctx, cudaStream_t stream, Vendo
 // times after `before_each` (gemm-bench flushes L2 there), the fastest
 // median kept. cublasGemmEx takes the heuristic's first answer, which is
 // not always the fastest (issue "The ladder beyond fp16 TN": 10-20% on
-// several shapes of an H100).
+// several shapes of an H100). Any problem Launch takes: both 16-bit types,
+// either layout of each operand, alpha and beta·C, a strided batch.
 class VendorAutotune;
 struct VendorAutotuneDeleter {
   void operator()(VendorAutotune* tuned) const;

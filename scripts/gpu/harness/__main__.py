@@ -22,7 +22,7 @@ from .lab import Lab
 PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "batch", "accuracy",
                   "sweep", "sass", "sanitize", "ncu")
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
-KEPT = ("summary.txt", "bench.csv", "bench.md")
+KEPT = ("summary.txt", "bench.csv", "bench.md", "bench_bf16.csv", "bench_batch.csv")
 
 
 def parts_to_run(requested, compute_major):
@@ -49,8 +49,7 @@ def gpu_facts(lab):
 def pack_logs(out):
     """Everything but the summary and the benchmark tables into logs.tar.gz."""
     loose = [p for p in out.iterdir() if p.is_file() and p.name != "logs.tar.gz"
-             and not (p.name in KEPT or (p.name.startswith("sweep_") and p.suffix in (".csv", ".md"))
-                      or (p.name.startswith(("bench_bf16", "bench_batch")) and p.suffix == ".csv"))]
+             and not (p.name in KEPT or (p.name.startswith("sweep_") and p.suffix in (".csv", ".md")))]
     with tarfile.open(out / "logs.tar.gz", "w:gz") as tar:
         for p in sorted(loose):
             tar.add(p, arcname=p.name)

@@ -84,12 +84,14 @@ def bf16(lab):
     layout pair (A, B: k for K-contiguous, mn for stored k x m or k x n; k,mn
     is x @ W), and with beta·C where a third field gives beta, each D checked
     against an fp64 product, then timed as the fp16 bench. The pairs other
-    than k,k run at BF16_LAYOUT_SHAPES."""
+    than k,k run at BF16_LAYOUT_SHAPES. Every run's rows go into one
+    bench_bf16.csv."""
+    combined = []
     shapes = os.environ.get("BENCH_SHAPES",
                             "2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024")
     for pair in os.environ.get("BF16_LAYOUTS", "k,k k,mn mn,k mn,mn k,k,1 k,mn,1").split():
         a_layout, b_layout, beta = (pair.split(",") + ["0"])[:3]
-        name = "bench_bf16" if pair == "k,k" else f"bench_bf16_a{a_layout}_b{b_layout}" + (
+        name = "bf16_ak_bk" if pair == "k,k" else f"bf16_a{a_layout}_b{b_layout}" + (
             f"_beta{beta}" if beta != "0" else "")
         pair_shapes = shapes if pair == "k,k" else os.environ.get("BF16_LAYOUT_SHAPES", "4096x4096x4096,8192x8192x8192")
         rc, _ = lab.run(["gemm-bench", "--dtype", "bf16", "--a-layout", a_layout, "--b-layout", b_layout,
@@ -100,12 +102,24 @@ def bf16(lab):
             rows = list(csv.DictReader(open(lab.out / f"{name}.csv")))
         except OSError:
             rows = []
+        combined += rows
         failed = [f'{r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}' for r in rows if "FAIL" in r["status"]]
         lab.note(f"gemm-bench --dtype bf16 A {a_layout} B {b_layout} beta {beta} rc={rc}, failed checks: "
                  f"{failed or 'none'}")
         lab.note(*[f'bf16 A {a_layout} B {b_layout} beta {beta} {r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}: '
-                   f'{float(r["tflops"]):.1f} TFLOPS, {float(r["ratio_to_cublas"]):.3f} of cuBLAS'
-                   for r in rows if r["step"] in ("0", "8", "9", "10")])
+                   f'{float(r["tflops"]):.1f} TFLOPS, {float(r["ratio_to_cublas"]):.3f} of cuBLAS, '
+                   f'{float(r["ratio_to_autotuned"] or 0):.3f} of autotuned cuBLASLt'
+                   for r in rows if r["step"] in ("0", "-1", "8", "9", "10")])
+    write_rows(lab.out / "bench_bf16.csv", combined)
+
+
+def write_rows(path, rows):
+    """CSV rows of several gemm-bench runs (one header) into one file."""
+    if rows:
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            writer.writeheader()
+            writer.writerows(rows)
 
 
 def batch(lab):
@@ -134,13 +148,10 @@ def batch(lab):
                 what = f"{dtype} {entries} x {shape}{' sharing B' if shared else ''}"
                 lab.note(f"gemm-bench --batch {what} rc={rc}, failed checks: {failed or 'none'}")
                 lab.note(*[f'batch {what} step {r["step"]}: {float(r["tflops"]):.1f} TFLOPS, '
-                           f'{float(r["ratio_to_cublas"]):.3f} of cuBLAS'
-                           for r in rows if r["step"] in ("0", "6", "8", "9", "10") and r["tflops"]])
-    if combined:
-        with open(lab.out / "bench_batch.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(combined[0].keys()))
-            writer.writeheader()
-            writer.writerows(combined)
+                           f'{float(r["ratio_to_cublas"]):.3f} of cuBLAS, '
+                           f'{float(r["ratio_to_autotuned"] or 0):.3f} of autotuned cuBLASLt'
+                           for r in rows if r["step"] in ("0", "-1", "6", "8", "9", "10") and r["tflops"]])
+    write_rows(lab.out / "bench_batch.csv", combined)
 
 
 def sweep(lab):

@@ -51,18 +51,18 @@ struct EpilogueArgs {
   const __half* c = nullptr;
   int64_t ldc = 0;
   int64_t m = 0, n = 0;
-  int64_t c_stride = 0;  // elements from one batch entry's C to the next
+  int64_t c_stride = 0;  // elements from one batch entry's C to the next (0 without a C)
 
   // The same for batch entry `entry`.
   GEMM_HOST_DEVICE EpilogueArgs ForEntry(int entry) const {
     EpilogueArgs e = *this;
-    if (c != nullptr) e.c = c + entry * c_stride;
+    e.c = c + entry * c_stride;
     return e;
   }
 };
 
 GEMM_HOST_DEVICE inline EpilogueArgs EpilogueOf(const Problem& p) {
-  return EpilogueArgs{p.alpha, p.beta, p.c, p.ldc, p.m, p.n, p.stride_c};
+  return EpilogueArgs{p.alpha, p.beta, p.c, p.ldc, p.m, p.n, p.c != nullptr ? p.stride_c : 0};
 }
 
 // Whether D is more than the product: the fused instantiation's case.

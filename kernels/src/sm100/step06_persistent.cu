@@ -87,18 +87,15 @@ __global__ void __launch_bounds__(128)
     }
     __syncthreads();
     TmemFenceAfterSync();
-    int fuse_m, fuse_n, fuse_entry;  // the tile's origin, for a fused epilogue's C (the plain one reads nothing)
-    scheduler.Coordinates(tile, &fuse_m, &fuse_n, &fuse_entry);
-    TmemTileToSmem<Form>(tmem, d_staging, e.ForEntry(fuse_entry), int64_t{fuse_m} * kTileRows,
-                         int64_t{fuse_n} * kTileRows);
+    int tile_m, tile_n, entry;  // the tile's origin: for the stores, and a fused epilogue's C
+    scheduler.Coordinates(tile, &tile_m, &tile_n, &entry);
+    const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
+    TmemTileToSmem<Form>(tmem, d_staging, e.ForEntry(entry), m0, n0);
     TmemFenceBeforeSync();  // every TMEM read is done before the next tile's MMAs overwrite it
     FenceSharedForAsyncProxy();
     __syncthreads();
     if (leader) {
       TmemFenceAfterSync();
-      int tile_m, tile_n, entry;
-      scheduler.Coordinates(tile, &tile_m, &tile_n, &entry);
-      const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
       for (int h = 0; h < 2; ++h) {
         if (n0 + kTileK * h < n) {
           TmaStore(&d_map, static_cast<int32_t>(n0 + kTileK * h), static_cast<int32_t>(m0), entry,

@@ -66,16 +66,17 @@ PURPOSES = {
     "service_run1": "the GPU harness's tests, service, tiny and firsttouch parts",
     "service_run2": "the same on a second host",
     "service_two_gpus": "the GPU harness's service part on two GPUs",
-    "bf16_ladder": "the GPU harness's tests, bench, bf16 and sass parts: every step on bf16, mixed fp16/bf16, "
-                   "MN-contiguous and fused-epilogue problems against an fp64 product, gemm-bench --dtype bf16 "
-                   "against cuBLAS in bf16, and the fp16 ladder of the same call (in the summary)",
+    "bf16_ladder": "the GPU harness's tests, bench, bf16, batch and sass parts: every step on bf16, mixed "
+                   "fp16/bf16, MN-contiguous, fused-epilogue and batched problems against an fp64 product, "
+                   "gemm-bench --dtype bf16 against cuBLAS and the autotuned cuBLASLt in bf16, and the fp16 ladder "
+                   "of the same call (in the summary)",
     "bf16_layouts": "the GPU harness's bf16 part: gemm-bench --dtype bf16 with A, B or both stored MN-contiguous "
                     "(B k x n is x @ W), cuBLAS in the same layout, the same call as the bf16 ladder",
     "bf16_epilogue": "the GPU harness's bf16 part: gemm-bench --dtype bf16 --beta 1, D += A·B in place (C being "
                      "D, as cuBLAS reads it), A and B K-contiguous and x @ W, the same call as the bf16 ladder",
-    "batch": "the GPU harness's tests and batch parts: every GPU test with strided batches in every step, and "
-             "gemm-bench --batch (64 x 512^3 and 16 x 1024^3, fp16 and bf16, each with its own B and sharing one) "
-             "against cuBLAS's strided batched call",
+    "batch": "the GPU harness's batch part, the same call as the bf16 ladder: gemm-bench --batch (64 x 512^3 "
+             "and 16 x 1024^3, fp16 and bf16, each with its own B and sharing one) against cuBLAS's strided "
+             "batched call and the autotuned cuBLASLt",
     "two_gpu_scaling": "the GPU harness's verify part on one GPU of a two-GPU host, then on both: delivered TFLOPS "
                        "unverified, full, fast and by stored handles, 8 in flight",
 }
@@ -102,28 +103,35 @@ def ladder_lines(path):
 def layout_lines(path):
     rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
     short = {"K-contiguous": "K", "MN-contiguous": "MN"}
-    by_case = defaultdict(dict)
+    by_case, tuned = defaultdict(dict), {}
     for r in rows:
         case = f'A {short[r["a_layout"]]}, B {short[r["b_layout"]]}, {r["m"]}×{r["n"]}×{r["k"]}'
         by_case[case][int(r["step"])] = float(r["ratio_to_cublas"])
-    out = ["", "  | layouts, shape | step 8 | step 9 | step 10 |", "  | --- | ---: | ---: | ---: |"]
+        if r["step"] == "10" and float(r.get("ratio_to_autotuned") or 0) > 0:
+            tuned[case] = float(r["ratio_to_autotuned"])
+    out = ["", "  | layouts, shape | step 8 | step 9 | step 10 | step 10, autotuned |",
+           "  | --- | ---: | ---: | ---: | ---: |"]
     for case, ratios in by_case.items():
-        out.append(f"  | {case} | " + " | ".join(f"{ratios[s]:.2f}" if s in ratios else "-" for s in (8, 9, 10)) + " |")
-    out.append("  (time of cuBLAS in the same layout over the step's time)")
+        out.append(f"  | {case} | " + " | ".join(f"{ratios[s]:.2f}" if s in ratios else "-" for s in (8, 9, 10))
+                   + (f" | {tuned[case]:.2f} |" if case in tuned else " | - |"))
+    out.append("  (time of cuBLAS, or of the autotuned cuBLASLt, in the same layout over the step's time)")
     return out
 
 
 def batch_lines(path):
     rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
-    by_case = defaultdict(dict)
+    by_case, tuned = defaultdict(dict), {}
     for r in rows:
         case = f'{r["dtype"]} {r["batch"]} × {r["m"]}×{r["n"]}×{r["k"]}' + (", one B" if r["shared_b"] == "1" else "")
         by_case[case][int(r["step"])] = float(r["ratio_to_cublas"])
-    out = ["", "  | batch | step 6 | step 8 | step 9 | step 10 |", "  | --- | ---: | ---: | ---: | ---: |"]
+        if r["step"] == "10" and float(r.get("ratio_to_autotuned") or 0) > 0:
+            tuned[case] = float(r["ratio_to_autotuned"])
+    out = ["", "  | batch | step 6 | step 8 | step 9 | step 10 | step 10, autotuned |",
+           "  | --- | ---: | ---: | ---: | ---: | ---: |"]
     for case, ratios in by_case.items():
         out.append(f"  | {case} | " + " | ".join(f"{ratios[s]:.2f}" if s in ratios else "-" for s in (6, 8, 9, 10))
-                   + " |")
-    out.append("  (time of cuBLAS's strided batched call over the step's time)")
+                   + (f" | {tuned[case]:.2f} |" if case in tuned else " | - |"))
+    out.append("  (time of cuBLAS's strided batched call, or of the autotuned cuBLASLt, over the step's time)")
     return out
 
 

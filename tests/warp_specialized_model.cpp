@@ -106,7 +106,7 @@ class Model {
         problem_(problem),
         schedule_(schedule),
         mutation_(mutation),
-        tiles_(p, problem.m, problem.n, problem.cluster, problem.clusters),
+        tiles_(p, problem.m, problem.n, problem.cluster, problem.clusters, problem.entries),
         k_tiles_(static_cast<int>((problem.k + common::kTileK - 1) / common::kTileK)),
         rng_(schedule.seed) {
     ctas_.resize(static_cast<size_t>(p.cta_group));
@@ -189,7 +189,7 @@ class Model {
     Step(self, nullptr, [&] {
       const int r = actors_[static_cast<size_t>(self)].cta;
       int64_t m0, n0;
-      int entry;  // one entry: the model walks no batch
+      int entry;  // the blocks inside a tile are the same in every entry
       tiles_.Origin(tile, &m0, &n0, &entry);
       const int64_t tag = Tag(tile, kt);
       if (r == 0) {  // the leader's arrive.expect_tx: bytes first, then the arrival
@@ -216,7 +216,7 @@ class Model {
   void Mma(int self, int stage, int consumer, int slot, int tile, int kt) {
     Step(self, nullptr, [&] {
       int64_t m0, n0;
-      int entry;  // one entry: the model walks no batch
+      int entry;  // the blocks inside a tile are the same in every entry
       tiles_.Origin(tile, &m0, &n0, &entry);
       for (int g = 0; g < p_.cta_group; ++g) {
         for (int block : {consumer, p_.consumers}) {
@@ -391,7 +391,7 @@ class Model {
       return;
     }
     int64_t m0, n0;
-    int entry;  // one entry: the model walks no batch
+    int entry;  // the blocks inside a tile are the same in every entry
     tiles_.Origin(e.tile, &m0, &n0, &entry);
     for (int g = 0; g < p_.cta_group; ++g) {
       for (int block : {e.consumer, p_.consumers}) {

@@ -37,10 +37,12 @@ struct Schedule {
   double producer = 1, mma = 1, writeback = 1, hardware = 1, peer = 1;
 };
 
-// The m×n×k problem, and which of `clusters` persistent clusters to model.
+// The m×n×k problem (a batch of `entries` of them), and which of
+// `clusters` persistent clusters to model.
 struct ProblemSlice {
   int64_t m = 0, n = 0, k = 0;
   int clusters = 1, cluster = 0;
+  int entries = 1;
 };
 
 struct Outcome {

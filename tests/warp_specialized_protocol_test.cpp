@@ -40,7 +40,9 @@ std::vector<NamedSchedule> Schedules() {
 
 // Shapes for one step: aligned; uneven tile and k-tile counts (neither a
 // multiple of the stages or accumulator buffers); ragged edges, where whole
-// blocks of a cluster tile lie outside the matrix; and K under one stage.
+// blocks of a cluster tile lie outside the matrix; K under one stage; and a
+// batch of ragged entries, whose tiles a cluster walks from one entry into
+// the next.
 std::vector<ProblemSlice> Problems(const WarpSpecializedProtocol& p) {
   const int64_t rows = p.ClusterTileRows(), cols = p.ClusterTileCols();
   return {
@@ -48,6 +50,7 @@ std::vector<ProblemSlice> Problems(const WarpSpecializedProtocol& p) {
       {.m = 3 * rows, .n = 1 * cols, .k = int64_t{p.stages + 1} * 64, .clusters = 1, .cluster = 0},
       {.m = 2 * rows + 130, .n = 2 * cols + 7, .k = 3 * 64 + 5, .clusters = 4, .cluster = 1},
       {.m = rows - 129, .n = 5 * cols, .k = 40, .clusters = 2, .cluster = 0},
+      {.m = rows + 70, .n = cols - 3, .k = 2 * 64 + 9, .clusters = 3, .cluster = 2, .entries = 5},
   };
 }
 

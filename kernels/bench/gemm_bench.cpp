@@ -15,7 +15,7 @@
 // A, B and D in bf16 (cuBLAS too); --a-layout mn stores A k×m and
 // --b-layout mn B k×n (x @ W's W), cuBLAS reading them the same way;
 // --beta B adds B·C (C random, of D's type; timed with C being D, in
-// place) in the steps' epilogue and cuBLAS's. Those
+// place) in the steps' epilogue and cuBLAS's, --alpha A scales the product. Those
 // check each D against an fp64 product under the form's bound
 // (gemm/form.h; pitched operands through dense copies for the reference);
 // the autotuned column tunes cuBLASLt for the same form. --batch N times a strided batch of N entries of each shape
@@ -81,7 +81,7 @@ struct Options {
   bool diagnose = false;  // the pattern diagnostics (diagnose_run.h) instead of timing
   gemm::ElementType dtype = gemm::ElementType::kF16;  // A, B and D
   gemm::Layout a_layout = gemm::Layout::kKContiguous, b_layout = gemm::Layout::kKContiguous;
-  float beta = 0;  // D = A·B + beta·C
+  float alpha = 1, beta = 0;  // D = alpha·A·B + beta·C
   int64_t batch = 1;  // entries of a strided batch
   bool shared_b = false;  // one B for every entry
   std::string csv, md;
@@ -107,7 +107,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: gemm-bench [--shapes MxNxK,... | --sweep N [--seed S]] [--layout dense|pitched] "
-               "[--steps 1,2,...] [--dtype fp16|bf16] [--a-layout k|mn] [--b-layout k|mn] [--beta B] [--batch N [--shared-b]] "
+               "[--steps 1,2,...] [--dtype fp16|bf16] [--a-layout k|mn] [--b-layout k|mn] [--alpha A] [--beta B] "
+               "[--batch N [--shared-b]] "
                "[--warmup N] [--iters N] [--device N] [--no-autotune] [--csv FILE] "
                "[--md FILE]\n"
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
@@ -156,6 +157,8 @@ Options Parse(int argc, char** argv) {
       const std::string dtype = value();
       if (dtype != "fp16" && dtype != "bf16") Usage("--dtype is fp16 or bf16");
       o.dtype = dtype == "bf16" ? gemm::ElementType::kBF16 : gemm::ElementType::kF16;
+    } else if (a == "--alpha") {
+      o.alpha = std::strtof(value().c_str(), nullptr);
     } else if (a == "--beta") {
       o.beta = std::strtof(value().c_str(), nullptr);
     } else if (a == "--batch") {
@@ -287,7 +290,7 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&b, b_elems * 2));
     const uint64_t seed = static_cast<uint64_t>(now) * 1000 + rows.size();  // fresh every run and shape
     // The plain fp16 GEMM checks against cuBLAS; every other form against fp64.
-    const bool fp16 = opt.dtype == gemm::ElementType::kF16 && a_k && b_k && opt.beta == 0;
+    const bool fp16 = opt.dtype == gemm::ElementType::kF16 && a_k && b_k && opt.alpha == 1 && opt.beta == 0;
     if (fp16) {
       CHECK_CUDA(gemm::FillRandom(a, s.m * entries, s.k, lda, seed, gemm::OperandId::kA, stream));
       CHECK_CUDA(gemm::FillRandom(b, s.n * b_entries, s.k, ldb, seed, gemm::OperandId::kB, stream));
@@ -303,6 +306,7 @@ int main(int argc, char** argv) {
     exact.form.a_layout = opt.a_layout;
     exact.form.b_layout = opt.b_layout;
     exact.form.has_c = opt.beta != 0;
+    exact.form.alpha = opt.alpha;
     exact.form.beta = opt.beta;
     exact.form.c = opt.dtype;
     exact.form.batch = entries;
@@ -350,7 +354,7 @@ int main(int argc, char** argv) {
         dense = d_dense;
       }
       return gemm::CompareForm(dense, opt.dtype, exact_d, s.m * s.n * entries, tolerance.rtol, tolerance.atol,
-                               {bound, gemm::ProductTermPerNorms(tolerance, s.k, 1.0),
+                               {bound, gemm::ProductTermPerNorms(tolerance, s.k, exact.form.ProductScale()),
                                 gemm::CTermPerValue(exact.form.ReadsC(), opt.beta)},
                                cmp, stream);
     };
@@ -365,6 +369,7 @@ int main(int argc, char** argv) {
       q.operands = q.result = opt.dtype;
       q.a_layout = opt.a_layout;
       q.b_layout = opt.b_layout;
+      q.alpha = opt.alpha;
       q.beta = opt.beta;
       q.c = c_from;
       q.ldc = ldc;
@@ -485,7 +490,8 @@ int main(int argc, char** argv) {
   md << "GPU: " << prop.name << ", " << date << ", median of " << opt.iters << " runs after " << opt.warmup
      << " warm-ups, fresh random inputs, L2 flushed before every run, " << layout << " "
      << gemm::ElementName(opt.dtype) << " operands and D, A " << gemm::LayoutName(opt.a_layout) << ", B "
-     << gemm::LayoutName(opt.b_layout) << (opt.beta != 0 ? ", plus beta·C, beta " + std::to_string(opt.beta) : "")
+     << gemm::LayoutName(opt.b_layout) << (opt.alpha != 1 ? ", alpha " + std::to_string(opt.alpha) : "")
+     << (opt.beta != 0 ? ", plus beta·C, beta " + std::to_string(opt.beta) : "")
      << (opt.batch > 1 ? ", batches of " + std::to_string(opt.batch) + (opt.shared_b ? " sharing B" : "") : "")
      << "\n\n";
   if (opt.sweep > 0) {
@@ -516,13 +522,14 @@ int main(int argc, char** argv) {
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
     f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status,class,layout,"
-         "ratio_to_autotuned,dtype,a_layout,b_layout,beta,batch,shared_b\n";
+         "ratio_to_autotuned,dtype,a_layout,b_layout,beta,batch,shared_b,alpha\n";
     for (const Row& r : rows) {
       f << '"' << prop.name << "\"," << date << ',' << r.step << ',' << NameOf(r.step) << ',' << r.shape.m << ','
         << r.shape.n << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio
         << ",\"" << r.status << "\"," << r.shape.shape_class << ',' << layout << ',' << r.ratio_to_autotuned << ','
         << gemm::ElementName(opt.dtype) << ',' << gemm::LayoutName(opt.a_layout) << ','
-        << gemm::LayoutName(opt.b_layout) << ',' << opt.beta << ',' << opt.batch << ',' << opt.shared_b << "\n";
+        << gemm::LayoutName(opt.b_layout) << ',' << opt.beta << ',' << opt.batch << ',' << opt.shared_b << ','
+        << opt.alpha << "\n";
     }
   }
   bool failed = false;

@@ -170,31 +170,54 @@ __device__ inline float Fuse(float v, const EpilogueArgs& e, int64_t row, int64_
   }
 }
 
+// C at (row, col) and (row, col + 1) as one pair of D's type, where a fused
+// epilogue reads it (inside m×n, β not 0), and 0 elsewhere: its bits, so
+// that a caller may issue several before it uses any (a load whose value is
+// widened inside its own branch waits there for its round trip). One
+// 4-byte load where both lie inside n and the pair is aligned (an even
+// ldc): the wgmma and TMEM layouts give each thread adjacent column pairs.
+template <typename Form>
+__device__ inline uint32_t CPairBits(const EpilogueArgs& e, int64_t row, int64_t col) {
+  using One = typename Rounding<Form::kResult>::One;
+  if (e.beta == 0.0f || row >= e.m || col >= e.n) return 0;
+  const One* c = reinterpret_cast<const One*>(e.c) + row * e.ldc + col;
+  if (col + 1 < e.n && (reinterpret_cast<uintptr_t>(c) & 3) == 0) return *reinterpret_cast<const uint32_t*>(c);
+  const uint32_t lo = *reinterpret_cast<const uint16_t*>(c);
+  const uint32_t hi = col + 1 < e.n ? *reinterpret_cast<const uint16_t*>(c + 1) : 0u;
+  return lo | hi << 16;
+}
+
+// The pair's two elements, widened to fp32.
+template <typename Form>
+__device__ inline float2 WidenCPair(uint32_t bits) {
+  using R = Rounding<Form::kResult>;
+  const typename R::Pair pair = *reinterpret_cast<const typename R::Pair*>(&bits);
+  return {R::Widen(pair.x), R::Widen(pair.y)};
+}
+
+// Accumulators lo and hi, fused with their C pair `c` (WidenCPair) and rounded
+// as one pair of D's type: α·acc + β·c in fp32.
+template <typename Form>
+__device__ inline typename Rounding<Form::kResult>::Pair FuseWithC(float lo, float hi, float2 c,
+                                                                   const EpilogueArgs& e) {
+  lo *= e.alpha;
+  hi *= e.alpha;
+  if (e.beta != 0.0f) {
+    lo += e.beta * c.x;
+    hi += e.beta * c.y;
+  }
+  return Rounding<Form::kResult>::RoundPair(lo, hi);
+}
+
 // Accumulators lo and hi at (row, col) and (row, col + 1), fused as Fuse
-// does and rounded as one pair of D's type. C's pair is one 4-byte load
-// where both lie inside n and the pair is aligned (an even ldc): the wgmma
-// and TMEM layouts give each thread adjacent column pairs.
+// does and rounded as one pair of D's type.
 template <typename Form>
 __device__ inline typename Rounding<Form::kResult>::Pair FusePair(float lo, float hi, const EpilogueArgs& e,
                                                                   int64_t row, int64_t col) {
-  using R = Rounding<Form::kResult>;
   if constexpr (!Form::kFused) {
-    return R::RoundPair(lo, hi);
+    return Rounding<Form::kResult>::RoundPair(lo, hi);
   } else {
-    lo *= e.alpha;
-    hi *= e.alpha;
-    if (e.beta != 0.0f && row < e.m && col < e.n) {
-      const auto* c = reinterpret_cast<const typename R::One*>(e.c) + row * e.ldc + col;
-      if (col + 1 < e.n && (reinterpret_cast<uintptr_t>(c) & 3) == 0) {
-        const typename R::Pair pair = *reinterpret_cast<const typename R::Pair*>(c);
-        lo += e.beta * R::Widen(pair.x);
-        hi += e.beta * R::Widen(pair.y);
-      } else {
-        lo += e.beta * R::Widen(c[0]);
-        if (col + 1 < e.n) hi += e.beta * R::Widen(c[1]);
-      }
-    }
-    return R::RoundPair(lo, hi);
+    return FuseWithC<Form>(lo, hi, WidenCPair<Form>(CPairBits<Form>(e, row, col)), e);
   }
 }
 #endif

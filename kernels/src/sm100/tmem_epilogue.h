@@ -32,10 +32,20 @@ __device__ inline uint4 PackEight(const uint32_t (&v)[32], int j, const common::
                                   int64_t col) {
   using Rounding = common::Rounding<Form::kResult>;
   typename Rounding::Pair h[4];
+  if constexpr (Form::kFused) {  // the four C pairs in flight before any is used
+    uint32_t c[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    h[e] = common::FusePair<Form>(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]), ep, row,
-                                  col + 2 * e);
+    for (int e = 0; e < 4; ++e) c[e] = common::CPairBits<Form>(ep, row, col + 2 * e);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      h[e] = common::FuseWithC<Form>(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]),
+                                     common::WidenCPair<Form>(c[e]), ep);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      h[e] = Rounding::RoundPair(__uint_as_float(v[j + 2 * e]), __uint_as_float(v[j + 2 * e + 1]));
+    }
   }
   return *reinterpret_cast<const uint4*>(h);
 }

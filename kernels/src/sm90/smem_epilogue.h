@@ -68,13 +68,22 @@ template <typename Form, int kRegs>
 __device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int col0, char* chunk,
                                                 const EpilogueArgs& e, int64_t row0, int64_t n0) {
   using Rounding = common::Rounding<Form::kResult>;
+  if constexpr (Form::kFused) {  // the chunk's C pairs all in flight before any is used (PackAccumulators)
+    uint32_t c[16];
 #pragma unroll
-  for (int i = col0 / 2; i < col0 / 2 + 32; i += 2) {
-    if constexpr (Form::kFused) {
-      const int64_t row = row0 + PairRow(i), col = n0 + PairColumn(i);
+    for (int j = 0; j < 16; ++j) {
+      const int i = col0 / 2 + 2 * j;
+      c[j] = CPairBits<Form>(e, row0 + PairRow(i), n0 + PairColumn(i));
+    }
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int i = col0 / 2 + 2 * j;
       *reinterpret_cast<typename Rounding::Pair*>(PairInChunk(chunk, i, col0)) =
-          FusePair<Form>(acc[i], acc[i + 1], e, row, col);
-    } else {
+          FuseWithC<Form>(acc[i], acc[i + 1], WidenCPair<Form>(c[j]), e);
+    }
+  } else {
+#pragma unroll
+    for (int i = col0 / 2; i < col0 / 2 + 32; i += 2) {
       *reinterpret_cast<typename Rounding::Pair*>(PairInChunk(chunk, i, col0)) =
           Rounding::RoundPair(acc[i], acc[i + 1]);
     }
@@ -137,14 +146,35 @@ __device__ inline void DrainChunkStores(bool leader) {
 // between that tile's k-tiles (StoreChunk), through two staging chunks
 // used in turn.
 // The accumulators' rows start at D's row `row0`, their columns at `n0`.
+//
+// Fused, C's pairs are read kCGroup at a time, every load of a group issued
+// before any is used: a round trip to L2 per group, not per pair.
 template <typename Form, int kRegs>
 __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&packed)[kRegs / 2],
                                         const EpilogueArgs& e, int64_t row0, int64_t n0) {
+  if constexpr (!Form::kFused) {
 #pragma unroll
-  for (int i = 0; i < kRegs; i += 2) {
-    const int64_t row = row0 + PairRow(i), col = n0 + PairColumn(i);
-    const auto h = FusePair<Form>(acc[i], acc[i + 1], e, row, col);
-    packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
+    for (int i = 0; i < kRegs; i += 2) {
+      const int64_t row = row0 + PairRow(i), col = n0 + PairColumn(i);
+      const auto h = FusePair<Form>(acc[i], acc[i + 1], e, row, col);
+      packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
+    }
+  } else {
+    constexpr int kCGroup = 16;  // pairs
+    static_assert(kRegs % (2 * kCGroup) == 0, "whole groups of pairs");
+#pragma unroll
+    for (int g = 0; g < kRegs; g += 2 * kCGroup) {
+      uint32_t c[kCGroup];
+#pragma unroll
+      for (int j = 0; j < kCGroup; ++j) {
+        c[j] = CPairBits<Form>(e, row0 + PairRow(g + 2 * j), n0 + PairColumn(g + 2 * j));
+      }
+#pragma unroll
+      for (int j = 0; j < kCGroup; ++j) {
+        const auto h = FuseWithC<Form>(acc[g + 2 * j], acc[g + 2 * j + 1], WidenCPair<Form>(c[j]), e);
+        packed[(g + 2 * j) / 2] = *reinterpret_cast<const uint32_t*>(&h);
+      }
+    }
   }
 }
 

@@ -160,7 +160,7 @@ __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&pa
       packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
     }
   } else {
-    constexpr int kCGroup = 16;  // pairs
+    constexpr int kCGroup = kRegs / 2 < 32 ? kRegs / 2 : 32;  // pairs
     static_assert(kRegs % (2 * kCGroup) == 0, "whole groups of pairs");
 #pragma unroll
     for (int g = 0; g < kRegs; g += 2 * kCGroup) {

@@ -64,22 +64,29 @@ __device__ inline int PairColumn(int i) { return 8 * (i / 4) + 2 * (threadIdx.x 
 // The warpgroup's rows start at D's row `row0`, its columns at `n0`.
 // `col0` must be a compile-time constant after unrolling, so that the
 // accumulators stay in registers.
-template <typename Form, int kRegs>
+template <typename Form, int kRegs, int kCGroup = 16>
 __device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int col0, char* chunk,
                                                 const EpilogueArgs& e, int64_t row0, int64_t n0) {
   using Rounding = common::Rounding<Form::kResult>;
-  if constexpr (Form::kFused) {  // the chunk's C pairs all in flight before any is used (PackAccumulators)
-    uint32_t c[16];
+  if constexpr (Form::kFused) {
+    // The chunk's 16 C pairs, kCGroup in flight before any is used
+    // (PackAccumulators). Step 6's three CTAs an SM leave no registers for
+    // a group: even two at once spilled a kilobyte a thread (ptxas -v).
+    static_assert(16 % kCGroup == 0, "whole groups of pairs");
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const int i = col0 / 2 + 2 * j;
-      c[j] = CPairBits<Form>(e, row0 + PairRow(i), n0 + PairColumn(i));
-    }
+    for (int g = 0; g < 16; g += kCGroup) {
+      uint32_t c[kCGroup];
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const int i = col0 / 2 + 2 * j;
-      *reinterpret_cast<typename Rounding::Pair*>(PairInChunk(chunk, i, col0)) =
-          FuseWithC<Form>(acc[i], acc[i + 1], WidenCPair<Form>(c[j]), e);
+      for (int j = 0; j < kCGroup; ++j) {
+        const int i = col0 / 2 + 2 * (g + j);
+        c[j] = CPairBits<Form>(e, row0 + PairRow(i), n0 + PairColumn(i));
+      }
+#pragma unroll
+      for (int j = 0; j < kCGroup; ++j) {
+        const int i = col0 / 2 + 2 * (g + j);
+        *reinterpret_cast<typename Rounding::Pair*>(PairInChunk(chunk, i, col0)) =
+            FuseWithC<Form>(acc[i], acc[i + 1], WidenCPair<Form>(c[j]), e);
+      }
     }
   } else {
 #pragma unroll
@@ -117,7 +124,7 @@ __device__ inline void StoreStagedChunk(char* buffer, Write write, int barrier_i
 // layout) to D at (row0, n0) of batch entry `entry` (`e` that entry's), one 64×64 chunk at a time through `chunk`
 // (kDChunkBytes). Small staging leaves shared memory to the pipeline. The
 // D map's box is 64×64.
-template <typename Form, int kCols>
+template <typename Form, int kCols, int kCGroup = 16>
 __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* chunk, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t row0, int64_t n0, int entry, int64_t n,
                                          const EpilogueArgs& e) {
@@ -125,7 +132,7 @@ __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* ch
   for (int c = 0; c < kCols / 64; ++c) {
     auto write = [&](char* buffer) {
       if constexpr (Form::kFused) {
-        AccumulatorColumnsToSmem<Form>(acc, c * 64, buffer, e, row0, n0);
+        AccumulatorColumnsToSmem<Form, kCols / 2, kCGroup>(acc, c * 64, buffer, e, row0, n0);
       } else {  // the plain epilogue reads no C, and its code is what it was before the fused one
         AccumulatorColumnsToSmem<Form>(acc, c * 64, buffer, {}, 0, 0);
       }
@@ -201,14 +208,15 @@ __device__ inline void StoreChunk(const uint32_t (&packed)[kPackedRegs], int chu
 // `entry` (`e` that entry's), one 64×64 chunk
 // at a time through `chunk`; 64-row halves at or below row m are skipped
 // (the lower CTA of a cluster pair on the last tile-row has none).
-template <typename Form>
+template <typename Form, int kCGroup = 16>
 __device__ inline void StoreTileInChunks(const float (&acc)[2][64], char* chunk, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t m0, int64_t n0, int entry, int64_t m,
                                          int64_t n, const EpilogueArgs& e) {
 #pragma unroll
   for (int mb = 0; mb < 2; ++mb) {
     if (m0 + 64 * mb >= m) continue;
-    StoreRowsInChunks<Form, kTileRows>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, entry, n, e);
+    StoreRowsInChunks<Form, kTileRows, kCGroup>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, entry,
+                                                n, e);
   }
 }
 

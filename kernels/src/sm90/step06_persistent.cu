@@ -87,7 +87,8 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
       int tile_m, tile_n, entry;
       scheduler.Coordinates(tile, &tile_m, &tile_n, &entry);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      StoreTileInChunks<Form>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry));
+      // C a pair at a time: three CTAs an SM leave no registers for more.
+      StoreTileInChunks<Form, 1>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry));
       kt = 0, tile += gridDim.x;
     }
   }

@@ -54,6 +54,76 @@ class KernelsGpuTest : public ::testing::Test {
   std::string LaunchOrAutotuned(int step, const gemm::Problem& p, const gemm::VendorAutotune* tuned) {
     return step == kAutotuned ? gemm::LaunchAutotuned(*tuned, p, ctx_, stream_) : gemm::Launch(step, p, ctx_, stream_);
   }
+
+  // `step` on fresh random operands of the m×n×k form `f` (each stored by
+  // the form's strides; f.c is D's type), twice, after cuBLAS where A, B
+  // and D share a type, and beside step 10 the autotuned cuBLASLt; before
+  // each run D is poisoned, or holds C where `c_is_d` (C read in place, a
+  // single GEMM). Each D is held to the form's bound against the fp64
+  // product of every entry.
+  void ExpectEveryRunWithinTheFormsBound(int step, const gemm::GemmForm& f, int64_t m, int64_t n, int64_t k,
+                                         bool c_is_d, uint64_t seed) {
+    gemm::FormProblem form{m, n, k, f};
+    const uint64_t a_n = gemm::StorageOfA(f, m, k).Footprint(f.batch);
+    const uint64_t b_n = gemm::StorageOfB(f, n, k).Footprint(f.batch);
+    const uint64_t d_n = static_cast<uint64_t>(f.batch) * m * n;
+    const uint64_t c_n = f.has_c ? gemm::StorageOfC(f, m, n).Footprint(f.batch) : d_n;
+    void *a, *b, *d, *c;
+    double* ref;
+    float* bound;
+    ASSERT_CUDA(cudaMalloc(&a, a_n * 2));
+    ASSERT_CUDA(cudaMalloc(&b, b_n * 2));
+    ASSERT_CUDA(cudaMalloc(&d, d_n * 2));
+    ASSERT_CUDA(cudaMalloc(&c, c_n * 2));
+    ASSERT_CUDA(cudaMalloc(&ref, d_n * sizeof(double)));
+    ASSERT_CUDA(cudaMalloc(&bound, 3 * sizeof(float)));
+    ASSERT_CUDA(gemm::FillRandom(a, f.a, a_n, seed, gemm::OperandId::kA, stream_));
+    ASSERT_CUDA(gemm::FillRandom(b, f.b, b_n, seed, gemm::OperandId::kB, stream_));
+    ASSERT_CUDA(gemm::FillRandom(c, f.d, c_n, seed, gemm::OperandId::kC, stream_));
+    form.a = a, form.b = b, form.c = c, form.d = d;
+    ASSERT_CUDA(gemm::ReferenceFormGemm(form, ref, stream_));
+    ASSERT_CUDA(gemm::FormBoundInputs(form, bound, stream_));
+    const gemm::FormTolerance tolerance = gemm::ToleranceOf(f);
+    const gemm::FormBoundTerms terms{bound, gemm::ProductTermPerNorms(tolerance, k, f.ProductScale()),
+                                     gemm::CTermPerValue(f.ReadsC(), f.beta)};
+    gemm::Problem problem{m, n, k, static_cast<const __half*>(a), static_cast<const __half*>(b),
+                          static_cast<__half*>(d)};
+    problem.operands = f.a;
+    problem.result = f.d;
+    problem.a_layout = f.a_layout;
+    problem.b_layout = f.b_layout;
+    problem.alpha = static_cast<float>(f.alpha);
+    problem.beta = static_cast<float>(f.beta);
+    problem.c = static_cast<const __half*>(c_is_d ? d : c);
+    problem.batch = f.batch;
+    problem.stride_a = f.stride_a;
+    problem.stride_b = f.stride_b;
+    problem.stride_c = f.stride_c;
+    std::vector<int> runs = {step, step};  // twice: a stale-state bug shows on the second
+    if (f.a == f.d) runs.insert(runs.begin(), gemm::kVendorStep);
+    gemm::VendorAutotunePtr tuned;  // beside step 10: gemm-bench's autotuned column, on the same form
+    if (step == gemm::kLastStep && f.a == f.d) {
+      ASSERT_EQ(gemm::AutotuneVendor(problem, ctx_, stream_, nullptr, &tuned, 4, 1), "");
+      runs.push_back(kAutotuned);
+    }
+    for (int run : runs) {
+      if (c_is_d) {
+        ASSERT_CUDA(cudaMemcpyAsync(d, c, d_n * 2, cudaMemcpyDeviceToDevice, stream_));
+      } else {
+        ASSERT_CUDA(gemm::Poison(static_cast<__half*>(d), d_n, stream_));
+      }
+      ASSERT_EQ(LaunchOrAutotuned(run, problem, tuned.get()), "");
+      ASSERT_CUDA(gemm::CompareForm(d, f.d, ref, d_n, tolerance.rtol, tolerance.atol, terms, cmp_, stream_));
+      gemm::CompareResult r{};
+      ASSERT_CUDA(cudaMemcpyAsync(&r, cmp_, sizeof r, cudaMemcpyDeviceToHost, stream_));
+      ASSERT_CUDA(cudaStreamSynchronize(stream_));
+      EXPECT_EQ(r.mismatches, 0u) << "step " << run << ": " << r.non_finite << " unwritten/non-finite, max err "
+                                  << r.max_abs_error;
+    }
+    for (void* x : {a, b, c, d}) cudaFree(x);
+    cudaFree(ref);
+    cudaFree(bound);
+  }
   gemm::DeviceContext ctx_;
   cudaStream_t stream_ = nullptr;
   gemm::CompareResult* cmp_ = nullptr;
@@ -641,6 +711,21 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, StepCorrectnessTest, ::testing::ValuesIn(AllS
                                   std::to_string(p.n) + "x" + std::to_string(p.k);
                          });
 
+// A ladder step's form: A and B of `operands`, D and (where beta is not
+// 0) C of `result`, each operand stored as said.
+gemm::GemmForm LadderForm(gemm::ElementType operands, gemm::ElementType result, gemm::Layout a_layout,
+                          gemm::Layout b_layout, float alpha, float beta) {
+  gemm::GemmForm f;
+  f.a = f.b = operands;
+  f.d = f.c = result;
+  f.a_layout = a_layout;
+  f.b_layout = b_layout;
+  f.alpha = alpha;
+  f.beta = beta;
+  f.has_c = beta != 0;
+  return f;
+}
+
 // bf16, MN-contiguous operands and the fused epilogue: every step with
 // bf16 A and B and a bf16 or fp16 D, and with fp16 A and B and a bf16 D;
 // fp16 and bf16 with A stored k×m, B stored k×n, or both; α alone,
@@ -702,68 +787,9 @@ TEST_P(TypedStepTest, MatchesAnFp64ProductAsCublasDoes) {
   const TypedStepShape p = GetParam();
   const gemm::StepSupport support = gemm::Supports(p.step, ctx_);
   if (!support.supported) GTEST_SKIP() << "step " << p.step << " " << support.reason;
-  gemm::FormProblem form{p.m, p.n, p.k};
-  form.form.a = form.form.b = p.operands;
-  form.form.d = p.result;
-  form.form.a_layout = p.a_layout;
-  form.form.b_layout = p.b_layout;
-  form.form.alpha = p.alpha;
-  form.form.beta = p.beta;
-  form.form.has_c = p.beta != 0;
-  form.form.c = p.result;
-  const uint64_t a_n = p.m * p.k, b_n = p.n * p.k, d_n = p.m * p.n;
-  void *a, *b, *d, *c;
-  double* ref;
-  float* bound;
-  ASSERT_CUDA(cudaMalloc(&a, a_n * 2));
-  ASSERT_CUDA(cudaMalloc(&b, b_n * 2));
-  ASSERT_CUDA(cudaMalloc(&d, d_n * 2));
-  ASSERT_CUDA(cudaMalloc(&c, d_n * 2));
-  ASSERT_CUDA(cudaMalloc(&ref, d_n * sizeof(double)));
-  ASSERT_CUDA(cudaMalloc(&bound, 3 * sizeof(float)));
+  const gemm::GemmForm f = LadderForm(p.operands, p.result, p.a_layout, p.b_layout, p.alpha, p.beta);
   const uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed() * 7919ull + p.m * 31 + p.k;
-  ASSERT_CUDA(gemm::FillRandom(a, p.operands, a_n, seed, gemm::OperandId::kA, stream_));
-  ASSERT_CUDA(gemm::FillRandom(b, p.operands, b_n, seed, gemm::OperandId::kB, stream_));
-  ASSERT_CUDA(gemm::FillRandom(c, p.result, d_n, seed, gemm::OperandId::kC, stream_));
-  form.a = a, form.b = b, form.c = c, form.d = d;
-  ASSERT_CUDA(gemm::ReferenceFormGemm(form, ref, stream_));
-  ASSERT_CUDA(gemm::FormBoundInputs(form, bound, stream_));
-  const gemm::FormTolerance tolerance = gemm::ToleranceOf(form.form);
-  const gemm::FormBoundTerms terms{bound, gemm::ProductTermPerNorms(tolerance, p.k, form.form.ProductScale()),
-                                   gemm::CTermPerValue(form.form.ReadsC(), form.form.beta)};
-  gemm::Problem problem{p.m, p.n, p.k, static_cast<const __half*>(a), static_cast<const __half*>(b),
-                        static_cast<__half*>(d)};
-  problem.operands = p.operands;
-  problem.result = p.result;
-  problem.a_layout = p.a_layout;
-  problem.b_layout = p.b_layout;
-  problem.alpha = p.alpha;
-  problem.beta = p.beta;
-  problem.c = static_cast<const __half*>(p.c_is_d ? d : c);
-  std::vector<int> runs = {p.step, p.step};  // twice: a stale-state bug shows on the second
-  if (p.operands == p.result) runs.insert(runs.begin(), gemm::kVendorStep);
-  gemm::VendorAutotunePtr tuned;  // beside step 10: gemm-bench's autotuned column, on the same form
-  if (p.step == gemm::kLastStep && p.operands == p.result) {
-    ASSERT_EQ(gemm::AutotuneVendor(problem, ctx_, stream_, nullptr, &tuned, 4, 1), "");
-    runs.push_back(kAutotuned);
-  }
-  for (int step : runs) {
-    if (p.c_is_d) {
-      ASSERT_CUDA(cudaMemcpyAsync(d, c, d_n * 2, cudaMemcpyDeviceToDevice, stream_));
-    } else {
-      ASSERT_CUDA(gemm::Poison(static_cast<__half*>(d), d_n, stream_));
-    }
-    ASSERT_EQ(LaunchOrAutotuned(step, problem, tuned.get()), "");
-    ASSERT_CUDA(gemm::CompareForm(d, p.result, ref, d_n, tolerance.rtol, tolerance.atol, terms, cmp_, stream_));
-    gemm::CompareResult r{};
-    ASSERT_CUDA(cudaMemcpyAsync(&r, cmp_, sizeof r, cudaMemcpyDeviceToHost, stream_));
-    ASSERT_CUDA(cudaStreamSynchronize(stream_));
-    EXPECT_EQ(r.mismatches, 0u) << "step " << step << ": " << r.non_finite << " unwritten/non-finite, max err "
-                                << r.max_abs_error;
-  }
-  for (void* x : {a, b, c, d}) cudaFree(x);
-  cudaFree(ref);
-  cudaFree(bound);
+  ExpectEveryRunWithinTheFormsBound(p.step, f, p.m, p.n, p.k, p.c_is_d, seed);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSteps, TypedStepTest, ::testing::ValuesIn(AllTypedStepShapes()), [](const auto& info) {
@@ -834,73 +860,14 @@ TEST_P(BatchedStepTest, EveryEntryMatchesAnFp64Product) {
   const BatchedStepShape p = GetParam();
   const gemm::StepSupport support = gemm::Supports(p.step, ctx_);
   if (!support.supported) GTEST_SKIP() << "step " << p.step << " " << support.reason;
-  gemm::FormProblem form{p.m, p.n, p.k};
-  form.form.a = form.form.b = p.operands;
-  form.form.d = form.form.c = p.result;
-  form.form.a_layout = p.a_layout;
-  form.form.b_layout = p.b_layout;
-  form.form.alpha = p.alpha;
-  form.form.beta = p.beta;
-  form.form.has_c = p.beta != 0;
-  form.form.batch = p.batch;
-  form.form.StackDensely(p.m, p.n, p.k);
-  if (p.a_shared) form.form.stride_a = 0;
-  if (p.b_shared) form.form.stride_b = 0;
-  if (p.c_shared) form.form.stride_c = 0;
-  const uint64_t a_n = p.m * p.k * (p.a_shared ? 1 : p.batch), b_n = p.n * p.k * (p.b_shared ? 1 : p.batch);
-  const uint64_t c_n = p.m * p.n * (p.c_shared ? 1 : p.batch), d_n = p.m * p.n * p.batch;
-  void *a, *b, *d, *c;
-  double* ref;
-  float* bound;
-  ASSERT_CUDA(cudaMalloc(&a, a_n * 2));
-  ASSERT_CUDA(cudaMalloc(&b, b_n * 2));
-  ASSERT_CUDA(cudaMalloc(&d, d_n * 2));
-  ASSERT_CUDA(cudaMalloc(&c, c_n * 2));
-  ASSERT_CUDA(cudaMalloc(&ref, d_n * sizeof(double)));
-  ASSERT_CUDA(cudaMalloc(&bound, 3 * sizeof(float)));
+  gemm::GemmForm f = LadderForm(p.operands, p.result, p.a_layout, p.b_layout, p.alpha, p.beta);
+  f.batch = p.batch;
+  f.StackDensely(p.m, p.n, p.k);
+  if (p.a_shared) f.stride_a = 0;
+  if (p.b_shared) f.stride_b = 0;
+  if (p.c_shared) f.stride_c = 0;
   const uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed() * 7919ull + p.batch * 131 + p.m;
-  ASSERT_CUDA(gemm::FillRandom(a, p.operands, a_n, seed, gemm::OperandId::kA, stream_));
-  ASSERT_CUDA(gemm::FillRandom(b, p.operands, b_n, seed, gemm::OperandId::kB, stream_));
-  ASSERT_CUDA(gemm::FillRandom(c, p.result, c_n, seed, gemm::OperandId::kC, stream_));
-  form.a = a, form.b = b, form.c = c, form.d = d;
-  ASSERT_CUDA(gemm::ReferenceFormGemm(form, ref, stream_));
-  ASSERT_CUDA(gemm::FormBoundInputs(form, bound, stream_));
-  const gemm::FormTolerance tolerance = gemm::ToleranceOf(form.form);
-  const gemm::FormBoundTerms terms{bound, gemm::ProductTermPerNorms(tolerance, p.k, form.form.ProductScale()),
-                                   gemm::CTermPerValue(form.form.ReadsC(), form.form.beta)};
-  gemm::Problem problem{p.m, p.n, p.k, static_cast<const __half*>(a), static_cast<const __half*>(b),
-                        static_cast<__half*>(d)};
-  problem.operands = p.operands;
-  problem.result = p.result;
-  problem.a_layout = p.a_layout;
-  problem.b_layout = p.b_layout;
-  problem.alpha = p.alpha;
-  problem.beta = p.beta;
-  problem.c = static_cast<const __half*>(c);
-  problem.batch = p.batch;
-  problem.stride_a = form.form.stride_a;
-  problem.stride_b = form.form.stride_b;
-  problem.stride_c = form.form.stride_c;
-  std::vector<int> runs = {p.step, p.step};
-  if (p.operands == p.result) runs.insert(runs.begin(), gemm::kVendorStep);
-  gemm::VendorAutotunePtr tuned;
-  if (p.step == gemm::kLastStep && p.operands == p.result) {
-    ASSERT_EQ(gemm::AutotuneVendor(problem, ctx_, stream_, nullptr, &tuned, 4, 1), "");
-    runs.push_back(kAutotuned);
-  }
-  for (int step : runs) {
-    ASSERT_CUDA(gemm::Poison(static_cast<__half*>(d), d_n, stream_));
-    ASSERT_EQ(LaunchOrAutotuned(step, problem, tuned.get()), "");
-    ASSERT_CUDA(gemm::CompareForm(d, p.result, ref, d_n, tolerance.rtol, tolerance.atol, terms, cmp_, stream_));
-    gemm::CompareResult r{};
-    ASSERT_CUDA(cudaMemcpyAsync(&r, cmp_, sizeof r, cudaMemcpyDeviceToHost, stream_));
-    ASSERT_CUDA(cudaStreamSynchronize(stream_));
-    EXPECT_EQ(r.mismatches, 0u) << "step " << step << ": " << r.non_finite << " unwritten/non-finite, max err "
-                                << r.max_abs_error;
-  }
-  for (void* x : {a, b, c, d}) cudaFree(x);
-  cudaFree(ref);
-  cudaFree(bound);
+  ExpectEveryRunWithinTheFormsBound(p.step, f, p.m, p.n, p.k, /*c_is_d=*/false, seed);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSteps, BatchedStepTest, ::testing::ValuesIn(AllBatchedStepShapes()), [](const auto& info) {

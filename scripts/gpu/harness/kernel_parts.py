@@ -94,23 +94,30 @@ def bf16(lab):
         name = "bf16_ak_bk" if pair == "k,k" else f"bf16_a{a_layout}_b{b_layout}" + (
             f"_beta{beta}" if beta != "0" else "")
         pair_shapes = shapes if pair == "k,k" else os.environ.get("BF16_LAYOUT_SHAPES", "4096x4096x4096,8192x8192x8192")
-        rc, _ = lab.run(["gemm-bench", "--dtype", "bf16", "--a-layout", a_layout, "--b-layout", b_layout,
-                         "--beta", beta, "--shapes", pair_shapes, "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS),
-                         "--iters", os.environ.get("BENCH_ITERS", "30"), "--csv", lab.out / f"{name}.csv",
-                         "--md", lab.out / f"{name}.md"], out=f"{name}.log", timeout=400)
-        try:
-            rows = list(csv.DictReader(open(lab.out / f"{name}.csv")))
-        except OSError:
-            rows = []
-        combined += rows
-        failed = [f'{r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}' for r in rows if "FAIL" in r["status"]]
-        lab.note(f"gemm-bench --dtype bf16 A {a_layout} B {b_layout} beta {beta} rc={rc}, failed checks: "
-                 f"{failed or 'none'}")
-        lab.note(*[f'bf16 A {a_layout} B {b_layout} beta {beta} {r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}: '
-                   f'{float(r["tflops"]):.1f} TFLOPS, {float(r["ratio_to_cublas"]):.3f} of cuBLAS, '
-                   f'{float(r["ratio_to_autotuned"] or 0):.3f} of autotuned cuBLASLt'
-                   for r in rows if r["step"] in ("0", "-1", "8", "9", "10")])
+        combined += bench_rows(lab, name, ["--dtype", "bf16", "--a-layout", a_layout, "--b-layout", b_layout,
+                                           "--beta", beta, "--shapes", pair_shapes],
+                               f"bf16 A {a_layout} B {b_layout} beta {beta}", ("0", "-1", "8", "9", "10"), timeout=400)
     write_rows(lab.out / "bench_bf16.csv", combined)
+
+
+def bench_rows(lab, name, args, what, steps, timeout):
+    """One gemm-bench run (BENCH_STEPS, BENCH_ITERS) writing name.csv and
+    name.md; notes its failed checks and `steps`' figures, each line
+    starting with `what`; returns its rows."""
+    rc, _ = lab.run(["gemm-bench", *args, "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS),
+                     "--iters", os.environ.get("BENCH_ITERS", "30"), "--csv", lab.out / f"{name}.csv",
+                     "--md", lab.out / f"{name}.md"], out=f"{name}.log", timeout=timeout)
+    try:
+        rows = list(csv.DictReader(open(lab.out / f"{name}.csv")))
+    except OSError:
+        rows = []
+    failed = [f'{r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}' for r in rows if "FAIL" in r["status"]]
+    lab.note(f"gemm-bench {what} rc={rc}, failed checks: {failed or 'none'}")
+    lab.note(*[f'{what} {r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}: {float(r["tflops"]):.1f} TFLOPS, '
+               f'{float(r["ratio_to_cublas"]):.3f} of cuBLAS, '
+               f'{float(r["ratio_to_autotuned"] or 0):.3f} of autotuned cuBLASLt'
+               for r in rows if r["step"] in steps and r["tflops"]])
+    return rows
 
 
 def write_rows(path, rows):
@@ -135,22 +142,10 @@ def batch(lab):
             entries, shape = case.split(":")
             for shared in (False, True):
                 name = f"batch_{dtype}_{entries}x{shape.split('x')[0]}" + ("_shared_b" if shared else "")
-                rc, _ = lab.run(["gemm-bench", "--dtype", dtype, "--batch", entries, *(["--shared-b"] if shared else []),
-                                 "--shapes", shape, "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS),
-                                 "--iters", os.environ.get("BENCH_ITERS", "30"), "--csv", lab.out / f"{name}.csv",
-                                 "--md", lab.out / f"{name}.md"], out=f"{name}.log", timeout=300)
-                try:
-                    rows = list(csv.DictReader(open(lab.out / f"{name}.csv")))
-                except OSError:
-                    rows = []
-                combined += rows
-                failed = [f'step {r["step"]}' for r in rows if "FAIL" in r["status"]]
                 what = f"{dtype} {entries} x {shape}{' sharing B' if shared else ''}"
-                lab.note(f"gemm-bench --batch {what} rc={rc}, failed checks: {failed or 'none'}")
-                lab.note(*[f'batch {what} step {r["step"]}: {float(r["tflops"]):.1f} TFLOPS, '
-                           f'{float(r["ratio_to_cublas"]):.3f} of cuBLAS, '
-                           f'{float(r["ratio_to_autotuned"] or 0):.3f} of autotuned cuBLASLt'
-                           for r in rows if r["step"] in ("0", "-1", "6", "8", "9", "10") and r["tflops"]])
+                combined += bench_rows(lab, name, ["--dtype", dtype, "--batch", entries,
+                                                   *(["--shared-b"] if shared else []), "--shapes", shape],
+                                       f"batch {what}", ("0", "-1", "6", "8", "9", "10"), timeout=300)
     write_rows(lab.out / "bench_batch.csv", combined)
 
 

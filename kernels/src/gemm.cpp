@@ -8,6 +8,7 @@
 #include "common/split_k.h"
 #include "common/step_form.h"
 #include "cublas_api.h"
+#include "cublas_layout.h"
 #include "gemm/vendor_forms.h"
 #include "gemm/vendor_plan.h"
 #include "gemm/steps.h"
@@ -65,20 +66,12 @@ std::string PrepareCublas(const Problem& p, const DeviceContext& ctx, cudaStream
   return "";
 }
 
-cudaDataType_t CudaType(ElementType t) { return t == ElementType::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
-
 // The vendor plan's picks are for the plain GEMM: fp16, K contiguous in
 // both operands, D = A·Bᵀ alone.
 bool PlanCovers(const Problem& p) {
   return p.batch == 1 && p.operands == ElementType::kF16 && p.result == ElementType::kF16 &&
          p.a_layout == Layout::kKContiguous && p.b_layout == Layout::kKContiguous && !common::IsFused(p);
 }
-
-// As column-major cuBLAS sees row-major storage: B n×k is k×n, read
-// transposed; B stored k×n is n×k, read as it is; A m×k is k×m, read as it
-// is; A stored k×m is m×k, read transposed.
-cublasOperation_t OpOfB(const Problem& p) { return p.b_layout == Layout::kKContiguous ? CUBLAS_OP_T : CUBLAS_OP_N; }
-cublasOperation_t OpOfA(const Problem& p) { return p.a_layout == Layout::kKContiguous ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
 std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   if (p.operands != p.result) {
@@ -99,16 +92,17 @@ std::string LaunchCublas(const Problem& p, const DeviceContext& ctx, cudaStream_
   }
   const float alpha = p.alpha, beta = p.beta;
   const int m = static_cast<int>(p.m), n = static_cast<int>(p.n);
-  const cudaDataType_t in = CudaType(p.operands), out = CudaType(p.result);
+  const cudaDataType_t in = detail::CudaTypeOf(p.operands), out = detail::CudaTypeOf(p.result);
+  const cublasOperation_t op_b = detail::OpOfB(p.b_layout), op_a = detail::OpOfA(p.a_layout);
   if (p.batch > 1) {
     if (p.batch > INT32_MAX) return "cuBLAS takes a batch below 2^31";
     auto s = detail::Cublas(nullptr)->GemmStridedBatchedEx(
-        ctx.cublas, OpOfB(p), OpOfA(p), n, m, k_used, &alpha, p.b, in, static_cast<int>(p.ldb), p.stride_b, p.a, in,
+        ctx.cublas, op_b, op_a, n, m, k_used, &alpha, p.b, in, static_cast<int>(p.ldb), p.stride_b, p.a, in,
         static_cast<int>(p.lda), p.stride_a, &beta, p.d, out, static_cast<int>(p.ldd), p.stride_d,
         static_cast<int>(p.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmStridedBatchedEx", s);
   }
-  auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, OpOfB(p), OpOfA(p), n, m, k_used, &alpha, p.b, in,
+  auto s = detail::Cublas(nullptr)->GemmEx(ctx.cublas, op_b, op_a, n, m, k_used, &alpha, p.b, in,
                                            static_cast<int>(p.ldb), p.a, in, static_cast<int>(p.lda), &beta, p.d,
                                            out, static_cast<int>(p.ldd), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmEx", s);
@@ -150,9 +144,10 @@ std::string LaunchVendorBatch(const Problem& first, int count, int64_t stride_a,
   const float alpha = 1.0f, beta = 0.0f;
   // As in LaunchCublas: row-major D = A·Bᵀ is column-major Dᵀ = op(B)·A.
   auto s = detail::Cublas(nullptr)->GemmStridedBatchedEx(
-      ctx.cublas, OpOfB(p), OpOfA(p), static_cast<int>(p.n), static_cast<int>(p.m), k_used, &alpha, p.b,
-      CudaType(p.operands), static_cast<int>(p.ldb), stride_b, p.a, CudaType(p.operands), static_cast<int>(p.lda),
-      stride_a, &beta, p.d, CudaType(p.result), static_cast<int>(p.ldd), stride_d, count, CUBLAS_COMPUTE_32F,
+      ctx.cublas, detail::OpOfB(p.b_layout), detail::OpOfA(p.a_layout), static_cast<int>(p.n), static_cast<int>(p.m),
+      k_used, &alpha, p.b, detail::CudaTypeOf(p.operands), static_cast<int>(p.ldb), stride_b, p.a,
+      detail::CudaTypeOf(p.operands), static_cast<int>(p.lda), stride_a, &beta, p.d, detail::CudaTypeOf(p.result),
+      static_cast<int>(p.ldd), stride_d, count, CUBLAS_COMPUTE_32F,
       CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? "" : CublasError("cublasGemmStridedBatchedEx", s);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cublas_api.h"
+#include "cublas_layout.h"
 #include "gemm/form_ops.h"
 
 namespace gemm {
@@ -50,16 +51,7 @@ namespace {
 
 using detail::CublasLtApi;
 
-cudaDataType CudaType(ElementType t) {
-  switch (t) {
-    case ElementType::kF16: return CUDA_R_16F;
-    case ElementType::kBF16: return CUDA_R_16BF;
-    case ElementType::kF32: return CUDA_R_32F;
-    case ElementType::kF8E4M3: return CUDA_R_8F_E4M3;
-    case ElementType::kF8E5M2: return CUDA_R_8F_E5M2;
-  }
-  return CUDA_R_16F;
-}
+using detail::CudaTypeOf;
 
 // D is computed in fp32 into the scratch, then rounded: cuBLASLt takes C
 // only in D's type, and a request may give an fp32 C for a 16-bit D.
@@ -81,23 +73,21 @@ class Matmul {
   Matmul(const CublasLtApi& lt, const FormProblem& p, int64_t k_used) : lt_(lt) {
     const GemmForm& f = p.form;
     const bool scratch = DThroughScratch(f);
-    d_type_ = scratch ? CUDA_R_32F : CudaType(f.d);
-    c_type_ = f.ReadsC() ? CudaType(f.c) : d_type_;
+    d_type_ = scratch ? CUDA_R_32F : CudaTypeOf(f.d);
+    c_type_ = f.ReadsC() ? CudaTypeOf(f.c) : d_type_;
     const cublasComputeType_t compute = f.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     ok_ = lt.MatmulDescCreate(&desc_, compute, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
-    // Row-major D = op(A)·op(B) is column-major Dᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's
-    // "A" is our B and its "B" our A, each read as stored.
+    // cuBLASLt's "A" is our B and its "B" our A (cublas_layout.h).
     const bool b_k = f.b_layout == Layout::kKContiguous, a_k = f.a_layout == Layout::kKContiguous;
-    const cublasOperation_t ta = b_k ? CUBLAS_OP_T : CUBLAS_OP_N, tb = a_k ? CUBLAS_OP_N : CUBLAS_OP_T;
-    if (ok_) {
-      lt.MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-      lt.MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    }
+    if (ok_) detail::SetTransposes(lt, desc_, f.a_layout, f.b_layout);
     const int64_t k = k_used;
-    ok_ = ok_ && Layout(&a_, CudaType(f.b), b_k ? k : p.n, b_k ? p.n : k, b_k ? p.k : p.n, f.stride_b, f.batch);
-    ok_ = ok_ && Layout(&b_, CudaType(f.a), a_k ? k : p.m, a_k ? p.m : k, a_k ? p.k : p.m, f.stride_a, f.batch);
-    ok_ = ok_ && Layout(&c_, c_type_, p.n, p.m, p.n, f.ReadsC() ? f.stride_c : p.m * p.n, f.batch);
-    ok_ = ok_ && Layout(&d_, d_type_, p.n, p.m, p.n, p.m * p.n, f.batch);
+    ok_ = ok_ &&
+          detail::CreateLtLayout(lt, &a_, CudaTypeOf(f.b), b_k ? k : p.n, b_k ? p.n : k, b_k ? p.k : p.n, f.stride_b,
+                                 f.batch) &&
+          detail::CreateLtLayout(lt, &b_, CudaTypeOf(f.a), a_k ? k : p.m, a_k ? p.m : k, a_k ? p.k : p.m, f.stride_a,
+                                 f.batch) &&
+          detail::CreateLtLayout(lt, &c_, c_type_, p.n, p.m, p.n, f.ReadsC() ? f.stride_c : p.m * p.n, f.batch) &&
+          detail::CreateLtLayout(lt, &d_, d_type_, p.n, p.m, p.n, p.m * p.n, f.batch);
   }
   ~Matmul() {
     for (auto l : {a_, b_, c_, d_}) {
@@ -114,17 +104,6 @@ class Matmul {
   cudaDataType c_type_, d_type_;
 
  private:
-  // Column-major rows×cols, columns `ld` apart.
-  bool Layout(cublasLtMatrixLayout_t* out, cudaDataType type, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
-              int64_t batch) {
-    if (lt_.MatrixLayoutCreate(out, type, rows, cols, ld) != CUBLAS_STATUS_SUCCESS) return false;
-    if (batch > 1) {
-      const int32_t count = static_cast<int32_t>(batch);
-      lt_.MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
-      lt_.MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
-    }
-    return true;
-  }
   const CublasLtApi& lt_;
   bool ok_ = false;
 };

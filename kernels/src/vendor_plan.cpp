@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cublas_api.h"
+#include "cublas_layout.h"
 
 namespace gemm {
 
@@ -40,7 +41,7 @@ class LtSession {
     if (auto s = lt.MatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F); s != CUBLAS_STATUS_SUCCESS) {
       return Error("cublasLtMatmulDescCreate", s);
     }
-    Transpose(Layout::kKContiguous, Layout::kKContiguous);
+    detail::SetTransposes(lt, desc, Layout::kKContiguous, Layout::kKContiguous);
     if (auto s = lt.MatmulPreferenceCreate(&pref); s != CUBLAS_STATUS_SUCCESS) {
       return Error("cublasLtMatmulPreferenceCreate", s);
     }
@@ -50,16 +51,6 @@ class LtSession {
     lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
                                     sizeof(reductions));
     return "";
-  }
-
-  // Row-major D = op(A)·op(B) is column-major Dᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's
-  // "A" is our B, read transposed where B is K-contiguous (n×k), and its
-  // "B" our A, read transposed where A is stored k×m.
-  void Transpose(Layout a_layout, Layout b_layout) {
-    const cublasOperation_t ta = b_layout == Layout::kKContiguous ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t tb = a_layout == Layout::kKContiguous ? CUBLAS_OP_N : CUBLAS_OP_T;
-    lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-    lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
   }
 
   const detail::CublasLtApi& lt;
@@ -126,19 +117,18 @@ std::vector<int64_t> GridSizes(int64_t first, int64_t multiple) {
   return sizes;
 }
 
-cudaDataType_t CudaType(ElementType t) { return t == ElementType::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
-
-// p's operands, C and D as the session's transposes read them (LtSession::
-// Transpose), each at its pitch, with K `k` and p's batch: B, A, C and D
-// column-major. C is D's layout where beta is 0 (cuBLASLt reads none).
+// p's operands, C and D as the session's transposes read them
+// (cublas_layout.h), each at its pitch, with K `k` and p's batch: B, A, C
+// and D column-major. C is D's layout where beta is 0 (cuBLASLt reads none).
 class Layouts {
  public:
   Layouts(const detail::CublasLtApi& lt, const Problem& p, int64_t k) : lt_(lt) {
     const bool a_k = p.a_layout == Layout::kKContiguous, b_k = p.b_layout == Layout::kKContiguous;
-    Create(&b, CudaType(p.operands), b_k ? k : p.n, b_k ? p.n : k, p.ldb, p.stride_b, p.batch);
-    Create(&a, CudaType(p.operands), a_k ? k : p.m, a_k ? p.m : k, p.lda, p.stride_a, p.batch);
-    Create(&d, CudaType(p.result), p.n, p.m, p.ldd, p.stride_d, p.batch);
-    if (p.beta != 0.0f) Create(&c_, CudaType(p.result), p.n, p.m, p.ldc, p.stride_c, p.batch);
+    const cudaDataType_t in = detail::CudaTypeOf(p.operands), out = detail::CudaTypeOf(p.result);
+    ok_ = detail::CreateLtLayout(lt, &b, in, b_k ? k : p.n, b_k ? p.n : k, p.ldb, p.stride_b, p.batch) &&
+          detail::CreateLtLayout(lt, &a, in, a_k ? k : p.m, a_k ? p.m : k, p.lda, p.stride_a, p.batch) &&
+          detail::CreateLtLayout(lt, &d, out, p.n, p.m, p.ldd, p.stride_d, p.batch) &&
+          (p.beta == 0.0f || detail::CreateLtLayout(lt, &c_, out, p.n, p.m, p.ldc, p.stride_c, p.batch));
   }
   ~Layouts() {
     for (auto layout : {b, a, d, c_}) {
@@ -147,32 +137,15 @@ class Layouts {
   }
   Layouts(const Layouts&) = delete;
   Layouts& operator=(const Layouts&) = delete;
-  bool ok() const { return b && a && d && ok_; }
+  bool ok() const { return ok_; }
   cublasLtMatrixLayout_t c() const { return c_ != nullptr ? c_ : d; }
 
   cublasLtMatrixLayout_t b = nullptr, a = nullptr, d = nullptr;
 
  private:
-  void Create(cublasLtMatrixLayout_t* out, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
-              int64_t stride, int64_t batch) {
-    if (lt_.MatrixLayoutCreate(out, type, rows, cols, ld) != CUBLAS_STATUS_SUCCESS) {
-      *out = nullptr;
-      ok_ = false;
-      return;
-    }
-    if (batch > 1) {
-      const int32_t count = static_cast<int32_t>(batch);
-      ok_ = ok_ &&
-            lt_.MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count) ==
-                CUBLAS_STATUS_SUCCESS &&
-            lt_.MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride) ==
-                CUBLAS_STATUS_SUCCESS;
-    }
-  }
-
   const detail::CublasLtApi& lt_;
   cublasLtMatrixLayout_t c_ = nullptr;
-  bool ok_ = true;
+  bool ok_ = false;
 };
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -339,7 +312,7 @@ std::string AutotuneVendor(const Problem& problem, const DeviceContext& ctx, cud
   if (lt == nullptr) return load_error;
   VendorAutotunePtr tuned(new VendorAutotune(*lt));
   if (auto err = tuned->session.Open(ctx.cublas_workspace_bytes); !err.empty()) return err;
-  tuned->session.Transpose(p.a_layout, p.b_layout);
+  detail::SetTransposes(*lt, tuned->session.desc, p.a_layout, p.b_layout);
   const LtSession& s = tuned->session;
   const Layouts layouts(s.lt, p, p.k);
   if (!layouts.ok()) return "cublasLtMatrixLayoutCreate failed";

@@ -18,10 +18,10 @@
 // place) in the steps' epilogue and cuBLAS's, --alpha A scales the product. Those
 // check each D against an fp64 product under the form's bound
 // (gemm/form.h; pitched operands through dense copies for the reference);
-// the autotuned column tunes cuBLASLt for the same form. --batch N times a strided batch of N entries of each shape
-// (A, B, C and D stacked one entry after another; --shared-b gives every
-// entry one B, stride 0), cuBLAS through its strided batched call; TFLOPS
-// count every entry.
+// the autotuned column tunes cuBLASLt for the same form. --batch N times
+// a strided batch of N entries of each shape (A, B, C and D stacked one
+// entry after another; --shared-b gives every entry one B, stride 0),
+// cuBLAS through its strided batched call; TFLOPS count every entry.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

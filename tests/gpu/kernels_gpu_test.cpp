@@ -650,9 +650,11 @@ std::vector<StepShape> AllStepShapes() {
       // Cluster and wide tiles (steps 9, 10): one cluster tile, an odd count
       // of tile-rows (the pair's lower CTA has no rows), many tiles per CTA.
       // Step 10 takes its narrow tile for the small ones (and most above:
-      // 1000^3, 4097x129, 1x8192...), so the last two keep its wide tile on
-      // an odd tile-row count and on edges ragged in M, N and K.
+      // 1000^3, 4097x129, 1x8192...), so the next two keep its wide tile on
+      // an odd tile-row count and on edges ragged in M, N and K; the last
+      // two take its medium tile (common/tile_width.h), the second ragged.
       {256, 128, 64},  {128, 256, 64},  {384, 640, 192}, {4096, 8192, 128}, {2432, 4000, 192}, {3001, 1999, 517},
+      {2048, 1024, 1024}, {1100, 1500, 136},
       // Long K on few tiles: step 10 splits K (common/split_k.h), into 2 to
       // 66 ranges on an H100, a range ending mid k-tile where K is ragged.
       {16, 16, 16384}, {56, 151, 16853}, {1, 1306, 7895}, {872, 644, 14932}, {300, 700, 20000}};
@@ -749,6 +751,7 @@ std::vector<TypedStepShape> AllTypedStepShapes() {
   const std::vector<std::array<int64_t, 3>> shapes = {
       {128, 128, 64}, {77, 100, 50},     {1, 1, 1},         {1000, 1000, 1000}, {2048, 2048, 2048},
       {4096, 4096, 4096}, {4097, 129, 77}, {129, 4095, 8},   {3001, 1999, 517},  {2432, 4000, 192},
+      {1100, 1500, 136},  // step 10's medium tile
       {56, 151, 16853}, {300, 700, 20000}};
   const gemm::ElementType kF16 = gemm::ElementType::kF16, kBF16 = gemm::ElementType::kBF16;
   const gemm::Layout kK = gemm::Layout::kKContiguous, kMn = gemm::Layout::kMnContiguous;
@@ -838,7 +841,7 @@ std::vector<BatchedStepShape> AllBatchedStepShapes() {
       {kF16, kF16, kK, kK, 3, 77, 100, 50},                           // strides of no whole 16 bytes
       {kF16, kF16, kK, kK, 4, 300, 200, 130, false, true},            // B shared
       {kBF16, kBF16, kK, kMn, 5, 128, 256, 192, true, false},         // x @ W, A shared
-      {kBF16, kBF16, kMn, kMn, 2, 1000, 1000, 1000},
+      {kBF16, kBF16, kMn, kMn, 2, 1000, 1000, 1000},                  // step 10: medium tiles over two entries
       {kF16, kF16, kK, kK, 64, 128, 128, 128},                        // many small entries
       {kBF16, kBF16, kK, kMn, 3, 200, 136, 72, false, true, 0.5f, -1.0f},        // x @ W·0.5 - C
       {kF16, kBF16, kK, kK, 2, 256, 512, 64, false, false, 1.0f, 1.0f, true}};  // one C for every entry

@@ -154,32 +154,51 @@ __device__ inline void DrainChunkStores(bool leader) {
 // used in turn.
 // The accumulators' rows start at D's row `row0`, their columns at `n0`.
 //
-// Fused, C's pairs are read kCGroup at a time, every load of a group issued
-// before any is used: a round trip to L2 per group, not per pair.
+// Fused, `packed` holds C's pairs on entry (LoadCPairs), and each is
+// replaced by its fused result.
 template <typename Form, int kRegs>
 __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&packed)[kRegs / 2],
                                         const EpilogueArgs& e, int64_t row0, int64_t n0) {
-  if constexpr (!Form::kFused) {
 #pragma unroll
-    for (int i = 0; i < kRegs; i += 2) {
-      const int64_t row = row0 + PairRow(i), col = n0 + PairColumn(i);
-      const auto h = FusePair<Form>(acc[i], acc[i + 1], e, row, col);
+  for (int i = 0; i < kRegs; i += 2) {
+    if constexpr (Form::kFused) {
+      const auto h = FuseWithC<Form>(acc[i], acc[i + 1], WidenCPair<Form>(packed[i / 2]), e);
+      packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
+    } else {
+      const auto h = FusePair<Form>(acc[i], acc[i + 1], e, row0 + PairRow(i), n0 + PairColumn(i));
       packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
     }
-  } else {
-    constexpr int kCGroup = kRegs / 2 < 32 ? kRegs / 2 : 32;  // pairs
-    static_assert(kRegs % (2 * kCGroup) == 0, "whole groups of pairs");
+  }
+}
+
+// Fused, C's pairs for the accumulators PackAccumulators will pack (one
+// warpgroup's kDChunkRows rows from row0, 4 · kPackedRegs columns from
+// n0), read into `packed` as bits, not yet widened. Step 10 calls it once
+// the last tile's D has left those registers, many k-tiles before the tile
+// ends, so that no load's round trip falls between one tile's last wgmma
+// and the next tile's first. A tile wholly inside C whose rows are 4-byte
+// aligned, the common case, takes one load per pair from two row pointers;
+// checking each pair's bounds and alignment cost about 25 instructions a
+// pair, issued by the warps that must also issue the wgmma.
+template <typename Form, int kPackedRegs>
+__device__ inline void LoadCPairs(uint32_t (&packed)[kPackedRegs], const EpilogueArgs& e, int64_t row0, int64_t n0) {
+  if constexpr (Form::kFused) {
+    using One = typename Rounding<Form::kResult>::One;
+    constexpr int kCols = 4 * kPackedRegs;
+    const One* c = reinterpret_cast<const One*>(e.c);
+    const bool whole = e.beta != 0.0f && row0 + kDChunkRows <= e.m && n0 + kCols <= e.n && e.ldc % 2 == 0 &&
+                       (reinterpret_cast<uintptr_t>(c) & 3) == 0;
+    if (whole) {
+      const One* upper = c + (row0 + PairRow(0)) * e.ldc + n0 + PairColumn(0);  // pairs 0, 2, 4...
+      const One* lower = upper + 8 * e.ldc;                                       // pairs 1, 3, 5...: 8 rows down
 #pragma unroll
-    for (int g = 0; g < kRegs; g += 2 * kCGroup) {
-      uint32_t c[kCGroup];
-#pragma unroll
-      for (int j = 0; j < kCGroup; ++j) {
-        c[j] = CPairBits<Form>(e, row0 + PairRow(g + 2 * j), n0 + PairColumn(g + 2 * j));
+      for (int i = 0; i < kPackedRegs; ++i) {
+        packed[i] = *reinterpret_cast<const uint32_t*>((i % 2 == 0 ? upper : lower) + 8 * (i / 2));
       }
+    } else {
 #pragma unroll
-      for (int j = 0; j < kCGroup; ++j) {
-        const auto h = FuseWithC<Form>(acc[g + 2 * j], acc[g + 2 * j + 1], WidenCPair<Form>(c[j]), e);
-        packed[(g + 2 * j) / 2] = *reinterpret_cast<const uint32_t*>(&h);
+      for (int i = 0; i < kPackedRegs; ++i) {
+        packed[i] = CPairBits<Form>(e, row0 + PairRow(2 * i), n0 + PairColumn(2 * i));
       }
     }
   }

@@ -12,8 +12,10 @@
 // a consumer packs its 64 rows to 16 bits (freeing the accumulators for the
 // next tile) and stores one 64-column chunk of them every other k-tile of
 // the next tile, while its wgmma run; consumer 1 stores on the k-tiles in
-// between, so the two never pause at once. Two 8 KB staging chunks per
-// consumer leave shared memory for four 48 KB stages.
+// between, so the two never pause at once. With β·C, C's pairs come into
+// the same registers once the last tile's D has left them, many k-tiles
+// before they are needed, so the epilogue never waits for C. Two 8 KB
+// staging chunks per consumer leave shared memory for four 48 KB stages.
 //
 // Shapes the idea does not fit: when M·N makes fewer cluster tiles than
 // half the resident clusters and K is long, the same kernel runs split-K
@@ -21,16 +23,17 @@
 // writes fp32 partial sums (split_k_epilogue.h), and a second kernel adds
 // them up in a fixed order. Otherwise the one CTA pair of a 16×16×16K GEMM
 // walks all 256 k-tiles while 65 pairs idle. When K is short and the pair
-// tiles would still leave over half the SMs idle, a narrow tile takes over:
-// 128×64, each consumer on m64n64, one CTA without a cluster. A 64×64×64
-// GEMM then multiplies a quarter as much padding (the wide tile's wgmma
-// alone take about 2,000 cycles of a 12,000-cycle kernel), pays no cluster
-// launch or handshake, and M·N of up to 132 narrow tiles spreads over
-// four times as many SMs.
+// tiles would still leave over half the SMs idle, a tile of half or a
+// quarter the columns takes over (common/tile_width.h): 128×128 (medium) or
+// 128×64 (narrow), each consumer on m64n128 or m64n64, one CTA without a
+// cluster. A 2048×1024 GEMM then keeps 128 SMs busy instead of 64; a
+// 64×64×64 one multiplies a quarter as much padding (the wide tile's wgmma
+// alone take about 2,000 cycles of a 12,000-cycle kernel) and pays no
+// cluster launch or handshake.
 #include "common/barrier.h"
 #include "common/cluster.h"
 #include "cluster_pair_tiles.h"
-#include "common/narrow_tiles.h"
+#include "common/tile_width.h"
 #include "common/persistent_launch.h"
 #include "smem_epilogue.h"
 #include "split_k_epilogue.h"
@@ -40,7 +43,6 @@
 namespace gemm::sm90 {
 namespace {
 
-constexpr int kStages = 4;
 constexpr int kConsumers = 2;
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kConsumerRows = kTileRows / kConsumers;  // 64: one wgmma's M
@@ -48,10 +50,14 @@ static_assert(kConsumerRows == kDChunkRows, "a consumer stores its rows as one r
 constexpr int kATileBytes = kTileBytes;  // 128×64
 constexpr int kStagingBytes = kConsumers * 2 * kDChunkBytes;
 
-// A CTA tile of kTileRows × kCols on clusters of kCtas: the wide pair tile
-// of the step's idea, or the narrow one for problems it would leave idle.
-template <int kCols, int kCtas>
+// A CTA tile of kTileRows × kCols on clusters of kCtas, kStageCount stages
+// deep: the wide pair tile of the step's idea, or a narrower one for
+// problems it would leave idle. The narrower tiles' stages are smaller, so
+// more of them fit: their problems have few k-tiles a tile (1024³: 16), and
+// a deeper ring has more of them in flight before the first wgmma.
+template <int kCols, int kCtas, int kStageCount>
 struct TileShape {
+  static constexpr int kStages = kStageCount;
   static constexpr int kTileCols = kCols;  // N of the CTA tile (M stays kTileRows)
   static constexpr int kBTileBytes = kCols * kTileK * 2;
   template <bool kSplitK>
@@ -62,8 +68,9 @@ struct TileShape {
   static constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
 };
 constexpr int kPair = 2;  // CTAs in the wide tile's cluster
-using Wide = TileShape<256, kPair>;  // 48 KB stages
-using Narrow = TileShape<64, 1>;  // 24 KB stages
+using Wide = TileShape<256, kPair, 4>;  // 48 KB stages
+using Medium = TileShape<128, 1, 6>;   // 32 KB stages
+using Narrow = TileShape<64, 1, 8>;    // 24 KB stages
 
 // Where a split-K launch puts each range's fp32 sums (split_k.h).
 struct Partials {
@@ -76,7 +83,7 @@ template <typename Form, typename Shape, bool kSplitK>
 __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUtensorMap* b_map,
                                              const CUtensorMap* d_map, int64_t m, int64_t n, int64_t k,
                                              Partials partials, const EpilogueArgs& e, BatchArgs batch) {
-  constexpr int kTileCols = Shape::kTileCols, kStageBytes = Shape::kStageBytes;
+  constexpr int kStages = Shape::kStages, kTileCols = Shape::kTileCols, kStageBytes = Shape::kStageBytes;
   constexpr int kDChunks = Shape::kDChunks, kStoringKTiles = Shape::kStoringKTiles;
   using PairTiles = typename Shape::template Tiles<kSplitK>;
   extern __shared__ char smem_raw[];
@@ -141,6 +148,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
           if (kt < k_tiles) multiply(kt);
           if (kt % kConsumers == consumer) store_chunk(kt / kConsumers);
         }
+        LoadCPairs<Form>(pending, e.ForEntry(entry), m0 + consumer * kConsumerRows, n0);
         for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
         WaitForMma<0>(acc);
         if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
@@ -182,6 +190,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   TwoConsumers<Form, Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {}, e, batch);
 }
 
+template <typename Form>
+__global__ void __launch_bounds__(kThreads, 1)
+    TwoConsumersMediumKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                             const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
+                             EpilogueArgs e, BatchArgs batch) {
+  TwoConsumers<Form, Medium, false>(&a_map, &b_map, &d_map, m, n, k, {}, e, batch);
+}
+
 }  // namespace
 
 cudaError_t PrepareTwoConsumers() {
@@ -191,12 +207,14 @@ cudaError_t PrepareTwoConsumers() {
     cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel<Form>, kSmem, Wide::kSmemBytes);
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitKKernel<Form>, kSmem, Wide::kSmemBytes);
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersNarrowKernel<Form>, kSmem, Narrow::kSmemBytes);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersMediumKernel<Form>, kSmem, Medium::kSmemBytes);
     return e;
   });
 }
 
 std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   using WideTiles = Wide::Tiles<false>;
+  using MediumTiles = Medium::Tiles<false>;
   using NarrowTiles = Narrow::Tiles<false>;
   return WithStepForm(p, [&](auto form) {
     using Form = decltype(form);
@@ -206,10 +224,17 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
     if (split || !err.empty()) return err;
     const int entries = BatchOf(p).entries;
     const int wide_ctas = WideTiles::WorkCtas(p.m, p.n, 1, entries);
+    const int medium_ctas = MediumTiles::WorkCtas(p.m, p.n, 1, entries);
     const int narrow_ctas = NarrowTiles::WorkCtas(p.m, p.n, 1, entries);
-    if (PreferNarrowTiles(wide_ctas, narrow_ctas, ctx.sm_count)) {
-      return LaunchOnResidentGrid<TwoConsumersNarrowKernel<Form>, kThreads, Narrow::kSmemBytes>(
-          p, ctx, stream, narrow_ctas, {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
+    switch (ChooseTileWidth(wide_ctas, medium_ctas, narrow_ctas, ctx.sm_count)) {
+      case TileWidth::kNarrow:
+        return LaunchOnResidentGrid<TwoConsumersNarrowKernel<Form>, kThreads, Narrow::kSmemBytes>(
+            p, ctx, stream, narrow_ctas, {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
+      case TileWidth::kMedium:
+        return LaunchOnResidentGrid<TwoConsumersMediumKernel<Form>, kThreads, Medium::kSmemBytes>(
+            p, ctx, stream, medium_ctas, {kTileRows, MediumTiles::kBShareRows, kDChunkRows});
+      case TileWidth::kWide:
+        break;
     }
     return LaunchOnResidentGrid<TwoConsumersKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
         p, ctx, stream, wide_ctas, {kTileRows, WideTiles::kBShareRows, kDChunkRows});

@@ -176,7 +176,7 @@ __device__ inline void IssueTileMma(float (&acc)[2][64], const char* a_tile, con
 // finish.
 template <typename Form, int kRegs>
 __device__ inline void IssueWideTileMma(float (&acc)[kRegs], const char* a_rows, const char* b_rows, bool accumulate) {
-  static_assert(kRegs == 128 || kRegs == 32, "m64n256 or m64n64");
+  static_assert(kRegs == 128 || kRegs == 64 || kRegs == 32, "m64n256, m64n128 or m64n64");
   constexpr bool kAMn = Form::kALayout == Layout::kMnContiguous, kBMn = Form::kBLayout == Layout::kMnContiguous;
   const uint64_t a_desc = PlantedADescriptor(SmemDescriptor<Form::kALayout>(a_rows));
   const uint64_t b_desc = SmemDescriptor<Form::kBLayout>(b_rows);
@@ -187,6 +187,8 @@ __device__ inline void IssueWideTileMma(float (&acc)[kRegs], const char* a_rows,
     const uint64_t b = AdvanceDescriptor(b_desc, common::KSliceBytes(kBMn, kk));
     if constexpr (kRegs == 128) {
       WgmmaM64N256K16<Form>(acc, a, b, PlantedAccumulate(accumulate) || kk > 0);
+    } else if constexpr (kRegs == 64) {
+      WgmmaM64N128K16<Form>(acc, a, b, PlantedAccumulate(accumulate) || kk > 0);
     } else {
       WgmmaM64N64K16<Form>(acc, a, b, PlantedAccumulate(accumulate) || kk > 0);
     }

@@ -1,0 +1,63 @@
+// Which tile step 10 takes (kernels/src/common/tile_width.h), on the CPU,
+// with an H100's 132 SMs: wide while it gives work to over half the SMs,
+// else the widest narrower tile that does within one wave.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "common/tile_width.h"
+
+namespace {
+
+using gemm::common::ChooseTileWidth;
+using gemm::common::TileWidth;
+
+constexpr int kSms = 132;
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Step 10's tiles: wide, 256×256 per pair of CTAs; medium, 128×128 per CTA;
+// narrow, 128×64 per CTA.
+int WideCtas(int64_t m, int64_t n) { return static_cast<int>(2 * CeilDiv(m, 256) * CeilDiv(n, 256)); }
+int MediumCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 128) * CeilDiv(n, 128)); }
+int NarrowCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 128) * CeilDiv(n, 64)); }
+TileWidth Width(int64_t m, int64_t n) {
+  return ChooseTileWidth(WideCtas(m, n), MediumCtas(m, n), NarrowCtas(m, n), kSms);
+}
+
+TEST(TileWidth, TinyAndSmallProblemsTakeTheNarrowTile) {
+  EXPECT_EQ(Width(64, 64), TileWidth::kNarrow);     // 2 wide CTAs, 1 narrow
+  EXPECT_EQ(Width(1, 1), TileWidth::kNarrow);
+  EXPECT_EQ(Width(432, 74), TileWidth::kNarrow);    // 4 wide, 8 narrow
+  EXPECT_EQ(Width(1209, 717), TileWidth::kNarrow);  // 30 wide, 60 medium, 120 narrow
+  EXPECT_EQ(Width(1000, 1001), TileWidth::kNarrow); // 32 wide, 64 medium, 128 narrow
+  EXPECT_EQ(Width(1024, 1024), TileWidth::kNarrow);
+  EXPECT_EQ(Width(512, 2048), TileWidth::kNarrow);  // 32 wide, 64 medium, 128 narrow
+}
+
+TEST(TileWidth, WhereTheNarrowTileWouldNeedASecondWaveTheMediumOneRuns) {
+  // 2048×1024: 64 wide CTAs leave over half the SMs idle; 128 medium CTAs
+  // fill one wave (256 narrow would need two).
+  EXPECT_EQ(WideCtas(2048, 1024), 64);
+  EXPECT_EQ(MediumCtas(2048, 1024), 128);
+  EXPECT_EQ(Width(2048, 1024), TileWidth::kMedium);
+  EXPECT_EQ(Width(1024, 2048), TileWidth::kMedium);
+  EXPECT_EQ(Width(1024, 1536), TileWidth::kMedium);  // 48 wide, 96 medium
+  EXPECT_EQ(Width(1024, 1100), TileWidth::kMedium);  // 40 wide, 72 medium, 144 narrow
+}
+
+TEST(TileWidth, ProblemsThatFillTheGpuKeepTheWideTile) {
+  EXPECT_EQ(Width(4096, 4096), TileWidth::kWide);  // 512 wide CTAs
+  EXPECT_EQ(Width(8192, 8192), TileWidth::kWide);
+  EXPECT_EQ(Width(2000, 2000), TileWidth::kWide);  // 128 wide: most SMs busy
+  EXPECT_EQ(Width(1536, 1536), TileWidth::kWide);  // 72 wide; 144 medium would need a second wave
+  EXPECT_EQ(Width(20330, 14), TileWidth::kWide);   // 160 wide
+}
+
+TEST(TileWidth, TheBoundariesAreInclusive) {
+  EXPECT_EQ(ChooseTileWidth(67, 134, 268, kSms), TileWidth::kWide);
+  EXPECT_EQ(ChooseTileWidth(66, 132, 264, kSms), TileWidth::kMedium);
+  EXPECT_EQ(ChooseTileWidth(66, 66, 132, kSms), TileWidth::kNarrow);
+  EXPECT_EQ(ChooseTileWidth(33, 67, 133, kSms), TileWidth::kMedium);
+  EXPECT_EQ(ChooseTileWidth(33, 66, 133, kSms), TileWidth::kMedium);  // no tile fills half; narrow needs two waves
+}
+
+}  // namespace

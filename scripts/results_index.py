@@ -77,6 +77,10 @@ PURPOSES = {
     "batch": "the GPU harness's batch part, the same call as the bf16 ladder: gemm-bench --batch (64 x 512^3 "
              "and 16 x 1024^3, fp16 and bf16, each with its own B and sharing one) against cuBLAS's strided "
              "batched call and the autotuned cuBLASLt",
+    "step10_tiles": "the GPU harness's tests, bench, bf16 and sass parts after step 10 gained its medium tile, "
+                    "deeper rings for its narrower tiles and C read long before its epilogue: every GPU test, steps "
+                    "8-10 in fp16 on small and large squares and K=1024 shapes against cuBLAS and the autotuned "
+                    "cuBLASLt, and bf16 with and without beta·C (in the summary)",
     "two_gpu_scaling": "the GPU harness's verify part on one GPU of a two-GPU host, then on both: delivered TFLOPS "
                        "unverified, full, fast and by stored handles, 8 in flight",
 }
@@ -176,7 +180,7 @@ def index():
                    + ", ".join(f"`{f}`" for f in files))
         for f in files:
             path = os.path.join(RESULTS, f)
-            if f.endswith(".csv") and purpose in ("ladder", "bf16_ladder"):
+            if f.endswith(".csv") and purpose in ("ladder", "bf16_ladder", "step10_tiles"):
                 out += ladder_lines(path)
             elif f.endswith(".csv") and purpose in ("bf16_layouts", "bf16_epilogue"):
                 out += layout_lines(path)

@@ -13,7 +13,8 @@
 //
 // With kCtas = 1 the same schedule runs without the pair: a plain CTA
 // loads all of B itself and frees stages locally. Step 10 takes it for
-// problems so small that nothing is left to share (its narrow tile).
+// problems so small that nothing is left to share (its medium and narrow
+// tiles).
 #pragma once
 
 #include <cstdint>

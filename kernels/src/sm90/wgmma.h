@@ -170,8 +170,9 @@ __device__ inline void IssueTileMma(float (&acc)[2][64], const char* a_tile, con
   WgmmaCommit();
 }
 
-// A warpgroup's 64×256 slice of a tile (or 64×64, with acc[32]) times one
-// 64-wide k-tile: its 64 rows of A (`a_rows`) against 256 (64) rows of B,
+// A warpgroup's 64×256 slice of a tile (64×128 with acc[64], 64×64 with
+// acc[32]) times one 64-wide k-tile: its 64 rows of A (`a_rows`) against
+// 256 (128, 64) rows of B,
 // four k16 steps as one committed group. Returns at once: WaitForMma to
 // finish.
 template <typename Form, int kRegs>

@@ -182,20 +182,13 @@ __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
   TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits}, {}, {});
 }
 
-template <typename Form>
+// The medium and narrow tiles: one CTA, no cluster.
+template <typename Form, typename Shape>
 __global__ void __launch_bounds__(kThreads, 1)
-    TwoConsumersNarrowKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                             const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                             EpilogueArgs e, BatchArgs batch) {
-  TwoConsumers<Form, Narrow, false>(&a_map, &b_map, &d_map, m, n, k, {}, e, batch);
-}
-
-template <typename Form>
-__global__ void __launch_bounds__(kThreads, 1)
-    TwoConsumersMediumKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                             const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                             EpilogueArgs e, BatchArgs batch) {
-  TwoConsumers<Form, Medium, false>(&a_map, &b_map, &d_map, m, n, k, {}, e, batch);
+    TwoConsumersSoloKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
+                           EpilogueArgs e, BatchArgs batch) {
+  TwoConsumers<Form, Shape, false>(&a_map, &b_map, &d_map, m, n, k, {}, e, batch);
 }
 
 }  // namespace
@@ -206,8 +199,8 @@ cudaError_t PrepareTwoConsumers() {
     constexpr auto kSmem = cudaFuncAttributeMaxDynamicSharedMemorySize;
     cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel<Form>, kSmem, Wide::kSmemBytes);
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitKKernel<Form>, kSmem, Wide::kSmemBytes);
-    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersNarrowKernel<Form>, kSmem, Narrow::kSmemBytes);
-    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersMediumKernel<Form>, kSmem, Medium::kSmemBytes);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSoloKernel<Form, Narrow>, kSmem, Narrow::kSmemBytes);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSoloKernel<Form, Medium>, kSmem, Medium::kSmemBytes);
     return e;
   });
 }
@@ -228,10 +221,10 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
     const int narrow_ctas = NarrowTiles::WorkCtas(p.m, p.n, 1, entries);
     switch (ChooseTileWidth(wide_ctas, medium_ctas, narrow_ctas, ctx.sm_count)) {
       case TileWidth::kNarrow:
-        return LaunchOnResidentGrid<TwoConsumersNarrowKernel<Form>, kThreads, Narrow::kSmemBytes>(
+        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes>(
             p, ctx, stream, narrow_ctas, {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
       case TileWidth::kMedium:
-        return LaunchOnResidentGrid<TwoConsumersMediumKernel<Form>, kThreads, Medium::kSmemBytes>(
+        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Medium>, kThreads, Medium::kSmemBytes>(
             p, ctx, stream, medium_ctas, {kTileRows, MediumTiles::kBShareRows, kDChunkRows});
       case TileWidth::kWide:
         break;

@@ -106,7 +106,7 @@ def ncu_csv(text):
 # The ladder's kernels by the names compute-sanitizer reports them under.
 LADDER_KERNELS = {"SingleTileKernel": 1, "KLoopKernel": 2, "TiledKernel": 3, "TmaKernel": 4, "PipelinedKernel": 5,
                   "PersistentKernel": 6, "WarpSpecializedKernel<2>": 7, "WarpSpecializedKernel<3>": 8,
-                  "ClusterMulticastKernel": 9, "TwoConsumersKernel": 10, "TwoConsumersNarrowKernel": 10,
+                  "ClusterMulticastKernel": 9, "TwoConsumersKernel": 10, "TwoConsumersSoloKernel": 10,
                   "TwoConsumersSplitKKernel": 10}
 
 

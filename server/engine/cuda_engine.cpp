@@ -275,15 +275,17 @@ uint64_t CudaEngine::HeldBytes(int device, const std::vector<std::string>& keys)
 std::string CudaEngine::SelfTestStep(int device, int step) {
   // Small and ragged shapes against cuBLAS (the other forms against an fp64
   // product), D poisoned (Run verifies). The long-K one makes step 10 on an
-  // H100 or H200 split K (seven ranges). The
+  // H100 or H200 split K (seven ranges); 1100×1500×136 takes its medium
+  // tile there (common/tile_width.h), the small ones its narrow tile. The
   // last one gives every persistent CTA, and every pair of step 10 on a
   // B200, several tiles and every stage ring several rounds, so phases wrap
   // and TMEM accumulators are reused as they are under real load.
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape self_test[] = {{128, 128, 64}, {77, 100, 50}, {128, 128, 1000}, {256, 512, 320}, {1000, 129, 77},
-                             {1, 300, 64},   {300, 1, 8},   {129, 257, 13},   {100, 300, 4000}, {4100, 8000, 300}};
+  const Shape self_test[] = {{128, 128, 64}, {77, 100, 50},   {128, 128, 1000}, {256, 512, 320},
+                             {1000, 129, 77}, {1, 300, 64},   {300, 1, 8},      {129, 257, 13},
+                             {100, 300, 4000}, {1100, 1500, 136}, {4100, 8000, 300}};
   const gemm::StepInfo* info = gemm::FindStep(step);
   if (info == nullptr) return "is not a step of the ladder";
   // The forms the step takes (gemm::IsLadderForm): fp16, bf16 and bf16

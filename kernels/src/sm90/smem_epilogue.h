@@ -155,19 +155,20 @@ __device__ inline void DrainChunkStores(bool leader) {
 // The accumulators' rows start at D's row `row0`, their columns at `n0`.
 //
 // Fused, `packed` holds C's pairs on entry (LoadCPairs), and each is
-// replaced by its fused result.
+// replaced by its fused result; plain, the pairs are only rounded.
 template <typename Form, int kRegs>
 __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&packed)[kRegs / 2],
-                                        const EpilogueArgs& e, int64_t row0, int64_t n0) {
+                                        const EpilogueArgs& e) {
+  using Rounding = common::Rounding<Form::kResult>;
 #pragma unroll
   for (int i = 0; i < kRegs; i += 2) {
+    typename Rounding::Pair h;
     if constexpr (Form::kFused) {
-      const auto h = FuseWithC<Form>(acc[i], acc[i + 1], WidenCPair<Form>(packed[i / 2]), e);
-      packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
+      h = FuseWithC<Form>(acc[i], acc[i + 1], WidenCPair<Form>(packed[i / 2]), e);
     } else {
-      const auto h = FusePair<Form>(acc[i], acc[i + 1], e, row0 + PairRow(i), n0 + PairColumn(i));
-      packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
+      h = Rounding::RoundPair(acc[i], acc[i + 1]);
     }
+    packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
   }
 }
 

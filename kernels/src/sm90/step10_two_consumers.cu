@@ -153,7 +153,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
         WaitForMma<0>(acc);
         if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
         pending_row = m0 + consumer * kConsumerRows;
-        PackAccumulators<Form>(acc, pending, e.ForEntry(entry), pending_row, n0);
+        PackAccumulators<Form>(acc, pending, e.ForEntry(entry));
         pending_n0 = n0;
         pending_entry = entry;
       }

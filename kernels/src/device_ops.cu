@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "common/atomic_max.h"
+#include "common/random_eight.h"
 
 namespace gemm {
 namespace {
@@ -44,12 +45,12 @@ __device__ void FillOne(const FillArgs& f) {
     for (uint64_t v = first; v < f.count / 8; v += step) {
       const uint64_t i = v * 8;
       const uint64_t at = f.ld == f.cols ? i : v / row_vectors * f.ld + v % row_vectors * 8;
+      float values[8];
+      RandomValuesIn8(stream, i, values);
       uint4 packed;
       __half2* h = reinterpret_cast<__half2*>(&packed);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        h[j] = __floats2half2_rn(RandomValueIn(stream, i + 2 * j), RandomValueIn(stream, i + 2 * j + 1));
-      }
+      for (int j = 0; j < 4; ++j) h[j] = __floats2half2_rn(values[2 * j], values[2 * j + 1]);
       *reinterpret_cast<uint4*>(f.dst + at) = packed;
     }
   } else {

@@ -159,6 +159,36 @@ TEST_F(KernelsGpuTest, FillRandomMatchesTheHostGenerator) {
   }
 }
 
+// Big matrices are made eight elements a thread (gemm::RandomValuesIn8):
+// every element as the host generator gives it, at a pitch, with the gaps
+// left alone, from a seed whose stream carries out of its low 32 bits
+// inside the matrix (the eight-at-a-time path's one special case).
+TEST_F(KernelsGpuTest, FillRandomInVectorsMatchesTheHostGeneratorAcrossTheCarry) {
+  const int64_t rows = 2048, cols = 1032, ld = 1040;
+  const uint64_t count = rows * cols;
+  uint64_t seed = 1;
+  while (static_cast<uint32_t>(gemm::RandomStream(seed, gemm::OperandId::kA)) < (1ull << 32) - count + 8) ++seed;
+  __half* d = nullptr;
+  ASSERT_CUDA(cudaMalloc(&d, rows * ld * 2));
+  ASSERT_CUDA(cudaMemsetAsync(d, 0x7B, rows * ld * 2, stream_));
+  ASSERT_CUDA(gemm::FillRandom(d, rows, cols, ld, seed, gemm::OperandId::kA, stream_));
+  std::vector<uint16_t> host(rows * ld);
+  ASSERT_CUDA(cudaMemcpyAsync(host.data(), d, host.size() * 2, cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  cudaFree(d);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < ld; ++c) {
+      const uint16_t got = host[r * ld + c];
+      if (c >= cols) {
+        ASSERT_EQ(got, 0x7B7B) << "gap at row " << r << ", column " << c;
+      } else {
+        ASSERT_EQ(gemm::HalfToFloat(got), gemm::RandomValue(seed, gemm::OperandId::kA, r * cols + c))
+            << "seed " << seed << ", row " << r << ", column " << c;
+      }
+    }
+  }
+}
+
 // The many-matrix fill gives each matrix what the one-matrix fill gives it,
 // pitches included, leaves the gaps between rows alone, and takes more
 // matrices than one launch holds.

@@ -36,6 +36,7 @@
 #include "gemm/gemm.h"
 #include "accuracy.h"
 #include "diagnose_run.h"
+#include "back_to_back.h"
 #include "fast_check.h"
 #include "gemm/steps.h"
 #include "gemm/vendor_plan.h"
@@ -77,6 +78,7 @@ struct Options {
   bool pitched = false;
   int accuracy = 0;  // seeds per shape of --accuracy (accuracy.h); 0: time instead
   bool fast_check = false;  // --fast-check (fast_check.h)
+  double back_to_back = 0;  // --back-to-back SECONDS (back_to_back.h); 0: off
   bool autotune = true;  // the autotuned cuBLASLt column (off in sweeps)
   bool diagnose = false;  // the pattern diagnostics (diagnose_run.h) instead of timing
   gemm::ElementType dtype = gemm::ElementType::kF16;  // A, B and D
@@ -114,7 +116,9 @@ std::vector<std::string> Split(const std::string& s, char sep) {
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
                "error against the exact product, beside cuBLAS's\n"
                "       gemm-bench --diagnose [--steps ...]: each step on structured probes, and what a wrong D says\n"
-               "       gemm-bench --fast-check [--shapes ...]: VERIFICATION_FAST's check beside cuBLAS's GEMM\n",
+               "       gemm-bench --fast-check [--shapes ...]: VERIFICATION_FAST's check beside cuBLAS's GEMM\n"
+               "       gemm-bench --back-to-back SECONDS [--shapes ...] [--steps ...]: TFLOPS of GEMMs run one after "
+               "another, alone and with their inputs generated before each\n",
                msg);
   std::exit(2);
 }
@@ -175,6 +179,9 @@ Options Parse(int argc, char** argv) {
       o.diagnose = true;
     } else if (a == "--fast-check") {
       o.fast_check = true;
+    } else if (a == "--back-to-back") {
+      o.back_to_back = std::atof(value().c_str());
+      if (!(o.back_to_back > 0)) Usage("--back-to-back takes a number of seconds > 0");
     } else if (a == "--no-autotune") {
       o.autotune = false;
     } else if (a == "--accuracy") {
@@ -242,6 +249,11 @@ int main(int argc, char** argv) {
     std::vector<gemm::bench::FastCheckShape> shapes;
     for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
     return gemm::bench::RunFastCheck(shapes, opt.device);
+  }
+  if (opt.back_to_back > 0) {
+    std::vector<gemm::bench::BackToBackShape> shapes;
+    for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
+    return gemm::bench::RunBackToBack(shapes, opt.steps, opt.back_to_back, opt.device);
   }
   if (opt.accuracy > 0) {
     std::vector<gemm::bench::AccuracyShape> shapes;

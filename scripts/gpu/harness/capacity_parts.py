@@ -1,7 +1,7 @@
 """What the GPU's capacity reaches a client as: verification's cost beside
 the kernel's, delivered TFLOPS by input mode and by worker lanes, and
-Multiply by stored handles kept on the device. Each part measures a
-bin/gemmd-before added to the bundle in turn with this build."""
+Multiply by stored handles kept on the device. Each part measures the
+earlier builds added to the bundle (bin/gemmd-before*) in turn with this one."""
 import csv
 import statistics
 
@@ -32,13 +32,44 @@ def step10_capacity(lab, name):
         return {}
 
 
+def back_to_back(lab, name):
+    """The most a server can deliver in this call: gemm-bench's step 10 run
+    back to back for 3 s at 4096^3 and 8192^3, alone and with A and B
+    generated before each run (gemm-bench --back-to-back; NAME.md under
+    $OUT). By size: (alone, generated) TFLOPS."""
+    lab.run(["gemm-bench", "--back-to-back", "3", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10"],
+            out=f"{name}.md", timeout=120)
+    limits = {}
+    for line in (lab.out / f"{name}.md").read_text(errors="replace").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[1] == "10":
+            try:
+                limits[int(cells[0].split("x")[0])] = (float(cells[2]), float(cells[4]))
+            except ValueError:
+                pass
+    return limits
+
+
+def limit_text(tflops, size, capacity, limits):
+    """A delivered figure beside gemm-bench's step 10 and the back-to-back limits."""
+    cap = capacity.get(size, 0.0)
+    alone, generated = limits.get(size, (0.0, 0.0))
+    return (f"x{tflops / cap if cap else 0:.2f} of gemm-bench's {cap:.0f}; back to back {alone:.0f} alone, "
+            f"{generated:.0f} with inputs generated: x{tflops / generated if generated else 0:.2f} of that")
+
+
+def other_builds(lab):
+    """Earlier builds added to the bundle by hand (bin/gemmd-before*), each
+    measured in turn with this one."""
+    return sorted(p.name for p in lab.bin.glob("gemmd-before*") if lab.has_tool(p.name))
+
+
 def verification_cost(lab):
     """What VERIFICATION_FULL costs next to the kernel it checks: steps 0 and
     10 at 4096^3 and 8192^3, requests one at a time with server-generated
-    inputs, the medians of the reply's kernel and verify times. A bundle with
-    bin/gemmd-before (an earlier build, added by hand) is measured too, in
-    turn with this one."""
-    builds = ["gemmd"] + (["gemmd-before"] if lab.has_tool("gemmd-before") else [])
+    inputs, the medians of the reply's kernel and verify times, and the
+    delivered figures beside the kernel's limits (back_to_back)."""
+    builds = ["gemmd"] + other_builds(lab)
     cases = [(size, step) for size in (4096, 8192) for step in (0, 10)]
     for round in (1, 2):
         for build in builds if round == 1 else builds[::-1]:
@@ -58,6 +89,7 @@ def verification_cost(lab):
                                    "8", "--duration", "3", *([mode] if mode else []), "--json",
                                    lab.out / f"{name}.json", out=f"{name}.txt")
     capacity = step10_capacity(lab, "verify_capacity")
+    limits = back_to_back(lab, "verify_back_to_back")
     # The fast check's own cost beside cuBLAS's GEMM, kernels alone (gemm-bench --fast-check).
     lab.run(["gemm-bench", "--fast-check", "--shapes", "1024x1024x1024,4096x4096x4096,8192x8192x8192"],
             out="fast_check.md", timeout=120)
@@ -69,10 +101,9 @@ def verification_cost(lab):
                 # Delivered TFLOPS: requests per second times each one's 2·size³ operations.
                 tflops = [bench_row(lab, f"delivered_{build}_{size}{mode}_{r}")["rate"] * 2 * size ** 3 / 1e12
                           for r in (1, 2)]
-                cap = capacity.get(size, 0.0)
                 lab.note(f"delivered, {build:12s} {size}^3 step 10, 8 in flight, {DELIVERED_MODES[mode]}:"
-                         f" {', '.join(f'{t:.0f}' for t in tflops)} TFLOPS in two rounds; gemm-bench step 10 {cap:.0f}:"
-                         f" x{statistics.median(tflops) / cap if cap else 0:.2f} of the kernel's capacity")
+                         f" {', '.join(f'{t:.0f}' for t in tflops)} TFLOPS in two rounds: "
+                         + limit_text(statistics.median(tflops), size, capacity, limits))
     for build in builds:
         for size, step in cases:
             for check in ("", "--fast-verify") if build == "gemmd" else ("",):
@@ -105,8 +136,8 @@ def random_halves(path, elements, seed):
 def device_cache(lab):
     """Multiply by handles stored once, again and again, as a model server
     multiplies by its weights: step 10, unverified, the server's total
-    against the kernel. A bundle with bin/gemmd-before measures it too."""
-    builds = ["gemmd"] + (["gemmd-before"] if lab.has_tool("gemmd-before") else [])
+    against the kernel."""
+    builds = ["gemmd"] + other_builds(lab)
     for size in (4096, 8192):
         for name in ("a", "b"):
             random_halves(lab.work / f"{name}{size}.bin", size * size, size + ord(name))
@@ -147,11 +178,11 @@ def lanes(lab):
     a time: ComputeTurn). Step 10, server-generated inputs, 8 in flight,
     verified and not, beside gemm-bench's step 10 in the same call; the
     replies' median kernel time shows what the overlap costs the GEMM
-    itself. A bundle with bin/gemmd-before measures it too (1 and 2 lanes)."""
+    itself. Earlier builds in the bundle (bin/gemmd-before*) are measured
+    too (1 and 2 lanes)."""
     capacity = step10_capacity(lab, "lanes_capacity")
-    runs = [("gemmd", w) for w in (1, 2, 3)]
-    if lab.has_tool("gemmd-before"):
-        runs += [("gemmd-before", w) for w in (1, 2)]
+    limits = back_to_back(lab, "lanes_back_to_back")
+    runs = [("gemmd", w) for w in (1, 2, 3)] + [(b, w) for b in other_builds(lab) for w in (1, 2)]
     for build, workers in runs:
         with lab.gemmd(f"lanes_{build}_{workers}", "--workers", workers, binary=build):
             for size in (4096, 8192):
@@ -162,7 +193,7 @@ def lanes(lab):
                                out=f"{name}.txt")
                     row = bench_row(lab, name)
                     tflops = row["rate"] * 2 * size ** 3 / 1e12
-                    cap = capacity.get(size, 0.0)
                     lab.note(f"{build:12s} lanes {workers}, {size}^3 step 10, 8 in flight, "
-                             f"{'verified' if verify else 'unverified'}: {tflops:.0f} TFLOPS, x{tflops / cap if cap else 0:.2f}"
-                             f" of gemm-bench's {cap:.0f}; kernel median {row.get('kernel_median_ms', 0):.3f} ms")
+                             f"{'verified' if verify else 'unverified'}: {tflops:.0f} TFLOPS, "
+                             + limit_text(tflops, size, capacity, limits)
+                             + f"; kernel median {row.get('kernel_median_ms', 0):.3f} ms")

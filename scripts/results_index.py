@@ -57,6 +57,16 @@ PURPOSES = {
     "fast_check_speed": "the GPU harness's tests and verify parts after the fast check's kernels were reworked: the "
                         "check beside cuBLAS (gemm-bench --fast-check), verification's cost and delivered TFLOPS "
                         "unverified, full, fast and by stored handles",
+    "capacity_limits": "the GPU harness's verify and cache parts: delivered TFLOPS by input mode beside gemm-bench's "
+                       "step 10 and beside the GPU's own back-to-back limits (gemm-bench --back-to-back), "
+                       "verification's cost, Multiply by stored handles; this build and the one before the faster "
+                       "generator",
+    "lanes_generation": "the GPU harness's lanes part: 1-3 worker lanes with generated operands made in the GEMM's "
+                        "turn (not kept) or beside the previous GEMM, and the build before the faster generator",
+    "workers_tiny": "the GPU harness's tests and tiny parts: small requests with two worker lanes a GPU (a default "
+                    "tried, not kept) and one, and the build before",
+    "fast_check_loads": "gemm-bench --fast-check and ncu per pass: VERIFICATION_FAST's passes reading 16 bytes a "
+                        "lane (not kept) beside one element a lane",
     "forms_reference": "the GPU harness's tests and forms parts with the forms' fp64 reference GEMM register-blocked "
                        "(4x4 outputs a thread): every form's full and fast verification times",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",

@@ -13,6 +13,7 @@ from harness import readers  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.__main__ import PARTS_IN_ORDER, parts_to_run  # noqa: E402
 from harness import kernel_parts  # noqa: E402
+from harness.capacity_parts import limit_text  # noqa: E402
 from harness.kernel_parts import CYCLES, TENSOR, sm100_verdicts  # noqa: E402
 from harness.startup_parts import first_touch_ratios  # noqa: E402
 from harness.transport_parts import per_name  # noqa: E402
@@ -53,6 +54,21 @@ class ClientOutputTest(unittest.TestCase):
         self.assertGreater(float(transfer["median_ms"]), 0)
         self.assertEqual(readers.key_values("transfer-limits: h2d_gbps=55.4 d2h_gbps=55.2"),
                          {"h2d_gbps": "55.4", "d2h_gbps": "55.2"})
+
+
+class BackToBackTest(unittest.TestCase):
+    def test_each_shapes_step_10_row_gives_its_two_limits(self):
+        limits = readers.back_to_back_limits(recorded("back_to_back.md"))
+        self.assertEqual(limits, {4096: (665.0, 567.0), 8192: (684.0, 626.0)})
+        self.assertEqual(readers.back_to_back_limits(recorded("back_to_back.md"), step=0)[8192], (663.0, 610.0))
+        self.assertEqual(readers.back_to_back_limits("gemm-bench: step 10: a CUDA call failed\n"), {})
+
+    def test_a_delivered_figure_is_put_beside_both_limits(self):
+        limits = readers.back_to_back_limits(recorded("back_to_back.md"))
+        text = limit_text(510.0, 4096, {4096: 780.0}, limits)
+        self.assertIn("x0.65 of gemm-bench's 780", text)
+        self.assertIn("back to back 665 alone, 567 with inputs generated: x0.90 of that", text)
+        self.assertIn("x0.00 of that", limit_text(510.0, 2048, {}, limits))  # no limit measured: no ratio
 
 
 class TestReportTest(unittest.TestCase):

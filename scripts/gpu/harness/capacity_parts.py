@@ -39,15 +39,7 @@ def back_to_back(lab, name):
     $OUT). By size: (alone, generated) TFLOPS."""
     lab.run(["gemm-bench", "--back-to-back", "3", "--shapes", "4096x4096x4096,8192x8192x8192", "--steps", "10"],
             out=f"{name}.md", timeout=120)
-    limits = {}
-    for line in (lab.out / f"{name}.md").read_text(errors="replace").splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 6 and cells[1] == "10":
-            try:
-                limits[int(cells[0].split("x")[0])] = (float(cells[2]), float(cells[4]))
-            except ValueError:
-                pass
-    return limits
+    return readers.back_to_back_limits((lab.out / f"{name}.md").read_text(errors="replace"))
 
 
 def limit_text(tflops, size, capacity, limits):

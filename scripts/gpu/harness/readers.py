@@ -86,6 +86,20 @@ def diagnose_rows(text):
     return rows
 
 
+def back_to_back_limits(text, step=10):
+    """gemm-bench --back-to-back's table: {m: (alone, generated)} TFLOPS of
+    `step` by shape's first dimension."""
+    limits = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[1] == str(step):
+            try:
+                limits[int(cells[0].split("x")[0])] = (float(cells[2]), float(cells[4]))
+            except ValueError:
+                pass
+    return limits
+
+
 def ncu_csv(text):
     """ncu --csv output: {kernel: {metric: [values]}} in launch order."""
     start = text.find('"ID"')

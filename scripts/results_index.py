@@ -67,6 +67,8 @@ PURPOSES = {
                     "tried, not kept) and one, and the build before",
     "fast_check_loads": "gemm-bench --fast-check and ncu per pass: VERIFICATION_FAST's passes reading 16 bytes a "
                         "lane (not kept) beside one element a lane",
+    "wait_poll": "the GPU harness's cache and verify parts with the device's wait polling by time (not kept) "
+                 "beside the build before: stored-handle requests' phases and delivered TFLOPS",
     "forms_reference": "the GPU harness's tests and forms parts with the forms' fp64 reference GEMM register-blocked "
                        "(4x4 outputs a thread): every form's full and fast verification times",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",

@@ -45,12 +45,11 @@ int Rate(Launch launch, double seconds, cudaStream_t stream, cudaEvent_t start, 
 
 int RunBackToBack(const std::vector<BackToBackShape>& shapes, const std::vector<int>& steps, double seconds,
                   int device) {
-  DeviceContext ctx;
-  cudaStream_t stream;
-  if (!OpenDevice(device, &ctx, &stream)) return 1;
-  cudaEvent_t start, stop;
-  BENCH_RETURN_ON_CUDA_ERROR(cudaEventCreate(&start));
-  BENCH_RETURN_ON_CUDA_ERROR(cudaEventCreate(&stop));
+  TimedDevice dev;
+  if (!OpenTimedDevice(device, &dev)) return 1;
+  const DeviceContext& ctx = dev.ctx;
+  cudaStream_t stream = dev.stream;
+  cudaEvent_t start = dev.start, stop = dev.stop;
   std::printf(
       "| shape | step | GEMM back to back TFLOPS | runs | A and B generated before each GEMM, TFLOPS | runs |\n"
       "| --- | ---: | ---: | ---: | ---: | ---: |\n");

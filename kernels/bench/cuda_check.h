@@ -34,4 +34,22 @@ inline bool OpenDevice(int device, DeviceContext* ctx, cudaStream_t* stream) {
   return true;
 }
 
+// A mode's device with two events to time its runs by.
+struct TimedDevice {
+  DeviceContext ctx;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+};
+
+inline bool OpenTimedDevice(int device, TimedDevice* d) {
+  if (!OpenDevice(device, &d->ctx, &d->stream)) return false;
+  for (cudaEvent_t* e : {&d->start, &d->stop}) {
+    if (auto err = cudaEventCreate(e); err != cudaSuccess) {
+      std::fprintf(stderr, "gemm-bench: event: %s\n", cudaGetErrorString(err));
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace gemm::bench

@@ -35,12 +35,11 @@ int MedianMs(Run run, cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, 
 }  // namespace
 
 int RunFastCheck(const std::vector<FastCheckShape>& shapes, int device) {
-  DeviceContext ctx;
-  cudaStream_t stream;
-  if (!OpenDevice(device, &ctx, &stream)) return 1;
-  cudaEvent_t start, stop;
-  BENCH_RETURN_ON_CUDA_ERROR(cudaEventCreate(&start));
-  BENCH_RETURN_ON_CUDA_ERROR(cudaEventCreate(&stop));
+  TimedDevice dev;
+  if (!OpenTimedDevice(device, &dev)) return 1;
+  const DeviceContext& ctx = dev.ctx;
+  cudaStream_t stream = dev.stream;
+  cudaEvent_t start = dev.start, stop = dev.stop;
   SketchResult* result = nullptr;
   BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&result, sizeof(SketchResult)));
   std::printf(

@@ -6,7 +6,8 @@
 // on through the state machine like any other). Whatever the sequence, the
 // store must stay consistent: a committed matrix has exactly its bytes, and
 // once it is deleted (and every broken upload abandoned) the quota is all
-// free again.
+// free again. A header may name any element type: a matrix's bytes are its
+// rows, columns and that type's size.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include "api/matrix_wire.h"
 #include "api/upload_session.h"
 #include "engine/matrix_store.h"
+#include "gemm/element_type.h"
 #include "gemm/v1/gemm.pb.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -52,7 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     session.Abandon();
   } else if (auto desc = session.Finish(); desc.ok()) {
     auto m = store.Get(desc->handle, caller);
-    if (!m.ok() || (*m)->description().bytes != static_cast<uint64_t>(desc->rows) * desc->cols * 2) std::abort();
+    const uint64_t bytes = static_cast<uint64_t>(desc->rows) * desc->cols * gemm::ElementBytes(desc->type);
+    if (!m.ok() || (*m)->description().type != desc->type || (*m)->description().bytes != bytes) std::abort();
     m->reset();
     if (!store.Delete(desc->handle, caller).ok()) std::abort();
   }

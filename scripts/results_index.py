@@ -69,6 +69,8 @@ PURPOSES = {
                         "lane (not kept) beside one element a lane",
     "wait_poll": "the GPU harness's cache and verify parts with the device's wait polling by time (not kept) "
                  "beside the build before: stored-handle requests' phases and delivered TFLOPS",
+    "fill_grid": "the GPU harness's tests and verify parts after the generator's grid was capped at one resident "
+                 "wave, beside the build before: every GPU test, the fill's time and delivered TFLOPS",
     "forms_reference": "the GPU harness's tests and forms parts with the forms' fp64 reference GEMM register-blocked "
                        "(4x4 outputs a thread): every form's full and fast verification times",
     "diagnose": "gemm-bench --diagnose: every step on the structured probes (all exact)",

@@ -3,8 +3,8 @@
 // operands by cuBLAS (step 0), then the check, each the median of ten
 // event-timed runs after a warm-up. Beside them, what generating A and B
 // from seeds costs (the server's inputs for a seed), and a memset of the
-// same bytes: the write's own limit on the GPU. Under ncu, each of its passes is a
-// kernel of its own.
+// same bytes: the write's own limit on the GPU. Under ncu, each of its
+// passes is a kernel of its own.
 #pragma once
 
 #include <cstdint>

@@ -76,11 +76,16 @@ def metric_sum(samples, name):
     return sum(v for n, _, v in samples if n == name)
 
 
+def table_cells(line):
+    """A markdown table row's cells, stripped."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
 def diagnose_rows(text):
     """gemm-bench --diagnose's table: (step, probe, diagnosis) per probe."""
     rows = []
     for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = table_cells(line)
         if len(cells) >= 3 and cells[0].isdigit():
             rows.append((int(cells[0]), cells[1], "|".join(cells[2:]).strip()))
     return rows
@@ -91,7 +96,7 @@ def back_to_back_limits(text, step=10):
     `step` by shape's first dimension."""
     limits = {}
     for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = table_cells(line)
         if len(cells) == 6 and cells[1] == str(step):
             try:
                 limits[int(cells[0].split("x")[0])] = (float(cells[2]), float(cells[4]))

@@ -1,5 +1,6 @@
 // VERIFICATION_FAST's check on the host (gemm/sketch_check.h): the half-ulp
-// it allows per element against IEEE's formats, no false alarm on honest
+// it allows per element against IEEE's formats, its line bounds against the
+// honest errors summed exactly, no false alarm on honest
 // GEMMs of every shape kind, and every planted fault it promises to catch
 // caught in every trial. The GPU runs the same code (forms_gpu_test's
 // planted-fault table).
@@ -7,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "sketch_faults.h"
 
@@ -48,6 +51,44 @@ TEST(SketchCheck, AnHonestGemmPassesOnEveryKindOfShape) {
       EXPECT_EQ(r.samples, static_cast<uint64_t>(std::min<int64_t>(m * n, gemm::kSketchSamples)));
       EXPECT_LT(r.worst_line_ratio, 1.0f);
     }
+  }
+}
+
+// The bound each line is held to covers its honest errors: λ·sqrt(Σ e²),
+// e_ij as docs/verification.md gives it, summed here in long double from
+// norms of our own, is at most the largest row's and column's bound the
+// check reports. The check sums e² from fp32 terms, in fp32 over at most 16
+// elements (sketch_lines.h), and widens the sum by 2^-10; so its bound must
+// lie above the exact one by most of that widening, and not far beyond it.
+// Lengths that are not multiples of 16 leave partial groups at the ends.
+TEST(SketchCheck, TheLineBoundsCoverTheHonestErrorsSummedExactly) {
+  for (auto [m, n, k] : {std::tuple{37, 301, 129}, {203, 1000, 64}, {600, 45, 700}}) {
+    const PlainGemm g(m, n, k, static_cast<uint32_t>(m + n));
+    const gemm::SketchResult r = gemm::SketchCheckOnHost(g.Problem(g.d, 5));
+    ASSERT_TRUE(r.passed());
+    std::vector<long double> row_norm(m), column_norm(n);
+    for (int64_t i = 0; i < m; ++i) row_norm[i] = g.RowNorm(g.a, i);
+    for (int64_t j = 0; j < n; ++j) column_norm[j] = g.RowNorm(g.b, j);
+    const long double per_norms = gemm::ProductTermPerNorms(gemm::FormTolerance{}, k, 1.0);
+    std::vector<long double> row_sum(m), column_sum(n);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const float d = gemm::HalfToFloat(g.d[i * n + j]);
+        const long double e = gemm::HalfUlp(ElementType::kF16, d) + 0x1p-24L * std::fabs(d) +
+                              per_norms * row_norm[i] * column_norm[j];
+        row_sum[i] += e * e;
+        column_sum[j] += e * e;
+      }
+    }
+    const long double exact_row = gemm::kSketchLambda * std::sqrt(*std::max_element(row_sum.begin(), row_sum.end()));
+    const long double exact_column =
+        gemm::kSketchLambda * std::sqrt(*std::max_element(column_sum.begin(), column_sum.end()));
+    SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k);
+    // sqrt(1 + 2^-10) is 1 + 2^-11 and a little less; the reported bounds are floats.
+    EXPECT_GE(r.largest_row_bound, exact_row * (1 + 0x1p-12L));
+    EXPECT_GE(r.largest_column_bound, exact_column * (1 + 0x1p-12L));
+    EXPECT_LE(r.largest_row_bound, exact_row * (1 + 0x1p-10L));
+    EXPECT_LE(r.largest_column_bound, exact_column * (1 + 0x1p-10L));
   }
 }
 

@@ -15,76 +15,135 @@ namespace {
 
 using sketch::V;
 
-// Output o's sums over a chunk of the reduction (blockIdx.y), batch entry
-// blockIdx.z. Where the reduction runs along contiguous memory a warp
-// shares an output (lanes side by side); else a thread takes an output and
-// neighbouring threads read neighbouring elements. T: the matrix's type.
-// Each thread issues kInFlight loads before it sums any (a lane of a warp
-// per output; a thread per output, whose 2-byte loads carry less): at three
+// Outputs' sums over a chunk of the reduction (blockIdx.y), batch entry
+// blockIdx.z. Where the reduction runs along contiguous memory a warp takes
+// LinesPerWarp outputs, its lanes side by side along them; else a thread
+// takes an output and neighbouring threads read neighbouring elements. T:
+// the matrix's type. Each lane issues kInFlight loads a line before it sums
+// any (a thread per output, whose 2-byte loads carry less, 16): at three
 // blocks an SM, four left the passes waiting on memory (ncu, H100, 4096^2).
+// The fp32 partials are flushed after each group.
 constexpr int kInFlight = 8, kInFlightPerThread = 16;
+static_assert(kInFlight <= sketch::kFlushEvery && kInFlightPerThread <= sketch::kFlushEvery);
+// The reduction's chunk a block takes, warp per output or thread per
+// output. A thread's groups start kInFlightPerThread apart from a multiple
+// of its chunk, so each lies within one 32-bit word of signs.
+constexpr int64_t kChunkPerWarp = 2048, kChunkPerThread = 128;
+static_assert(kChunkPerThread % kInFlightPerThread == 0 && 32 % kInFlightPerThread == 0);
+
+// Lines a warp takes.
+template <class Op, bool kVariant>
+constexpr int LinesPerWarp() {
+  return 1;
+}
+
+// A warp's LinesPerWarp outputs from `first`, elements [r0, r1) of each.
+template <class Op, ElementType T, bool kVariant>
+__device__ void WarpLines(const Op& op, int64_t e, int64_t first, int64_t r0, int64_t r1) {
+  constexpr int N = Op::kSums, L = LinesPerWarp<Op, kVariant>();
+  const int lane = threadIdx.x & 31;
+  double sums[L][N] = {};
+  float partials[L][Op::kPartials + 1] = {};
+  typename Op::Line lines[L];
+  // Past the last output a line repeats it, and its sums are dropped.
+#pragma unroll
+  for (int i = 0; i < L; ++i) lines[i] = op.Begin(e, first + i < op.outputs ? first + i : op.outputs - 1);
+  int64_t r = r0 + lane;
+  for (; r + 32 * (kInFlight - 1) < r1; r += 32 * kInFlight) {
+    float x[L][kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+#pragma unroll
+      for (int i = 0; i < L; ++i) x[i][u] = op.template Load<T, true>(lines[i], r + 32 * u);
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const uint32_t plus = sketch::SignsAt(op.signs, op.words, r + 32 * u);
+#pragma unroll
+      for (int i = 0; i < L; ++i) {
+        op.template Accumulate<T, kVariant>(lines[i], r + 32 * u, x[i][u], plus, sums[i], partials[i]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < L; ++i) Op::Flush(partials[i], sums[i]);
+  }
+  for (; r < r1; r += 32) {  // fewer than kInFlight a lane
+    const uint32_t plus = sketch::SignsAt(op.signs, op.words, r);
+#pragma unroll
+    for (int i = 0; i < L; ++i) {
+      op.template Accumulate<T, kVariant>(lines[i], r, op.template Load<T, true>(lines[i], r), plus, sums[i],
+                                          partials[i]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    Op::Flush(partials[i], sums[i]);
+    for (int s = 0; s < N; ++s) {
+      for (int offset = 16; offset > 0; offset >>= 1) sums[i][s] += __shfl_down_sync(0xffffffffu, sums[i][s], offset);
+    }
+    if (lane == 0 && first + i < op.outputs) {
+      for (int s = 0; s < N; ++s) atomicAdd(op.Out(e, s, first + i), sums[i][s]);
+    }
+  }
+}
+
+// A thread's output o, elements [r0, r1).
+template <class Op, ElementType T, bool kVariant>
+__device__ void ThreadLine(const Op& op, int64_t e, int64_t o, int64_t r0, int64_t r1) {
+  constexpr int N = Op::kSums;
+  double sums[N] = {};
+  float partials[Op::kPartials + 1] = {};
+  const typename Op::Line line = op.Begin(e, o);
+  int64_t r = r0;
+  for (; r + kInFlightPerThread - 1 < r1; r += kInFlightPerThread) {
+    float x[kInFlightPerThread];
+#pragma unroll
+    for (int u = 0; u < kInFlightPerThread; ++u) x[u] = op.template Load<T>(line, r + u);
+    uint32_t word[V];  // the group's signs lie in one word of each vector (kChunkPerThread)
+    for (int v = 0; v < V; ++v) word[v] = op.signs[v * op.words + (r >> 5)];
+#pragma unroll
+    for (int u = 0; u < kInFlightPerThread; ++u) {
+      op.template Accumulate<T, kVariant>(line, r + u, x[u], sketch::SignsIn(word, r + u), sums, partials);
+    }
+    Op::Flush(partials, sums);
+  }
+  for (; r < r1; ++r) {  // fewer than kInFlightPerThread
+    const uint32_t plus = sketch::SignsAt(op.signs, op.words, r);
+    op.template Accumulate<T, kVariant>(line, r, op.template Load<T>(line, r), plus, sums, partials);
+  }
+  Op::Flush(partials, sums);
+  for (int s = 0; s < N; ++s) atomicAdd(op.Out(e, s, o), sums[s]);
+}
 
 template <class Op, ElementType T, bool kVariant>
 __global__ void __launch_bounds__(256, 3)
     LinesKernel(Op op, int64_t chunk, bool warp_per_output) {
-  constexpr int N = Op::kSums;
-  const int64_t outputs = op.outputs, length = op.length;
   const int64_t e = blockIdx.z;
-  const int64_t r0 = int64_t{blockIdx.y} * chunk, r1 = r0 + chunk < length ? r0 + chunk : length;
-  double sums[N] = {};
-  int64_t o;
+  const int64_t r0 = int64_t{blockIdx.y} * chunk, r1 = r0 + chunk < op.length ? r0 + chunk : op.length;
+  const int64_t thread = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (warp_per_output) {
-    const int lane = threadIdx.x & 31;
-    o = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
-    if (o < outputs) {
-      const typename Op::Line line = op.Begin(e, o);
-      int64_t r = r0 + lane;
-      for (; r + 32 * (kInFlight - 1) < r1; r += 32 * kInFlight) {
-        float x[kInFlight];
-#pragma unroll
-        for (int u = 0; u < kInFlight; ++u) x[u] = op.template Load<T, true>(line, r + 32 * u);
-#pragma unroll
-        for (int u = 0; u < kInFlight; ++u) op.template Accumulate<T, kVariant>(line, r + 32 * u, x[u], sums);
-      }
-      for (; r < r1; r += 32) op.template Accumulate<T, kVariant>(line, r, op.template Load<T, true>(line, r), sums);
-    }
-    for (int s = 0; s < N; ++s) {
-      for (int offset = 16; offset > 0; offset >>= 1) sums[s] += __shfl_down_sync(0xffffffffu, sums[s], offset);
-    }
-    if (lane != 0) return;
-  } else {
-    o = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-    if (o < outputs) {
-      const typename Op::Line line = op.Begin(e, o);
-      int64_t r = r0;
-      for (; r + kInFlightPerThread - 1 < r1; r += kInFlightPerThread) {
-        float x[kInFlightPerThread];
-#pragma unroll
-        for (int u = 0; u < kInFlightPerThread; ++u) x[u] = op.template Load<T>(line, r + u);
-#pragma unroll
-        for (int u = 0; u < kInFlightPerThread; ++u) op.template Accumulate<T, kVariant>(line, r + u, x[u], sums);
-      }
-      for (; r < r1; ++r) op.template Accumulate<T, kVariant>(line, r, op.template Load<T>(line, r), sums);
-    }
+    const int64_t first = (thread >> 5) * LinesPerWarp<Op, kVariant>();
+    if (first < op.outputs) WarpLines<Op, T, kVariant>(op, e, first, r0, r1);  // the same for the whole warp
+  } else if (thread < op.outputs) {
+    ThreadLine<Op, T, kVariant>(op, e, thread, r0, r1);
   }
-  if (o >= outputs) return;
-  for (int s = 0; s < N; ++s) atomicAdd(op.Out(e, s, o), sums[s]);
+}
+
+template <class Op, ElementType T, bool kVariant>
+cudaError_t LaunchVariant(const Op& op, int64_t batch, cudaStream_t stream) {
+  constexpr int kThreads = 256, L = LinesPerWarp<Op, kVariant>();
+  const bool contiguous = op.contiguous();
+  const int64_t chunk = contiguous ? kChunkPerWarp : kChunkPerThread;
+  const int64_t threads = contiguous ? (op.outputs + L - 1) / L * 32 : op.outputs;
+  const dim3 grid(static_cast<unsigned>((threads + kThreads - 1) / kThreads),
+                  static_cast<unsigned>((op.length + chunk - 1) / chunk), static_cast<unsigned>(batch));
+  LinesKernel<Op, T, kVariant><<<grid, kThreads, 0, stream>>>(op, chunk, contiguous);
+  return cudaGetLastError();
 }
 
 template <class Op, ElementType T>
 cudaError_t LaunchTyped(const Op& op, int64_t batch, cudaStream_t stream) {
-  constexpr int kThreads = 256;
-  const bool contiguous = op.contiguous();
-  const int64_t chunk = contiguous ? 2048 : 128;
-  const int64_t threads = contiguous ? op.outputs * 32 : op.outputs;
-  const dim3 grid(static_cast<unsigned>((threads + kThreads - 1) / kThreads),
-                  static_cast<unsigned>((op.length + chunk - 1) / chunk), static_cast<unsigned>(batch));
-  if (op.variant()) {
-    LinesKernel<Op, T, true><<<grid, kThreads, 0, stream>>>(op, chunk, contiguous);
-  } else {
-    LinesKernel<Op, T, false><<<grid, kThreads, 0, stream>>>(op, chunk, contiguous);
-  }
-  return cudaGetLastError();
+  return op.variant() ? LaunchVariant<Op, T, true>(op, batch, stream) : LaunchVariant<Op, T, false>(op, batch, stream);
 }
 
 template <class Op>

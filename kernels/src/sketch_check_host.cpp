@@ -13,13 +13,17 @@ namespace {
 template <class Op, ElementType T, bool kVariant>
 void RunVariant(const Op& op, int64_t batch) {
   double sums[Op::kSums];
+  float partials[Op::kPartials + 1] = {};
   for (int64_t e = 0; e < batch; ++e) {
     for (int64_t o = 0; o < op.outputs; ++o) {
       std::fill(sums, sums + Op::kSums, 0.0);
       const typename Op::Line line = op.Begin(e, o);
       for (int64_t r = 0; r < op.length; ++r) {
-        op.template Accumulate<T, kVariant>(line, r, op.template Load<T>(line, r), sums);
+        const uint32_t plus = sketch::SignsAt(op.signs, op.words, r);
+        op.template Accumulate<T, kVariant>(line, r, op.template Load<T>(line, r), plus, sums, partials);
+        if ((r + 1) % sketch::kFlushEvery == 0) Op::Flush(partials, sums);
       }
+      Op::Flush(partials, sums);
       for (int s = 0; s < Op::kSums; ++s) *op.Out(e, s, o) = sums[s];
     }
   }

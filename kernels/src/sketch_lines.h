@@ -5,13 +5,23 @@
 // Each pass reduces one matrix along its rows or its columns: for output o
 // (a row or a column of it) of batch entry e, Begin(e, o) gives the line,
 // Load<T>(line, r) reads element r and Accumulate<T, kVariant>(line, r,
-// value, sums) adds its share (the GPU's loop issues several loads before
-// it accumulates any), and Out(e, s, o) is where sum s of output o goes.
-// T is the element type the pass reads, fixed at compile time; kUnitStep,
-// that the line's elements are adjacent (contiguous(): the GPU's
-// warp-per-output loop); kVariant, the pass's variant() (what it reads
-// besides the matrix), chosen once per pass so that no inner loop branches
-// on it.
+// value, plus, sums, partials) adds its share, `plus` holding bit v where
+// sign vector v is + at r (the GPU's loop issues several loads before it
+// accumulates any, and reads each word of signs once for the elements it
+// covers), and Out(e, s, o) is where sum s of output o goes. T is the element type the pass reads, fixed at compile
+// time; kUnitStep, that the line's elements are adjacent (contiguous(): the
+// GPU's warp-per-output loop); kVariant, the pass's variant() (what it
+// reads besides the matrix), chosen once per pass so that no inner loop
+// branches on it.
+//
+// Sums that only bound an error (D's Σ e² and its count of non-finite
+// elements) gather in fp32 `partials`, which Flush adds to the fp64 sums
+// after at most kFlushEvery elements: an fp32 sum of 16 non-negative terms
+// is off by less than 2^-20 of itself, well inside the 2^-10 by which
+// JudgeLine widens Σ e². Every sum a residual is made of stays fp64, and
+// so does Σ |d|, which an fp32 sum could overflow. On Hopper a conversion
+// to or from fp64 issues at a quarter of an fp64 add's rate, so an element
+// of D converts once (d itself), not six times as before.
 #pragma once
 
 #include <cmath>
@@ -21,9 +31,24 @@
 namespace gemm::sketch {
 
 inline constexpr int V = kSketchVectors;
+inline constexpr int kFlushEvery = 16;  // elements a partial gathers at most before Flush
 
 // Bit r of a sign vector: + where set.
 GEMM_HOST_DEVICE inline bool SignBit(const uint32_t* words, int64_t r) { return (words[r >> 5] >> (r & 31)) & 1u; }
+
+// The V vectors' signs at r as Accumulate takes them: bit v for vector v,
+// the vectors `words` words apart.
+GEMM_HOST_DEVICE inline uint32_t SignsAt(const uint32_t* signs, int64_t words, int64_t r) {
+  uint32_t plus = 0;
+  for (int v = 0; v < V; ++v) plus |= static_cast<uint32_t>(SignBit(signs + v * words, r)) << v;
+  return plus;
+}
+// The same from the vectors' words holding r, read beforehand.
+GEMM_HOST_DEVICE inline uint32_t SignsIn(const uint32_t (&word)[V], int64_t r) {
+  uint32_t plus = 0;
+  for (int v = 0; v < V; ++v) plus |= ((word[v] >> (r & 31)) & 1u) << v;
+  return plus;
+}
 
 // Reduces op(A) or op(B): per output, Σ m·vec_v over the reduction index
 // for each vector, Σ |m|·weight, and Σ m². Begin(e, o) works out what is
@@ -31,6 +56,7 @@ GEMM_HOST_DEVICE inline bool SignBit(const uint32_t* words, int64_t r) { return 
 // matrix's element type T known at compile time.
 struct OperandLines {
   static constexpr int kSums = SketchLayout::kOperandSums;
+  static constexpr int kPartials = 0;
   StridedView matrix;
   bool per_row;         // outputs are the matrix's rows (reducing its columns), else its columns
   int64_t length;       // the reduction's length
@@ -68,22 +94,24 @@ struct OperandLines {
   // and its transpose), not by the sign vectors.
   GEMM_HOST_DEVICE bool variant() const { return vec_at >= 0; }
   template <ElementType T, bool kVariant>  // as DLines's
-  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float value, double* sums) const {
+  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float value, uint32_t plus, double* sums,
+                                   float*) const {
     const double x = value;
     for (int v = 0; v < V; ++v) {
       if constexpr (kVariant) {
         sums[v] += x * l.vec[v * length + r];
       } else {
-        sums[v] += SignBit(signs + v * words, r) ? x : -x;
+        sums[v] += (plus >> v) & 1u ? x : -x;
       }
     }
     if constexpr (kVariant) {
       sums[V] += fabs(x) * l.weight[r];
+      sums[V + 1] += x * x;  // the norms: op(A)'s rows, op(B)'s columns
     } else {
-      sums[V] += fabs(x);
+      sums[V] += fabs(x);  // the weights; these lines' norms are never read
     }
-    sums[V + 1] += x * x;
   }
+  GEMM_HOST_DEVICE static void Flush(float*, double*) {}
 };
 
 // Reduces D (and C) along its rows (outputs i, reducing j) or its columns:
@@ -94,6 +122,7 @@ struct OperandLines {
 // and β·C's rounding.
 struct DLines {
   static constexpr int kSums = SketchLayout::kDSums;
+  static constexpr int kPartials = 2;  // Σ e² where D is 16-bit, and the non-finite count
   SketchProblem problem;
   bool per_row;
   int64_t length;  // n where per_row, else m
@@ -104,6 +133,7 @@ struct DLines {
   int64_t entry_doubles;
   int64_t out_at;
   int64_t a_norms_at, b_norms_at;  // within an entry: m and n norms
+  int64_t float_norms_at;          // within an entry: the same as floats, m then n
   double accumulation;  // (unit·√K + input)·|α'|, per unit of ‖a_i‖·‖b_j‖
   double c_rounding;    // 2^-23·|β| where C is read
 
@@ -111,6 +141,7 @@ struct DLines {
     int64_t d_base, d_step, c_base, c_step;
     double own_norm;            // this row's (column's) norm, times `accumulation`
     const double* other_norms;  // the columns' (rows') norms, by r
+    const float* other_float_norms;
   };
   GEMM_HOST_DEVICE ElementType type() const { return problem.d.type; }
   GEMM_HOST_DEVICE bool contiguous() const { return (per_row ? problem.d.col_stride : problem.d.row_stride) == 1; }
@@ -120,10 +151,12 @@ struct DLines {
   GEMM_HOST_DEVICE Line Begin(int64_t e, int64_t o) const {
     const StridedView &d = problem.d, &c = problem.c;
     const double* entry = scratch + e * entry_doubles;
+    const float* float_norms = reinterpret_cast<const float*>(entry + float_norms_at);
     return {e * d.batch_stride + o * (per_row ? d.row_stride : d.col_stride), per_row ? d.col_stride : d.row_stride,
             e * c.batch_stride + o * (per_row ? c.row_stride : c.col_stride), per_row ? c.col_stride : c.row_stride,
             accumulation * entry[(per_row ? a_norms_at : b_norms_at) + o],
-            entry + (per_row ? b_norms_at : a_norms_at)};
+            entry + (per_row ? b_norms_at : a_norms_at),
+            float_norms + (per_row ? problem.m : 0)};  // the columns' after the rows'
   }
   template <ElementType T, bool kUnitStep = false>
   GEMM_HOST_DEVICE float Load(const Line& l, int64_t r) const {
@@ -132,30 +165,43 @@ struct DLines {
   // Whether the pass reads C.
   GEMM_HOST_DEVICE bool variant() const { return problem.reads_c; }
   template <ElementType T, bool kVariant>
-  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float d, double* sums) const {
+  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float d, uint32_t plus, double* sums,
+                                   float* partials) const {
     const SketchProblem& p = problem;
-    double c = 0.0;
-    if constexpr (kVariant) c = LoadElement(p.c.type, p.c.data, static_cast<uint64_t>(l.c_base + r * l.c_step));
+    const double dd = d;  // the one conversion to fp64 an element of D costs
+    float c = 0.0f;
+    double cc = 0.0;
+    if constexpr (kVariant) {
+      c = LoadElement(p.c.type, p.c.data, static_cast<uint64_t>(l.c_base + r * l.c_step));
+      cc = c;
+    }
     for (int v = 0; v < V; ++v) {
-      const bool plus = SignBit(signs + v * words, r);
-      sums[v] += plus ? d : -d;
-      if constexpr (kVariant) sums[V + v] += plus ? c : -c;
+      const bool positive = (plus >> v) & 1u;
+      sums[v] += positive ? dd : -dd;
+      if constexpr (kVariant) sums[V + v] += positive ? cc : -cc;
     }
     // In fp32 where D is 16-bit: a bound, not a result; JudgeLine widens
-    // the sum by 2^-10 for fp32's rounding of its terms.
-    double bound;
+    // the sum by 2^-10 for fp32's rounding of its terms and of the partials.
     if constexpr (T == ElementType::kF16 || T == ElementType::kBF16) {
-      const float b32 = HalfUlpF(T, d) + 0x1p-24f * fabsf(d) +
-                        static_cast<float>(l.own_norm) * static_cast<float>(l.other_norms[r]) +
-                        static_cast<float>(c_rounding) * fabsf(static_cast<float>(c));
-      bound = b32 * b32;
+      float b32 = HalfUlpF(T, d) + 0x1p-24f * fabsf(d) + static_cast<float>(l.own_norm) * l.other_float_norms[r];
+      if constexpr (kVariant) b32 += static_cast<float>(c_rounding) * fabsf(c);
+      partials[0] += b32 * b32;
     } else {
-      const double b64 = HalfUlp(T, d) + 0x1p-24 * fabs(d) + l.own_norm * l.other_norms[r] + c_rounding * fabs(c);
-      bound = b64 * b64;
+      const double b64 = HalfUlp(T, d) + 0x1p-24 * fabs(dd) + l.own_norm * l.other_norms[r] + c_rounding * fabs(cc);
+      sums[2 * V] += b64 * b64;
     }
-    sums[2 * V] += bound;
-    sums[2 * V + 1] += fabs(d) + fabs(p.beta * c);
-    sums[2 * V + 2] += d - d == 0 ? 0.0f : 1.0f;  // NaN or Inf
+    if constexpr (kVariant) {
+      sums[2 * V + 1] += fabs(dd) + fabs(p.beta * cc);
+    } else {
+      sums[2 * V + 1] += fabs(dd);
+    }
+    partials[1] += d - d == 0 ? 0.0f : 1.0f;  // NaN or Inf
+  }
+  // The partials into the fp64 sums, and cleared.
+  GEMM_HOST_DEVICE static void Flush(float* partials, double* sums) {
+    sums[2 * V] += partials[0];
+    sums[2 * V + 2] += partials[1];
+    partials[0] = partials[1] = 0.0f;
   }
 };
 
@@ -204,19 +250,21 @@ inline Passes PassesOf(const SketchProblem& p, double* scratch) {
   s.b_columns = {p.b, false, p.k, p.n, y, yw, entries, entry, l.b_columns(), l.a_columns(), l.a_columns() + V * p.k};
   const double accumulation = ProductTermPerNorms(p.tolerance, p.k, p.product_scale);
   const double c_rounding = CTermPerValue(p.reads_c, p.beta);
-  s.d_rows = {p, true, p.n, p.m, x, xw, entries, entry, l.d_rows(), l.a_norms(), l.b_norms(), accumulation,
-              c_rounding};
-  s.d_columns = {p, false, p.m, p.n, y, yw, entries, entry, l.d_columns(), l.a_norms(), l.b_norms(), accumulation,
-                 c_rounding};
+  s.d_rows = {p,          true,        p.n,         p.m,         x,        xw,       entries,
+              entry,      l.d_rows(),  l.a_norms(), l.b_norms(), l.float_norms(), accumulation, c_rounding};
+  s.d_columns = {p,          false,         p.m,         p.n,         y,        yw,       entries,
+                 entry,      l.d_columns(), l.a_norms(), l.b_norms(), l.float_norms(), accumulation, c_rounding};
   return s;
 }
 
-// The sums of squares of op(A)'s rows and op(B)'s columns become norms.
+// The sums of squares of op(A)'s rows and op(B)'s columns become norms,
+// as doubles and as floats (rows, then columns: `line`'s order).
 GEMM_HOST_DEVICE inline void TakeNorm(const SketchProblem& p, double* scratch, int64_t e, int64_t line) {
   const SketchLayout l{p.m, p.n, p.k};
   double* entry = Entries(p, scratch) + e * l.doubles();
   double* x = line < p.m ? entry + l.a_norms() + line : entry + l.b_norms() + (line - p.m);
   *x = sqrt(*x);
+  reinterpret_cast<float*>(entry + l.float_norms())[line] = static_cast<float>(*x);
 }
 
 // One line's verdict: failed where a residual exceeds the bound or is not

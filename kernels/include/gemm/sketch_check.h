@@ -131,12 +131,15 @@ struct SketchLayout {
   GEMM_HOST_DEVICE int64_t b_columns() const { return a_rows() + kOperandSums * m; }    // (V + 2)·n
   GEMM_HOST_DEVICE int64_t d_rows() const { return b_columns() + kOperandSums * n; }    // (2V + 3)·m
   GEMM_HOST_DEVICE int64_t d_columns() const { return d_rows() + kDSums * m; }          // (2V + 3)·n
-  GEMM_HOST_DEVICE int64_t doubles() const { return d_columns() + kDSums * n; }         // per entry
+  GEMM_HOST_DEVICE int64_t float_norms() const { return d_columns() + kDSums * n; }     // m + n floats
+  GEMM_HOST_DEVICE int64_t doubles() const { return float_norms() + (m + n + 1) / 2; }  // per entry
   // Within an entry: op(A)'s row norms (m) and op(B)'s column norms (n), in
   // place of their sums of squares once taken; each row's count of
   // non-finite elements of D (m).
   GEMM_HOST_DEVICE int64_t a_norms() const { return a_rows() + (V + 1) * m; }
   GEMM_HOST_DEVICE int64_t b_norms() const { return b_columns() + (V + 1) * n; }
+  // At float_norms(): the same norms as floats, the m rows' then the n
+  // columns', which D's passes multiply in fp32 without converting a double.
   GEMM_HOST_DEVICE int64_t d_row_non_finite() const { return d_rows() + (2 * V + 2) * m; }
   // The signs come first, as bits: V vectors of n for x, then V of m for y.
   GEMM_HOST_DEVICE int64_t x_words() const { return (n + 31) / 32; }  // per vector

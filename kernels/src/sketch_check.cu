@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "common/atomic_max.h"
 #include "gemm/sketch_check_gpu.h"
@@ -22,7 +23,8 @@ using sketch::V;
 // the matrix's type. Each lane issues kInFlight loads a line before it sums
 // any (a thread per output, whose 2-byte loads carry less, 16): at three
 // blocks an SM, four left the passes waiting on memory (ncu, H100, 4096^2).
-// The fp32 partials are flushed after each group.
+// A warp's lines share each element's signs, k-vector entries and norms,
+// read once for all of them. The fp32 partials are flushed after each group.
 constexpr int kInFlight = 8, kInFlightPerThread = 16;
 static_assert(kInFlight <= sketch::kFlushEvery && kInFlightPerThread <= sketch::kFlushEvery);
 // The reduction's chunk a block takes, warp per output or thread per
@@ -31,10 +33,12 @@ static_assert(kInFlight <= sketch::kFlushEvery && kInFlightPerThread <= sketch::
 constexpr int64_t kChunkPerWarp = 2048, kChunkPerThread = 128;
 static_assert(kChunkPerThread % kInFlightPerThread == 0 && 32 % kInFlightPerThread == 0);
 
-// Lines a warp takes.
+// Lines a warp takes: two, but one where D's lines read C too, whose sums
+// and loads for two lines would not fit the 85 registers a thread has at
+// three blocks an SM (ptxas: 128-252 bytes spilled).
 template <class Op, bool kVariant>
 constexpr int LinesPerWarp() {
-  return 1;
+  return std::is_same_v<Op, sketch::DLines> && kVariant ? 1 : 2;
 }
 
 // A warp's LinesPerWarp outputs from `first`, elements [r0, r1) of each.

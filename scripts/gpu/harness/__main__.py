@@ -7,7 +7,7 @@ writes logs and results under $OUT, and prints a short summary last. On a
 B200 (compute capability 10) the pattern diagnostics always run first.
 Needs .bundle.tar.xz (scripts/gpu/bundle.sh). Each part's environment knobs
 are in its function's module: BENCH_*, SWEEP_*, ACCURACY_SHAPES, TINY_*,
-SOAK_*. A device call has 600 s and the whole harness needs about two:
+SOAK_*, GPU_TESTS. A device call has 600 s and the whole harness needs about two:
 split it, e.g. PARTS="tests service soak sass".
 """
 import os
@@ -20,7 +20,7 @@ from . import capacity_parts, form_parts, kernel_parts, service_part, startup_pa
 from .lab import Lab
 
 PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "batch", "accuracy",
-                  "sweep", "sass", "sanitize", "ncu")
+                  "sweep", "sass", "sanitize", "ncu", "fastncu")
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
 KEPT = ("summary.txt", "bench.csv", "bench.md", "bench_bf16.csv", "bench_batch.csv")
 
@@ -75,6 +75,7 @@ def main():
             "formbatch": lambda: form_parts.forms_batching(lab),
             "python": lambda: form_parts.python_package(lab),
             "verify": lambda: capacity_parts.verification_cost(lab),
+            "fastncu": lambda: kernel_parts.fast_check_ncu(lab),
             "cache": lambda: capacity_parts.device_cache(lab),
             "lanes": lambda: capacity_parts.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
             "grpcfloor": lambda: transport_parts.grpcfloor(lab), "firsttouch": lambda: startup_parts.firsttouch(lab),

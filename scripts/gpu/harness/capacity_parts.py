@@ -1,7 +1,9 @@
 """What the GPU's capacity reaches a client as: verification's cost beside
 the kernel's, delivered TFLOPS by input mode and by worker lanes, and
 Multiply by stored handles kept on the device. Each part measures the
-earlier builds added to the bundle (bin/gemmd-before*) in turn with this one."""
+earlier builds added to the bundle (bin/gemmd-before*, and for the fast
+check's kernels bin/gemm-bench-before*) in turn with this one; every build
+measured must offer VERIFICATION_FAST."""
 import csv
 import statistics
 
@@ -12,12 +14,6 @@ from .service_part import bench_row, docs, median_by
 # gemm-client bench's input modes for the delivered figures, and their names.
 DELIVERED_MODES = {"": "unverified", "--verify": "verified", "--fast-verify": "fast-verified (VERIFICATION_FAST)",
                    "--stored": "by stored handles, unverified"}
-# The builds before VERIFICATION_FAST refuse it.
-NEW_MODES = ("--fast-verify",)
-
-
-def modes_of(build):
-    return [m for m in DELIVERED_MODES if build == "gemmd" or m not in NEW_MODES]
 
 
 def step10_capacity(lab, name):
@@ -67,7 +63,7 @@ def verification_cost(lab):
         for build in builds if round == 1 else builds[::-1]:
             with lab.gemmd(f"verify_{build}_{round}", binary=build):
                 for size, step in cases:
-                    for check in ("", "--fast-verify") if build == "gemmd" else ("",):
+                    for check in ("", "--fast-verify"):
                         for _ in range(5):
                             lab.client("run", "--m", size, "--n", size, "--k", size, "--step", step,
                                        *([check] if check else []), "--json",
@@ -75,7 +71,7 @@ def verification_cost(lab):
                 # Delivered: step 10 at 8 in flight, verified and not, and
                 # by stored handles (uploaded once) unverified.
                 for size in (4096, 8192):
-                    for mode in modes_of(build):
+                    for mode in DELIVERED_MODES:
                         name = f"delivered_{build}_{size}{mode}_{round}"
                         lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency",
                                    "8", "--duration", "3", *([mode] if mode else []), "--json",
@@ -83,13 +79,16 @@ def verification_cost(lab):
     capacity = step10_capacity(lab, "verify_capacity")
     limits = back_to_back(lab, "verify_back_to_back")
     # The fast check's own cost beside cuBLAS's GEMM, kernels alone (gemm-bench --fast-check).
-    lab.run(["gemm-bench", "--fast-check", "--shapes", "1024x1024x1024,4096x4096x4096,8192x8192x8192"],
-            out="fast_check.md", timeout=120)
-    lab.note("VERIFICATION_FAST's check beside the GEMM it checks (gemm-bench --fast-check):",
-             *[f"  {line}" for line in (lab.out / "fast_check.md").read_text(errors="replace").splitlines()])
+    benches = ["gemm-bench"] + sorted(p.name for p in lab.bin.glob("gemm-bench-before*") if lab.has_tool(p.name))
+    for bench in benches:
+        lab.run([bench, "--fast-check", "--shapes", "1024x1024x1024,4096x4096x4096,8192x8192x8192"],
+                out=f"fast_check_{bench}.md", timeout=120)
+        table = (lab.out / f"fast_check_{bench}.md").read_text(errors="replace").splitlines()
+        lab.note(f"VERIFICATION_FAST's check beside the GEMM it checks ({bench} --fast-check):",
+                 *[f"  {line}" for line in table])
     for build in builds:
         for size in (4096, 8192):
-            for mode in modes_of(build):
+            for mode in DELIVERED_MODES:
                 # Delivered TFLOPS: requests per second times each one's 2·size³ operations.
                 tflops = [bench_row(lab, f"delivered_{build}_{size}{mode}_{r}")["rate"] * 2 * size ** 3 / 1e12
                           for r in (1, 2)]
@@ -98,7 +97,7 @@ def verification_cost(lab):
                          + limit_text(statistics.median(tflops), size, capacity, limits))
     for build in builds:
         for size, step in cases:
-            for check in ("", "--fast-verify") if build == "gemmd" else ("",):
+            for check in ("", "--fast-verify"):
                 runs = [d for d in docs(lab, f"verify_{build}_{size}_{step}{check}.json")
                         if d["verification"]["passed"]]
                 label = f"{build}{' fast' if check else ''}"

@@ -34,8 +34,9 @@ TABLE_LINES = ("planted faults", "  one ", "  two ", "  none ", "sweep: ", "diag
 
 
 def tests(lab):
-    """The GPU test programs, each with its JSON report."""
-    for name in GPU_TESTS:
+    """The GPU test programs, each with its JSON report; GPU_TESTS (names
+    separated by spaces) runs only those."""
+    for name in os.environ.get("GPU_TESTS", "").split() or GPU_TESTS:
         report = lab.out / f"{name}.json"
         rc, _ = lab.run([name, "--gtest_brief=1", f"--gtest_output=json:{report}"], out=f"{name}.log", timeout=300)
         try:
@@ -304,3 +305,50 @@ def ncu(lab):
             if metrics.get(CYCLES):
                 lab.note(f"ncu {shape} {name[:60]}: {statistics.median(metrics[CYCLES]):,.0f} cycles, tensor pipe "
                          f"{statistics.median(metrics.get(TENSOR, [0])):.1f}% of active cycles")
+
+
+# The fast check's line passes in launch order (kernels/src/sketch_check.cu).
+FAST_CHECK_PASSES = ("b_rows", "a_columns", "a_rows", "b_columns", "d_rows", "d_columns")
+FAST_CHECK_METRICS = {"gpu__time_duration.sum": "ns", "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
+                      "sm__inst_issued.avg.pct_of_peak_sustained_active": "issue %",
+                      "smsp__inst_executed.sum": "warp instructions"}
+
+
+def fast_check_passes(kernels):
+    """ncu_csv's kernels of one fast check: per pass of FAST_CHECK_PASSES and
+    for the sampled elements, {metric: value}."""
+    lines, samples = kernels.get("LinesKernel", {}), kernels.get("SamplesKernel", {})
+    passes = {}
+    for i, name in enumerate(FAST_CHECK_PASSES):
+        passes[name] = {m: values[i] for m, values in lines.items() if i < len(values)}
+    passes["samples"] = {m: values[0] for m, values in samples.items() if values}
+    return passes
+
+
+def fast_check_ncu(lab):
+    """VERIFICATION_FAST's kernels at 4096^3 under ncu, one check, for
+    gemm-bench and every bin/gemm-bench-before*: each pass's time, DRAM
+    throughput, issue slots busy and warp instructions."""
+    if not shutil.which("ncu"):
+        lab.note("ncu: not here")
+        return
+    benches = ["gemm-bench"] + sorted(p.name for p in lab.bin.glob("gemm-bench-before*") if lab.has_tool(p.name))
+    for bench in benches:
+        log = lab.out / f"ncu_fast_check_{bench}.csv"
+        lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
+                 "--kernel-name-base", "function", "--kernel-name", "regex:^(LinesKernel|SamplesKernel)$",
+                 "--launch-count", len(FAST_CHECK_PASSES) + 1, "--metrics", ",".join(FAST_CHECK_METRICS),
+                 lab.tool(bench), "--fast-check", "--shapes", "4096x4096x4096"],
+                out=f"ncu_fast_check_{bench}.log", timeout=200)
+        try:
+            passes = fast_check_passes(readers.ncu_csv(log.read_text(errors="replace")))
+        except OSError:
+            passes = {}
+        for name, metrics in passes.items():
+            if not metrics:
+                lab.note(f"ncu fast check 4096^3 {bench} {name}: no counters read")
+                continue
+            lab.note(f"ncu fast check 4096^3 {bench:18s} {name:9s}: "
+                     f"{metrics.get('gpu__time_duration.sum', 0) / 1e3:6.1f} us, "
+                     + ", ".join(f"{label} {metrics.get(m, 0):,.0f}" for m, label in FAST_CHECK_METRICS.items()
+                                 if label != "ns"))

@@ -121,6 +121,18 @@ class KernelToolsTest(unittest.TestCase):
         self.assertEqual(len(narrow[CYCLES]), len(narrow[TENSOR]))
         self.assertEqual(readers.ncu_csv("==PROF== no kernels were profiled\n"), {})
 
+    def test_fast_check_passes_are_named_in_launch_order(self):
+        passes = kernel_parts.fast_check_passes(readers.ncu_csv(recorded("ncu_fast_check.csv")))
+        self.assertEqual(list(passes), [*kernel_parts.FAST_CHECK_PASSES, "samples"])
+        for name, metrics in passes.items():
+            self.assertEqual(set(metrics), set(kernel_parts.FAST_CHECK_METRICS), name)
+            self.assertGreater(metrics["gpu__time_duration.sum"], 1000, name)
+        instructions = {name: m["smsp__inst_executed.sum"] for name, m in passes.items()}
+        # The two passes of each kind run one kernel: same instructions.
+        self.assertEqual(instructions["b_rows"], instructions["a_columns"])
+        self.assertEqual(instructions["a_rows"], instructions["b_columns"])
+        self.assertGreater(instructions["d_rows"], instructions["b_rows"])
+
     def test_sanitizer_findings_are_split_between_the_ladder_and_cublas(self):
         reported, ours, vendor = readers.sanitizer_findings(recorded("sanitizer_initcheck.txt"))
         self.assertEqual(reported, "55902")

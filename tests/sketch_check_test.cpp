@@ -32,11 +32,21 @@ TEST(SketchCheck, HalfAnUlpIsThatOfEachFormat) {
   EXPECT_EQ(gemm::HalfUlp(ElementType::kF32, 1.0), 0x1p-24);
   EXPECT_EQ(gemm::HalfUlp(ElementType::kF32, 3.0), 0x1p-23);
   // The fp32 form the GPU's inner loop uses, down to bf16's subnormal half-ulp.
-  for (float v : {0.0f, 0x1p-20f, 1.0f, 1.99f, -2.0f, 1000.0f, 60000.0f}) {
+  // fp16's smallest subnormal, its largest (0x1.ff8p-15), its smallest
+  // normal, just below a power of two, its largest finite value.
+  for (float v : {0.0f, 0x1p-24f, 0x1.ff8p-15f, 0x1p-14f, 0x1p-20f, 1.0f, 0x1.ffcp-1f, 1.99f, -2.0f, 1000.0f,
+                  60000.0f, 65504.0f}) {
     EXPECT_EQ(gemm::HalfUlpF(ElementType::kF16, v), gemm::HalfUlp(ElementType::kF16, v)) << v;
     EXPECT_EQ(gemm::HalfUlpF(ElementType::kBF16, v), gemm::HalfUlp(ElementType::kBF16, v)) << v;
   }
+  // bf16's subnormals (fp32's), its smallest normal, its largest finite value.
+  for (float v : {0x1p-133f, -0x1.fcp-127f, 0x1p-126f, 0x1.fep127f}) {
+    EXPECT_EQ(gemm::HalfUlpF(ElementType::kBF16, v), gemm::HalfUlp(ElementType::kBF16, v)) << v;
+  }
   EXPECT_EQ(gemm::HalfUlpF(ElementType::kBF16, 0.0f), 0x1p-134f);
+  EXPECT_EQ(gemm::HalfUlpF(ElementType::kBF16, 0x1p-130f), 0x1p-134f);
+  EXPECT_EQ(gemm::HalfUlpF(ElementType::kF16, 0x1p15f), 0x1p4f);  // fp16's top binade: ulp 32
+  EXPECT_TRUE(std::isinf(gemm::HalfUlpF(ElementType::kF16, INFINITY)));
 }
 
 TEST(SketchCheck, AnHonestGemmPassesOnEveryKindOfShape) {

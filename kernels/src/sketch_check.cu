@@ -2,6 +2,7 @@
 // over the operands and D, each bandwidth-bound, then a verdict per row and
 // column and a warp per sampled element. Every sum is fp64, added up across
 // blocks by atomics (their order varies; the bound leaves room for it).
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -198,6 +199,56 @@ __global__ void JudgeKernel(SketchProblem p, const double* scratch, SketchResult
 // for "look it up per element" where they differ.
 constexpr int kSampleThreads = 128;
 
+// Eight 16-bit elements of type T, widened.
+template <ElementType T>
+__device__ inline void Widen8(const uint4& v, float (&out)[8]) {
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    if constexpr (T == ElementType::kF16) {
+      const float2 pair = __half22float2(*reinterpret_cast<const __half2*>(&words[w]));
+      out[2 * w] = pair.x, out[2 * w + 1] = pair.y;
+    } else {
+      out[2 * w] = __uint_as_float(words[w] << 16), out[2 * w + 1] = __uint_as_float(words[w] & 0xffff0000u);
+    }
+  }
+}
+
+// Where a sample's row of A and column of B both run along K in memory
+// from 16-byte boundaries (K-contiguous operands, as gemmd stores its
+// plain GEMM's): this thread's share of the product over the first 8·⌊k/8⌋
+// elements, eight of each operand a load. An fp16 product is exact in fp32
+// (22 significant bits, 2^-48 and up); a bf16 product may not be, so it is
+// formed in fp64.
+template <ElementType T>
+__device__ double VectorProduct(const uint16_t* a, const uint16_t* b, int64_t k) {
+  constexpr int64_t kStep = 8 * kSampleThreads;
+  double sum = 0;
+  auto add = [&](const uint4& va, const uint4& vb) {
+    float x[8], y[8];
+    Widen8<T>(va, x);
+    Widen8<T>(vb, y);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      if constexpr (T == ElementType::kF16) {
+        sum += static_cast<double>(x[u] * y[u]);
+      } else {
+        sum += static_cast<double>(x[u]) * y[u];
+      }
+    }
+  };
+  int64_t kk = 8 * int64_t{threadIdx.x};
+  for (; kk + kStep + 8 <= k; kk += 2 * kStep) {  // two of each in flight
+    const uint4 a0 = *reinterpret_cast<const uint4*>(a + kk), b0 = *reinterpret_cast<const uint4*>(b + kk);
+    const uint4 a1 = *reinterpret_cast<const uint4*>(a + kk + kStep);
+    const uint4 b1 = *reinterpret_cast<const uint4*>(b + kk + kStep);
+    add(a0, b0);
+    add(a1, b1);
+  }
+  if (kk + 8 <= k) add(*reinterpret_cast<const uint4*>(a + kk), *reinterpret_cast<const uint4*>(b + kk));
+  return sum;
+}
+
 template <ElementType T, bool kTyped>
 __global__ void __launch_bounds__(kSampleThreads) SamplesKernel(SketchProblem p, const double* scratch,
                                                                  SketchResult* result) {
@@ -208,6 +259,15 @@ __global__ void __launch_bounds__(kSampleThreads) SamplesKernel(SketchProblem p,
   const ElementType ta = kTyped ? T : p.a.type, tb = kTyped ? T : p.b.type;
   double sum = 0;
   int64_t kk = threadIdx.x;
+  if constexpr (kTyped) {
+    const uint16_t* a = static_cast<const uint16_t*>(p.a.data) + a_base;
+    const uint16_t* b = static_cast<const uint16_t*>(p.b.data) + b_base;
+    if (p.a.col_stride == 1 && p.b.row_stride == 1 && reinterpret_cast<uintptr_t>(a) % 16 == 0 &&
+        reinterpret_cast<uintptr_t>(b) % 16 == 0) {
+      sum = VectorProduct<T>(a, b, p.k);
+      kk = p.k / 8 * 8 + threadIdx.x;  // the rest, fewer than eight, below
+    }
+  }
   for (; kk + 3 * kSampleThreads < p.k; kk += 4 * kSampleThreads) {
     float a[4], b[4];
 #pragma unroll

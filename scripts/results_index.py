@@ -54,9 +54,10 @@ PURPOSES = {
     "fast_verification": "the GPU harness's tests, forms and verify parts: VERIFICATION_FAST's planted-fault table "
                          "and sweep, its cost beside the full check and the kernel (gemm-bench --fast-check), per "
                          "form and delivered at 8 in flight",
-    "fast_check_speed": "the GPU harness's tests and verify parts after the fast check's kernels were reworked: the "
-                        "check beside cuBLAS (gemm-bench --fast-check), verification's cost and delivered TFLOPS "
-                        "unverified, full, fast and by stored handles",
+    "fast_check_arithmetic": "the GPU harness's tests, verify and fastncu parts after the fast check's arithmetic "
+                             "was cut: the check beside cuBLAS (gemm-bench --fast-check) and ncu per pass, this "
+                             "build and the ones before, verification's cost and delivered TFLOPS unverified, full, "
+                             "fast and by stored handles",
     "capacity_limits": "the GPU harness's verify and cache parts: delivered TFLOPS by input mode beside gemm-bench's "
                        "step 10 and beside the GPU's own back-to-back limits (gemm-bench --back-to-back), "
                        "verification's cost, Multiply by stored handles; this build and the one before the faster "

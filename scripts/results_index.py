@@ -68,6 +68,8 @@ PURPOSES = {
                     "tried, not kept) and one, and the build before",
     "fast_check_loads": "gemm-bench --fast-check and ncu per pass: VERIFICATION_FAST's passes reading 16 bytes a "
                         "lane (not kept) beside one element a lane",
+    "fast_check_waves": "the GPU harness's tests and fastncu parts and gemm-bench --fast-check: VERIFICATION_FAST's "
+                        "line passes with chunks sized for four waves of blocks (not kept) beside the fixed chunks",
     "wait_poll": "the GPU harness's cache and verify parts with the device's wait polling by time (not kept) "
                  "beside the build before: stored-handle requests' phases and delivered TFLOPS",
     "fill_grid": "the GPU harness's tests and verify parts after the generator's grid was capped at one resident "

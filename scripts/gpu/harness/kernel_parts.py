@@ -327,12 +327,13 @@ def fast_check_passes(kernels):
 
 def fast_check_ncu(lab):
     """VERIFICATION_FAST's kernels at 4096^3 under ncu, one check, for
-    gemm-bench and every bin/gemm-bench-before*: each pass's time, DRAM
-    throughput, issue slots busy and warp instructions."""
+    gemm-bench and every bin/gemm-bench-* (earlier builds or variants added
+    by hand): each pass's time, DRAM throughput, issue slots busy and warp
+    instructions."""
     if not shutil.which("ncu"):
         lab.note("ncu: not here")
         return
-    benches = ["gemm-bench"] + sorted(p.name for p in lab.bin.glob("gemm-bench-before*") if lab.has_tool(p.name))
+    benches = ["gemm-bench"] + sorted(p.name for p in lab.bin.glob("gemm-bench-*") if lab.has_tool(p.name))
     for bench in benches:
         log = lab.out / f"ncu_fast_check_{bench}.csv"
         lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",

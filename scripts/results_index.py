@@ -70,6 +70,8 @@ PURPOSES = {
                         "lane (not kept) beside one element a lane",
     "fast_check_waves": "the GPU harness's tests and fastncu parts and gemm-bench --fast-check: VERIFICATION_FAST's "
                         "line passes with chunks sized for four waves of blocks (not kept) beside the fixed chunks",
+    "form_reference": "the GPU harness's tests and forms parts with the forms' full check against the other "
+                      "family's tensor-core GEMM (not kept): the start-up self-test's disagreement at long K",
     "wait_poll": "the GPU harness's cache and verify parts with the device's wait polling by time (not kept) "
                  "beside the build before: stored-handle requests' phases and delivered TFLOPS",
     "fill_grid": "the GPU harness's tests and verify parts after the generator's grid was capped at one resident "

@@ -1,6 +1,6 @@
 // VERIFICATION_FAST's passes on the GPU (gemm/sketch_check.h): six reductions
-// over the operands and D, each bandwidth-bound, then a verdict per row and
-// column and a warp per sampled element. Every sum is fp64, added up across
+// over the operands and D, then a verdict per row and column and a block
+// per sampled element. The sums (fp64, sketch_lines.h) are added up across
 // blocks by atomics (their order varies; the bound leaves room for it).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -35,7 +35,7 @@ constexpr int64_t kChunkPerWarp = 2048, kChunkPerThread = 128;
 static_assert(kChunkPerThread % kInFlightPerThread == 0 && 32 % kInFlightPerThread == 0);
 
 // Lines a warp takes: two, but one where D's lines read C too, whose sums
-// and loads for two lines would not fit the 85 registers a thread has at
+// and loads for two lines would not fit the 80 registers a thread has at
 // three blocks an SM (ptxas: 128-252 bytes spilled).
 template <class Op, bool kVariant>
 constexpr int LinesPerWarp() {

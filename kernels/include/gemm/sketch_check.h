@@ -2,7 +2,9 @@
 // passes over the operands instead of a second GEMM (Freivalds' idea):
 //
 // - Rows: for random sign vectors x, D·x against α'·op(A)·(op(B)·x) + β·C·x.
-//   Columns: yᵀ·D against α'·(yᵀ·op(A))·op(B) + β·yᵀ·C. All sums in fp64.
+//   Columns: yᵀ·D against α'·(yᵀ·op(A))·op(B) + β·yᵀ·C. Every sum these
+//   are made of is fp64 (the bound's Σ e² gathers in fp32 a few terms at a
+//   time: kernels/src/sketch_lines.h).
 // - Each row's (column's) residual is held to λ·sqrt(Σ_j e_ij²), e_ij the
 //   error an honest D may carry in element (i, j): half an ulp of D_ij in
 //   D's type, fp32's rounding of the epilogue, and the element-wise check's

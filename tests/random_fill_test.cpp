@@ -5,23 +5,16 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <random>
 
 namespace gemm {
 namespace {
 
-uint32_t Bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-
 void ExpectEightAsRandomValueIn(uint64_t stream, uint64_t first) {
   float got[8];
   RandomValuesIn8(stream, first, got);
   for (int j = 0; j < 8; ++j) {
-    ASSERT_EQ(Bits(got[j]), Bits(RandomValueIn(stream, first + j)))
+    ASSERT_EQ(element_detail::FloatBits(got[j]), element_detail::FloatBits(RandomValueIn(stream, first + j)))
         << "stream " << stream << ", element " << first + j;
   }
 }

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
+#include "gemm/element_type.h"  // element_detail::BitsFloat
 #include "gemm/random_fill.h"
 
 namespace gemm {
@@ -34,16 +34,6 @@ GEMM_HOST_DEVICE inline uint32_t HighHalfOfProduct(uint32_t a, uint32_t b) {
 #endif
 }
 
-GEMM_HOST_DEVICE inline float FloatFromBits(uint32_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-#endif
-}
-
 GEMM_HOST_DEVICE inline void RandomValuesIn8(uint64_t stream, uint64_t first, float out[8]) {
   const uint64_t x = stream + first;
   const uint32_t lo = static_cast<uint32_t>(x), hi = static_cast<uint32_t>(x >> 32);
@@ -67,7 +57,7 @@ GEMM_HOST_DEVICE inline void RandomValuesIn8(uint64_t stream, uint64_t first, fl
     const uint32_t l3 = l2 ^ ((l2 >> 27) | (h2 << 5));  // x ^= x >> 27
     const uint32_t h3 = h2 ^ (h2 >> 27);
     const uint32_t top = HighHalfOfProduct(l3, kC2Lo) + l3 * kC2Hi + h3 * kC2Lo;  // (x *= C2) >> 32
-    out[j] = FloatFromBits(0x4B000000u | (top >> 21)) * (1.0f / 1024.0f) - 8193.0f;
+    out[j] = element_detail::BitsFloat(0x4B000000u | (top >> 21)) * (1.0f / 1024.0f) - 8193.0f;
   }
 }
 

@@ -105,7 +105,7 @@ __device__ void ThreadLine(const Op& op, int64_t e, int64_t o, int64_t r0, int64
 #pragma unroll
     for (int u = 0; u < kInFlightPerThread; ++u) x[u] = op.template Load<T>(line, r + u);
     uint32_t word[V];  // the group's signs lie in one word of each vector (kChunkPerThread)
-    for (int v = 0; v < V; ++v) word[v] = op.signs[v * op.words + (r >> 5)];
+    sketch::SignWordsAt(op.signs, op.words, r, word);
 #pragma unroll
     for (int u = 0; u < kInFlightPerThread; ++u) {
       op.template Accumulate<T, kVariant>(line, r + u, x[u], sketch::SignsIn(word, r + u), sums, partials);

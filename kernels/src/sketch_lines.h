@@ -8,11 +8,11 @@
 // value, plus, sums, partials) adds its share, `plus` holding bit v where
 // sign vector v is + at r (the GPU's loop issues several loads before it
 // accumulates any, and reads each word of signs once for the elements it
-// covers), and Out(e, s, o) is where sum s of output o goes. T is the element type the pass reads, fixed at compile
-// time; kUnitStep, that the line's elements are adjacent (contiguous(): the
-// GPU's warp-per-output loop); kVariant, the pass's variant() (what it
-// reads besides the matrix), chosen once per pass so that no inner loop
-// branches on it.
+// covers), and Out(e, s, o) is where sum s of output o goes. T is the
+// element type the pass reads, fixed at compile time; kUnitStep, that the
+// line's elements are adjacent (contiguous(): the GPU's warp-per-output
+// loop); kVariant, the pass's variant() (what it reads besides the
+// matrix), chosen once per pass so that no inner loop branches on it.
 //
 // Sums that only bound an error (D's Σ e² and its count of non-finite
 // elements) gather in fp32 `partials`, which Flush adds to the fp64 sums
@@ -21,7 +21,7 @@
 // JudgeLine widens Σ e². Every sum a residual is made of stays fp64, and
 // so does Σ |d|, which an fp32 sum could overflow. On Hopper a conversion
 // to or from fp64 issues at a quarter of an fp64 add's rate, so an element
-// of D converts once (d itself), not six times as before.
+// of D converts once: d itself.
 #pragma once
 
 #include <cmath>
@@ -43,7 +43,12 @@ GEMM_HOST_DEVICE inline uint32_t SignsAt(const uint32_t* signs, int64_t words, i
   for (int v = 0; v < V; ++v) plus |= static_cast<uint32_t>(SignBit(signs + v * words, r)) << v;
   return plus;
 }
-// The same from the vectors' words holding r, read beforehand.
+// The words of the V vectors that hold bit r, for SignsIn: where several
+// elements share their words, they are read once.
+GEMM_HOST_DEVICE inline void SignWordsAt(const uint32_t* signs, int64_t words, int64_t r, uint32_t (&word)[V]) {
+  for (int v = 0; v < V; ++v) word[v] = signs[v * words + (r >> 5)];
+}
+// SignsAt's value from the words SignWordsAt read.
 GEMM_HOST_DEVICE inline uint32_t SignsIn(const uint32_t (&word)[V], int64_t r) {
   uint32_t plus = 0;
   for (int v = 0; v < V; ++v) plus |= ((word[v] >> (r & 31)) & 1u) << v;

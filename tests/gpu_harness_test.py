@@ -182,6 +182,19 @@ class LabTest(unittest.TestCase):
             self.assertEqual(lab.run(["sleep", "30"], timeout=0.3)[0], 124)
             lab.note("a line")
             self.assertEqual(lab.summary.read_text(), "a line\n")
+
+    def test_builds_added_by_hand_are_found_by_pattern_and_must_run(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as out:
+            lab = Lab(Path(root), Path(out))
+            lab.bin.mkdir(parents=True)
+            for name, mode in (("gemm-bench", 0o755), ("gemm-bench-before", 0o755), ("gemm-bench-variant", 0o755),
+                               ("gemm-bench-notes", 0o644), ("gemmd-before", 0o755), ("grpc-echo-bench", 0o755)):
+                (lab.bin / name).write_text("#!/bin/sh\n")
+                (lab.bin / name).chmod(mode)
+            self.assertEqual(lab.tools_like("gemm-bench-*"), ["gemm-bench-before", "gemm-bench-variant"])
+            self.assertEqual(lab.tools_like("gemm-bench-before*"), ["gemm-bench-before"])
+            self.assertEqual(lab.tools_like("gemmd-before*"), ["gemmd-before"])
             lab.cleanup()
 
 

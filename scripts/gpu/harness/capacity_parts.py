@@ -49,7 +49,7 @@ def limit_text(tflops, size, capacity, limits):
 def other_builds(lab):
     """Earlier builds added to the bundle by hand (bin/gemmd-before*), each
     measured in turn with this one."""
-    return sorted(p.name for p in lab.bin.glob("gemmd-before*") if lab.has_tool(p.name))
+    return lab.tools_like("gemmd-before*")
 
 
 def verification_cost(lab):
@@ -79,7 +79,7 @@ def verification_cost(lab):
     capacity = step10_capacity(lab, "verify_capacity")
     limits = back_to_back(lab, "verify_back_to_back")
     # The fast check's own cost beside cuBLAS's GEMM, kernels alone (gemm-bench --fast-check).
-    benches = ["gemm-bench"] + sorted(p.name for p in lab.bin.glob("gemm-bench-before*") if lab.has_tool(p.name))
+    benches = ["gemm-bench"] + lab.tools_like("gemm-bench-before*")
     for bench in benches:
         lab.run([bench, "--fast-check", "--shapes", "1024x1024x1024,4096x4096x4096,8192x8192x8192"],
                 out=f"fast_check_{bench}.md", timeout=120)

@@ -333,7 +333,7 @@ def fast_check_ncu(lab):
     if not shutil.which("ncu"):
         lab.note("ncu: not here")
         return
-    benches = ["gemm-bench"] + sorted(p.name for p in lab.bin.glob("gemm-bench-*") if lab.has_tool(p.name))
+    benches = ["gemm-bench"] + lab.tools_like("gemm-bench-*")
     for bench in benches:
         log = lab.out / f"ncu_fast_check_{bench}.csv"
         lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",

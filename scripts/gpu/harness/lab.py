@@ -41,6 +41,11 @@ class Lab:
     def has_tool(self, name: str) -> bool:
         return (self.bin / name).is_file() and os.access(self.bin / name, os.X_OK)
 
+    def tools_like(self, pattern: str):
+        """The bundle's programs whose names match `pattern` (a glob), sorted:
+        earlier builds or variants added to it by hand."""
+        return sorted(p.name for p in self.bin.glob(pattern) if self.has_tool(p.name))
+
     def argv(self, args):
         """ARGS as strings, argv[0] the bundle's program of that name where
         the bundle has one (else a system program)."""

@@ -20,7 +20,7 @@ from . import capacity_parts, form_parts, kernel_parts, service_part, startup_pa
 from .lab import Lab
 
 PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "batch", "accuracy",
-                  "sweep", "sass", "sanitize", "ncu", "fastncu")
+                  "sweep", "sass", "sanitize", "ncu", "fastncu", "betancu")
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
 KEPT = ("summary.txt", "bench.csv", "bench.md", "bench_bf16.csv", "bench_batch.csv")
 
@@ -76,6 +76,7 @@ def main():
             "python": lambda: form_parts.python_package(lab),
             "verify": lambda: capacity_parts.verification_cost(lab),
             "fastncu": lambda: kernel_parts.fast_check_ncu(lab),
+            "betancu": lambda: kernel_parts.beta_ncu(lab),
             "cache": lambda: capacity_parts.device_cache(lab),
             "lanes": lambda: capacity_parts.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
             "grpcfloor": lambda: transport_parts.grpcfloor(lab), "firsttouch": lambda: startup_parts.firsttouch(lab),

@@ -23,29 +23,44 @@ FORMS = (
     ("fp8 e4m3 -> bf16", (4096, 4096, 4096), ("--type", "fp8_e4m3")),
     ("fp8 e4m3 x e5m2 -> fp16", (4096, 4096, 4096), ("--type", "fp8_e4m3", "--b-type", "fp8_e5m2", "--d-type", "fp16")),
 )
+# Long K over few output tiles, where cuBLASLt splits K: at their main
+# shapes only (the plan's grid holds them too).
+LONG_K = (
+    ("bf16, long K", (128, 512, 16384), ("--type", "bf16")),
+    ("bf16 x @ W, long K", (256, 1024, 8192), ("--type", "bf16", "--b-layout", "kxn")),
+)
 STEADY = 8
 UNWARMED = (3000, 2000, 1008)
 
 
 def forms(lab):
+    """The forms' table for this build, and for each earlier one added to
+    the bundle by hand (bin/gemmd-before*)."""
+    for binary in ["gemmd"] + lab.tools_like("gemmd-before*"):
+        forms_of_build(lab, binary)
+
+
+def forms_of_build(lab, binary):
     rows = []
-    with lab.gemmd("forms", "--keep-warm-ms", "2") as server:
+    tag = "" if binary == "gemmd" else f"_{binary}"
+    with lab.gemmd(f"forms{tag}", "--keep-warm-ms", "2", binary=binary) as server:
         log = server.log.read_text(errors="replace").splitlines()
         lab.note(*[f"  {re.sub(r'^.*] ', '', l)}" for l in log if "other forms" in l])
         # Warm the plain path once: the service part measures start-up.
         lab.client("run", "--m", "1024", "--n", "1024", "--k", "1024", "--no-verify", "--json")
         cases = [(label, shape, options) for label, shape, options in FORMS]
         cases += [(label, UNWARMED, options) for label, _, options in FORMS]
+        cases += list(LONG_K)
         for i, (label, (m, n, k), options) in enumerate(cases):
-            name = f"forms_{i}.json"
+            name = f"forms{tag}_{i}.json"
             shape = ("--m", m, "--n", n, "--k", k)
             for _ in range(1 + STEADY):
                 lab.client("run", *shape, *options, "--no-verify", "--repeats", "5", "--json", out=name, append=True)
-            lab.client("run", *shape, *options, "--json", out=f"forms_{i}_verified.json")
-            lab.client("run", *shape, *options, "--fast-verify", "--json", out=f"forms_{i}_fast.json")
+            lab.client("run", *shape, *options, "--json", out=f"forms{tag}_{i}_verified.json")
+            lab.client("run", *shape, *options, "--fast-verify", "--json", out=f"forms{tag}_{i}_fast.json")
             reports = docs(lab, name)
-            checked = docs(lab, f"forms_{i}_verified.json")
-            fast = docs(lab, f"forms_{i}_fast.json")
+            checked = docs(lab, f"forms{tag}_{i}_verified.json")
+            fast = docs(lab, f"forms{tag}_{i}_fast.json")
             if len(reports) < 1 + STEADY or not checked:
                 lab.note(f"  forms {label}: no reply (see {name})")
                 continue
@@ -62,6 +77,7 @@ def forms(lab):
     if not rows:
         return
     base = rows[0][6]
+    lab.note(f"forms through {binary}:")
     lab.note("  form | shape | first/steady total | kernel ms | TFLOPS | vs plain fp16 | verified (max err, verify ms) "
              "| fast-verified (verify ms)")
     for label, m, n, k, first, kernel, tflops, passed, err, verify, fast_ms, fast_ok in rows:
@@ -70,7 +86,7 @@ def forms(lab):
                  f"{'passed' if fast_ok else 'FAILED'} ({fast_ms:.2f})")
     worst = max(r[4] for r in rows)
     failed = [r[0] for r in rows if not r[7]]
-    lab.note(f"forms: worst first request x{worst:.2f} of steady (target <= 1.2); "
+    lab.note(f"forms ({binary}): worst first request x{worst:.2f} of steady (target <= 1.2); "
              f"{len(rows) - len(failed)} of {len(rows)} verified" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
 
 

@@ -289,22 +289,45 @@ def ncu(lab):
         lab.note("ncu: not here")
         return
     for shape, steps in NCU_CASES:
-        log = lab.out / f"ncu_cycles_{shape}.csv"
-        lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
-                 "--kernel-name-base", "function", "--kernel-name",
-                 "regex:^(?!.*(FillRandomKernel|CompareKernel|L2Flush|Poison|ReferenceGemm)).*",
-                 "--metrics", f"{CYCLES},{TENSOR}", lab.tool("gemm-bench"), "--shapes", shape, "--steps", steps,
-                 "--warmup", "0", "--iters", "1", "--layout", "pitched"], out=f"ncu_{shape}.log", timeout=200)
-        try:
-            kernels = readers.ncu_csv(log.read_text(errors="replace"))
-        except OSError:
-            kernels = {}
-        if not kernels:
-            lab.note(f"ncu {shape}: no counters read (see ncu_{shape}.log)")
-        for name, metrics in kernels.items():
-            if metrics.get(CYCLES):
-                lab.note(f"ncu {shape} {name[:60]}: {statistics.median(metrics[CYCLES]):,.0f} cycles, tensor pipe "
-                         f"{statistics.median(metrics.get(TENSOR, [0])):.1f}% of active cycles")
+        ncu_cycles(lab, "gemm-bench", shape, steps)
+
+
+def ncu_cycles(lab, bench, shape, steps, extra=(), tag=""):
+    """One ncu run of `bench` (gemm-bench or an earlier build of it) on
+    `shape` and `steps`, one launch each, with gemm-bench's `extra`
+    options; notes each kernel's cycles and tensor-pipe activity."""
+    name = f"{shape}{tag}"
+    log = lab.out / f"ncu_cycles_{name}.csv"
+    lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
+             "--kernel-name-base", "function", "--kernel-name",
+             "regex:^(?!.*(FillRandomKernel|CompareKernel|L2Flush|Poison|ReferenceGemm)).*",
+             "--metrics", f"{CYCLES},{TENSOR}", lab.tool(bench), "--shapes", shape, "--steps", steps,
+             "--warmup", "0", "--iters", "1", "--layout", "pitched", *extra], out=f"ncu_{name}.log", timeout=200)
+    try:
+        kernels = readers.ncu_csv(log.read_text(errors="replace"))
+    except OSError:
+        kernels = {}
+    if not kernels:
+        lab.note(f"ncu {name}: no counters read (see ncu_{name}.log)")
+    for kernel, metrics in kernels.items():
+        if metrics.get(CYCLES):
+            lab.note(f"ncu {name} {kernel[:60]}: {statistics.median(metrics[CYCLES]):,.0f} cycles, tensor pipe "
+                     f"{statistics.median(metrics.get(TENSOR, [0])):.1f}% of active cycles")
+
+
+def beta_ncu(lab):
+    """What beta·C costs step 10, clocks aside: bf16 at 4096^3 with beta 0
+    and with beta 1 (D += A·B in place, as gemm-bench times it), for
+    gemm-bench and every bin/gemm-bench-before* (earlier builds added by
+    hand), each twice."""
+    if not shutil.which("ncu"):
+        lab.note("ncu: not here")
+        return
+    for bench in ["gemm-bench"] + lab.tools_like("gemm-bench-before*"):
+        for round_ in (1, 2):
+            for beta in ("0", "1"):
+                ncu_cycles(lab, bench, "4096x4096x4096", "10", ("--dtype", "bf16", "--beta", beta),
+                           f"_{bench}_beta{beta}_{round_}")
 
 
 # The fast check's line passes in launch order (kernels/src/sketch_check.cu).

@@ -42,6 +42,15 @@ inline void SetTransposes(const CublasLtApi& lt, cublasLtMatmulDesc_t desc, Layo
   lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
 }
 
+// Split-K partial sums summed in fp32, never in D's type: cuBLASLt's
+// in-place and output-type schemes add them in a 16-bit D, which misses
+// ladder.md's bound at long K (gemm.cpp's math mode says the same to
+// cublasGemmEx). Kernels that do not split K take no reduction and stay.
+inline void KeepSplitKSumsInFp32(const CublasLtApi& lt, cublasLtMatmulPreference_t pref) {
+  const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes);
+}
+
 // A column-major rows×cols cuBLASLt layout, columns `ld` apart, and for a
 // batch of more than one entry, entries `stride` elements apart. False
 // (and *out null where it was not created) when cuBLASLt refuses it.

@@ -200,6 +200,7 @@ std::string AskHeuristic(const FormProblem& p, const DeviceContext& ctx, const M
   if (lt.MatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmulPreferenceCreate failed";
   const uint64_t workspace = ctx.cublas_workspace_bytes;
   lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  detail::KeepSplitKSumsInFp32(lt, pref);
   const cublasLtMatmulPreferenceAttributes_t which[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};

@@ -47,9 +47,7 @@ class LtSession {
     }
     lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
                                     sizeof(workspace_bytes));
-    const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
-                                    sizeof(reductions));
+    detail::KeepSplitKSumsInFp32(lt, pref);
     return "";
   }
 

@@ -138,6 +138,24 @@ TEST(FormsGpu, LadderStepsComputeTheirFormsThroughTheEngine) {
   EXPECT_EQ(ran, 10 * 10 * 2) << "every step runs on this GPU";
 }
 
+// Long K over a few output tiles is where cuBLASLt splits K. Its partial
+// sums must be added in fp32, not in a 16-bit D, for D to stay within the
+// bound: by the heuristic's pick and by the plan's, in the 16-bit types.
+TEST(FormsGpu, LongKOverFewTilesMeetsTheBoundInTheSixteenBitTypes) {
+  SKIP_WITHOUT_GPU();
+  using enum gemm::ElementType;
+  const Case cases[] = {{{kBF16, kBF16, kBF16, false}, Layout::kKContiguous, Layout::kKContiguous, 0, 0},
+                        {{kBF16, kBF16, kBF16, false}, Layout::kKContiguous, Layout::kMnContiguous, 0, 0},
+                        {{kF16, kF16, kF16, false}, Layout::kKContiguous, Layout::kMnContiguous, 0, 0}};
+  for (bool planned : {false, true}) {
+    auto engine = MakeEngine(planned);
+    uint32_t seed = planned ? 1700 : 1300;
+    for (const Case& c : cases) {
+      for (CaseShape s : {CaseShape{100, 300, 4000}, CaseShape{64, 128, 16384}}) RunCase(*engine, c, seed += 3, s);
+    }
+  }
+}
+
 TEST(FormsGpu, Fp8OutsideCublasLtsFormIsRefusedWithWhatItNeeds) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();

@@ -70,6 +70,11 @@ PURPOSES = {
                         "lane (not kept) beside one element a lane",
     "fast_check_waves": "the GPU harness's tests and fastncu parts and gemm-bench --fast-check: VERIFICATION_FAST's "
                         "line passes with chunks sized for four waves of blocks (not kept) beside the fixed chunks",
+    "split_k_sums": "the GPU harness's tests and forms parts after step 0's forms were held to split-K partial "
+                    "sums in fp32: the long-K forms test on the build before and this one, and both servers' forms "
+                    "table with two long-K rows",
+    "beta_c_loads": "the GPU harness's betancu part (ncu cycles of step 10 with and without beta·C) for two ways "
+                    "of reading C not kept: by TMA through the D staging, and evict-first loads",
     "form_reference": "the GPU harness's tests and forms parts with the forms' full check against the other "
                       "family's tensor-core GEMM (not kept): the start-up self-test's disagreement at long K",
     "wait_poll": "the GPU harness's cache and verify parts with the device's wait polling by time (not kept) "

@@ -153,14 +153,7 @@ cudaError_t LaunchTyped(const Op& op, int64_t batch, cudaStream_t stream) {
 
 template <class Op>
 cudaError_t LaunchLines(const Op& op, int64_t batch, cudaStream_t stream) {
-  switch (op.type()) {
-    case ElementType::kF16: return LaunchTyped<Op, ElementType::kF16>(op, batch, stream);
-    case ElementType::kBF16: return LaunchTyped<Op, ElementType::kBF16>(op, batch, stream);
-    case ElementType::kF32: return LaunchTyped<Op, ElementType::kF32>(op, batch, stream);
-    case ElementType::kF8E4M3: return LaunchTyped<Op, ElementType::kF8E4M3>(op, batch, stream);
-    case ElementType::kF8E5M2: return LaunchTyped<Op, ElementType::kF8E5M2>(op, batch, stream);
-  }
-  return cudaErrorInvalidValue;
+  return WithElementType(op.type(), [&](auto t) { return LaunchTyped<Op, t.value>(op, batch, stream); });
 }
 
 __global__ void SignsKernel(SketchProblem p, double* scratch) {

@@ -40,13 +40,7 @@ void RunTyped(const Op& op, int64_t batch) {
 
 template <class Op>
 void RunLines(const Op& op, int64_t batch) {
-  switch (op.type()) {
-    case ElementType::kF16: return RunTyped<Op, ElementType::kF16>(op, batch);
-    case ElementType::kBF16: return RunTyped<Op, ElementType::kBF16>(op, batch);
-    case ElementType::kF32: return RunTyped<Op, ElementType::kF32>(op, batch);
-    case ElementType::kF8E4M3: return RunTyped<Op, ElementType::kF8E4M3>(op, batch);
-    case ElementType::kF8E5M2: return RunTyped<Op, ElementType::kF8E5M2>(op, batch);
-  }
+  WithElementType(op.type(), [&](auto t) { RunTyped<Op, t.value>(op, batch); });
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "gemm/random_fill.h"
 
@@ -29,6 +30,20 @@ namespace gemm {
 
 enum class ElementType : uint8_t { kF16 = 0, kBF16 = 1, kF32 = 2, kF8E4M3 = 3, kF8E5M2 = 4 };
 inline constexpr int kElementTypes = 5;
+
+// f(std::integral_constant<ElementType, t>{}): code templated on the type
+// that a runtime value names (a kernel launched per element type).
+template <typename F>
+auto WithElementType(ElementType t, F&& f) {
+  switch (t) {
+    case ElementType::kBF16: return f(std::integral_constant<ElementType, ElementType::kBF16>{});
+    case ElementType::kF32: return f(std::integral_constant<ElementType, ElementType::kF32>{});
+    case ElementType::kF8E4M3: return f(std::integral_constant<ElementType, ElementType::kF8E4M3>{});
+    case ElementType::kF8E5M2: return f(std::integral_constant<ElementType, ElementType::kF8E5M2>{});
+    case ElementType::kF16: break;
+  }
+  return f(std::integral_constant<ElementType, ElementType::kF16>{});
+}
 
 GEMM_HOST_DEVICE constexpr size_t ElementBytes(ElementType t) {
   switch (t) {

@@ -113,7 +113,22 @@ __global__ void MaxAbsKernel(const void* c, ElementType type, uint64_t count, fl
   AtomicMaxNonNegative(out, largest);
 }
 
-__global__ void CompareKernel(const void* d, ElementType type, const double* ref, uint64_t count, double rtol,
+// A reference's element i: the SIMT GEMM's fp64, or another tensor-core
+// GEMM's D in its element type.
+struct Fp64Reference {
+  const double* data;
+  __device__ double operator()(uint64_t i) const { return data[i]; }
+};
+struct TypedReference {
+  const void* data;
+  ElementType type;
+  __device__ double operator()(uint64_t i) const { return LoadElement(type, data, i); }
+};
+
+// An element fails where d is not finite or not within the bound of the
+// reference, a reference that is not finite included.
+template <typename Reference>
+__global__ void CompareKernel(const void* d, ElementType type, Reference ref, uint64_t count, double rtol,
                               double atol, FormBoundTerms terms, CompareResult* result) {
   const double term = terms.bound == nullptr
                           ? 0.0
@@ -128,9 +143,10 @@ __global__ void CompareKernel(const void* d, ElementType type, const double* ref
       ++mismatches;
       continue;
     }
-    const double err = fabs(value - ref[i]);
+    const double expected = ref(i);
+    const double err = fabs(value - expected);
     worst = fmaxf(worst, static_cast<float>(err));
-    if (err > atol + term + rtol * fabs(ref[i])) ++mismatches;
+    if (!(err <= atol + term + rtol * fabs(expected))) ++mismatches;
   }
   for (int offset = 16; offset > 0; offset /= 2) {
     mismatches += __shfl_down_sync(0xffffffff, mismatches, offset);
@@ -178,7 +194,15 @@ cudaError_t FormBoundInputs(const FormProblem& p, float* bound, cudaStream_t str
 cudaError_t CompareForm(const void* d, ElementType type, const double* ref, uint64_t count, double rtol, double atol,
                         FormBoundTerms terms, CompareResult* result, cudaStream_t stream) {
   if (auto e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
-  CompareKernel<<<GridFor(count), 256, 0, stream>>>(d, type, ref, count, rtol, atol, terms, result);
+  CompareKernel<<<GridFor(count), 256, 0, stream>>>(d, type, Fp64Reference{ref}, count, rtol, atol, terms, result);
+  return cudaGetLastError();
+}
+
+cudaError_t CompareForm(const void* d, ElementType type, const void* ref, ElementType ref_type, uint64_t count,
+                        double rtol, double atol, FormBoundTerms terms, CompareResult* result, cudaStream_t stream) {
+  if (auto e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
+  CompareKernel<<<GridFor(count), 256, 0, stream>>>(d, type, TypedReference{ref, ref_type}, count, rtol, atol, terms,
+                                                    result);
   return cudaGetLastError();
 }
 

@@ -51,7 +51,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunBatch(int device, const s
   const GemmJob& shape = *jobs.front();
   if (auto st = CheckDimensionsFitInt32(shape, name()); !st.ok()) return all(st);
   if (forms) {
-    if (auto reports = RunForms(dev, jobs); !reports.empty()) return reports;
+    if (auto reports = RunForms(device, dev, jobs); !reports.empty()) return reports;
     return Engine::RunBatch(device, jobs);
   }
 

@@ -485,7 +485,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
     return absl::FailedPreconditionError("step " + std::to_string(job.step) + " " + a.reason);
   }
   if (auto st = CheckDimensionsFitInt32(job, name()); !st.ok()) return st;
-  if (!job.form.IsPlain()) return std::move(RunForms(dev, {&job}).front());
+  if (!job.form.IsPlain()) return std::move(RunForms(device, dev, {&job}).front());
   LaneLease lane(dev);
   if (auto e = cudaSetDevice(dev.ordinal); e != cudaSuccess) return dev.Fail("cudaSetDevice", e);
   const double timeout = options_.sync_timeout_seconds;

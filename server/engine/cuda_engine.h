@@ -74,11 +74,13 @@ class CudaEngine final : public Engine {
   // Takes `step` away from `device` for the process's life, with `reason`.
   void Withdraw(int device, int step, const std::string& reason);
   void KeepWarm();  // the keep-warm thread's loop
-  // Step 0 for the forms beyond fp16 A·Bᵀ (cuda_forms.cpp): cuBLASLt,
-  // checked against an fp64 SIMT reference. One job, or single-entry jobs
-  // of one form and shape as one batch (FormsShareOneLaunch), a report each;
-  // none where cuBLASLt takes no such batch (the caller runs them alone).
-  std::vector<absl::StatusOr<GemmReport>> RunForms(Device& dev, const std::vector<const GemmJob*>& jobs);
+  // The forms beyond fp16 A·Bᵀ on `device` (cuda_forms.cpp): step 0 by
+  // cuBLASLt, a ladder step by its kernels, each checked against the other
+  // where it computes the form, else against an fp64 SIMT reference. One
+  // job, or single-entry step-0 jobs of one form and shape as one batch
+  // (FormsShareOneLaunch), a report each; none where cuBLASLt takes no such
+  // batch (the caller runs them alone).
+  std::vector<absl::StatusOr<GemmReport>> RunForms(int device, Device& dev, const std::vector<const GemmJob*>& jobs);
   // What checks step 0 on `device`: the top ladder step it offers, or
   // kVendorStep for the SIMT reference kernel.
   int VendorReferenceStep(int device) const;

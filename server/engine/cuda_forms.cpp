@@ -2,9 +2,13 @@
 // bf16, fp32 and fp8 operands, either storage of each, alpha·AB + beta·C
 // and batches, as one cuBLASLt matmul (gemm/vendor_forms.h); on a ladder
 // step, the forms its kernels take (gemm::IsLadderForm: bf16,
-// MN-contiguous operands, α and β·C, batches). Verified
-// against an fp64 SIMT GEMM (gemm/form_ops.h), which shares nothing with
-// either. The operands are dense on the device, come up through the
+// MN-contiguous operands, α and β·C, batches). VERIFICATION_FULL compares
+// D with the other family's tensor-core GEMM where that computes the form,
+// as the plain GEMM's check does: step 0 against the ladder's top step, a
+// ladder step against cuBLASLt, each in about the GEMM's own time. Every
+// other form is compared with an fp64 SIMT GEMM (gemm/form_ops.h), which
+// shares nothing with either and took 15-18 ms at 4096^3 on an H100.
+// The operands are dense on the device, come up through the
 // lane's staging on the compute stream (stored ones stay in the device's
 // cache for the next request), and the whole request waits once; the
 // plain form keeps its own faster path (cuda_engine.cpp).
@@ -24,6 +28,7 @@
 #include "engine/permanent_refusal.h"
 #include "engine/verify.h"
 #include "gemm/form_ops.h"
+#include "gemm/steps.h"
 #include "gemm/vendor_forms.h"
 
 namespace gemmd {
@@ -68,6 +73,27 @@ const char* At(const void* base, uint64_t elements, gemm::ElementType type) {
   return static_cast<const char*>(base) + elements * gemm::ElementBytes(type);
 }
 
+// The full check's reference D of `p` into `ref` (ref_bytes, poisoned
+// first, so that an element the reference leaves unwritten fails rather
+// than passes): by the ladder's `ladder_step`, or by cuBLASLt where that is
+// 0 (its workspace `scratch`).
+absl::Status RunFormReference(CudaEngine::Device& dev, Lane& lane, int ladder_step, const gemm::FormProblem& p,
+                              void* ref, uint64_t ref_bytes, void* scratch) {
+  if (const cudaError_t e = cudaMemsetAsync(ref, 0xff, ref_bytes, lane.compute); e != cudaSuccess) {
+    return dev.Fail("poison", e);
+  }
+  gemm::FormProblem check = p;
+  check.d = ref;
+  const std::string err = ladder_step == gemm::kVendorStep
+                              ? gemm::LaunchVendorForm(check, lane.ctx, scratch, lane.compute)
+                              : gemm::Launch(ladder_step, LadderProblem(check), lane.ctx, lane.compute);
+  if (err.empty()) return absl::OkStatus();
+  const std::string what = (ladder_step == gemm::kVendorStep ? std::string("cuBLASLt")
+                                                             : "step " + std::to_string(ladder_step)) + " reference";
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return dev.Fail(what.c_str(), e);
+  return absl::InternalError(dev.desc.id + ": " + what + ": " + err);
+}
+
 // The form every job in `jobs` shares, as one launch runs it: a lone job's
 // own, or single-entry jobs stacked densely into a batch of them.
 gemm::GemmForm LaunchForm(const std::vector<const GemmJob*>& jobs) {
@@ -95,7 +121,8 @@ bool FormsShareOneLaunch(const std::vector<const GemmJob*>& jobs, uint64_t stagi
   return true;
 }
 
-std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const std::vector<const GemmJob*>& jobs) {
+std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(int device, Device& dev,
+                                                             const std::vector<const GemmJob*>& jobs) {
   const size_t count = jobs.size();
   auto all = [count](const absl::Status& st) { return std::vector<absl::StatusOr<GemmReport>>(count, st); };
   const GemmJob& first = *jobs.front();
@@ -136,10 +163,20 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   // VERIFICATION_FAST (gemm/sketch_check.h); such a request runs alone.
   const bool fast = any_verify && first.verify_fast;
   const bool full_check = any_verify && !fast;
+  // The full check's reference (the file's comment), and the bytes of its D.
+  enum class Reference { kFp64, kLadder, kVendor } reference = Reference::kFp64;
+  const int ladder_step = vendor ? VendorReferenceStep(device) : gemm::kVendorStep;
+  if (full_check && vendor && ladder_step != gemm::kVendorStep && gemm::FormError(ladder_step, f).empty()) {
+    reference = Reference::kLadder;
+  } else if (full_check && !vendor && gemm::PrepareVendorForm(p, lane->ctx).empty()) {
+    reference = Reference::kVendor;
+  }
+  const uint64_t ref_bytes =
+      count * d_count * (reference == Reference::kFp64 ? sizeof(double) : gemm::ElementBytes(f.d));
 
   PoolBuffers buffers(dev.pool, stream, stream, lane->scratch, kLaneScratchBytes);
-  const uint64_t scratch_bytes = vendor ? gemm::VendorFormScratchBytes(p) : 0;
-  uint64_t needed = d_bytes + scratch_bytes + (full_check ? count * d_count * sizeof(double) : 0);
+  const uint64_t scratch_bytes = vendor || reference == Reference::kVendor ? gemm::VendorFormScratchBytes(p) : 0;
+  uint64_t needed = d_bytes + scratch_bytes + (full_check ? ref_bytes : 0);
   cudaError_t e = cudaSuccess;
   for (Input& in : inputs) {
     in.each = in.storage.Footprint(f.batch) / count;
@@ -160,7 +197,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
   void *scratch = nullptr, *ref = nullptr, *bounds = nullptr, *compared = nullptr, *sketch_scratch = nullptr;
   if (e == cudaSuccess) e = buffers.AllocateBytes(&p.d, d_bytes);
   if (e == cudaSuccess && scratch_bytes > 0) e = buffers.AllocateBytes(&scratch, scratch_bytes);
-  if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&ref, count * d_count * sizeof(double));
+  if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&ref, ref_bytes);
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&bounds, count * 3 * sizeof(float));
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&compared, count * sizeof(gemm::CompareResult));
   if (e == cudaSuccess && fast) {
@@ -219,6 +256,9 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
       cudaEventRecord(lane->stops[r], stream);
     }
     const gemm::FormTolerance tolerance = gemm::ToleranceOf(first.form);
+    const std::string reference_name = reference == Reference::kLadder   ? VendorReferenceName(ladder_step)
+                                       : reference == Reference::kVendor ? "cublaslt"
+                                                                         : "gpu-simt-fp64";
     if (fast) {  // a few passes over the operands and D
       e = gemm::SketchCheck(gemm::SketchOfForm(p, FreshSketchSeed()), sketch_scratch, lane->sketch, stream);
       if (e == cudaSuccess) {
@@ -228,9 +268,15 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
       if (e == cudaSuccess) e = cudaEventRecord(lane->verified, stream);
       if (e != cudaSuccess) return all(dev.Fail("verification", e));
     } else if (any_verify) {
-      // One fp64 reference for the launch; each job's bound from its own
+      // One reference for the launch; each job's bound from its own
       // operands and its own comparison, as if it had run alone.
-      e = gemm::ReferenceFormGemm(p, static_cast<double*>(ref), stream);
+      if (reference == Reference::kFp64) {
+        e = gemm::ReferenceFormGemm(p, static_cast<double*>(ref), stream);
+      } else if (auto st = RunFormReference(dev, *lane, reference == Reference::kLadder ? ladder_step : 0, p, ref,
+                                            ref_bytes, scratch);
+                 !st.ok()) {
+        return all(st);
+      }
       auto* bound = static_cast<float*>(bounds);
       auto* result = static_cast<gemm::CompareResult*>(compared);
       for (size_t i = 0; i < count && e == cudaSuccess; ++i) {
@@ -244,8 +290,11 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
                                          gemm::CTermPerValue(f.ReadsC(), f.beta)};
         e = gemm::FormBoundInputs(own, bound + 3 * i, stream);
         if (e == cudaSuccess) {
-          e = gemm::CompareForm(own.d, f.d, static_cast<const double*>(ref) + i * d_count, d_count, tolerance.rtol,
-                                tolerance.atol, terms, result + i, stream);
+          e = reference == Reference::kFp64
+                  ? gemm::CompareForm(own.d, f.d, static_cast<const double*>(ref) + i * d_count, d_count,
+                                      tolerance.rtol, tolerance.atol, terms, result + i, stream)
+                  : gemm::CompareForm(own.d, f.d, At(ref, i * d_count, f.d), f.d, d_count, tolerance.rtol,
+                                      tolerance.atol, terms, result + i, stream);
         }
       }
       // The comparisons come back through the staging: its uploads are
@@ -276,7 +325,7 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(Device& dev, const 
       if (jobs[i]->verify) {
         report.seconds.verify = verify / verified;
         report.verification = fast ? FastVerification(*lane->sketch_host, tolerance, gemm::kSketchReference)
-                                   : VerificationOf(results[i], d_count, tolerance, "gpu-simt-fp64");
+                                   : VerificationOf(results[i], d_count, tolerance, reference_name);
       }
     }
   }

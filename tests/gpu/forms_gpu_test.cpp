@@ -2,7 +2,9 @@
 // engine/cuda_forms.cpp): every case of tests/form_cases.h on ragged
 // shapes, D poisoned and checked against an fp64 product on the host; the
 // refusals cuBLASLt's fp8 imposes; a planted fault caught in every type;
-// and the x @ W request through a real server.
+// each form the ladder computes checked by the other family (step 0 by the
+// ladder, a ladder step by cuBLASLt); and the x @ W request
+// through a real server.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -130,6 +132,10 @@ TEST(FormsGpu, LadderStepsComputeTheirFormsThroughTheEngine) {
         ASSERT_TRUE(report.ok()) << report.status();
         EXPECT_TRUE(report->verification.passed) << report->verification.max_abs_error;
         EXPECT_EQ(report->verification.fast, fast);
+        // cuBLASLt checks the forms it computes too (one type in and out);
+        // the fp64 SIMT GEMM the mixed ones.
+        const char* full = form.in == form.out ? "cublaslt" : "gpu-simt-fp64";
+        EXPECT_EQ(report->verification.reference, fast ? gemm::kSketchReference : full);
         EXPECT_EQ(run.WrongElements(), 0);
         ++ran;
       }
@@ -194,7 +200,10 @@ TEST(FormsGpu, APlantedVendorFaultIsCaughtInEveryType) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_FALSE(r->verification.passed) << Name(c);
     EXPECT_GT(r->verification.mismatches, 0u) << Name(c);
-    EXPECT_EQ(r->verification.reference, "gpu-simt-fp64");
+    // The ladder checks the forms it computes (on a Hopper, its step 10);
+    // the fp64 SIMT GEMM the rest.
+    EXPECT_EQ(r->verification.reference, gemm::IsLadderForm(job.form) ? "ladder-step-10" : "gpu-simt-fp64")
+        << Name(c);
     job.verify_fast = true;
     r = engine->Run(0, job);
     ASSERT_TRUE(r.ok()) << r.status();
@@ -208,6 +217,31 @@ TEST(FormsGpu, APlantedVendorFaultIsCaughtInEveryType) {
   auto r = engine->Run(0, job);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->verification.passed) << "unplanted, the same request passes";
+}
+
+// A ladder step's form is checked by cuBLASLt: with cuBLASLt planted to sum
+// half of K, step 10's D, right, fails its check; unplanted, it passes.
+TEST(FormsGpu, ALadderStepsFormIsCheckedByCublasLt) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  if (!engine->availability(10, 0).available) GTEST_SKIP() << "step 10 is withdrawn on this GPU";
+  const CaseShape shape{300, 200, 130};
+  GemmForm f;
+  f.a = f.b = f.d = ElementType::kBF16;
+  f.b_layout = Layout::kMnContiguous;  // x @ W
+  f.StackDensely(shape.m, shape.n, shape.k);
+  for (bool planted : {true, false}) {
+    SCOPED_TRACE(planted ? "cuBLASLt planted" : "unplanted");
+    gemm::testing::PlantVendorFault(planted);
+    CaseJob run(f, shape, 77);
+    run.job.step = 10;
+    auto report = engine->Run(0, run.job);
+    gemm::testing::PlantVendorFault(false);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->verification.reference, "cublaslt");
+    EXPECT_EQ(report->verification.passed, !planted);
+    EXPECT_EQ(run.WrongElements(), 0) << "step 10's D is right either way";
+  }
 }
 
 // A stored operand (one with a cache key) stays on the device after the
@@ -328,7 +362,7 @@ TEST_F(FormsServerGpu, Bf16XTimesWPlusBetaCBatchedThroughTheServer) {
   gemm::v1::MultiplyResponse resp;
   ASSERT_TRUE(client().Multiply(problem.Request(client()), &resp).ok());
   EXPECT_TRUE(resp.verification().passed());
-  EXPECT_EQ(resp.verification().reference(), "gpu-simt-fp64");
+  EXPECT_EQ(resp.verification().reference(), "ladder-step-10");  // step 0 of a form the ladder computes
   EXPECT_EQ(resp.engine(), "cuda");
   EXPECT_EQ(problem.Mismatches(resp.d(), 7), 0);
 }

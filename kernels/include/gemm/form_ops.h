@@ -41,5 +41,11 @@ struct FormBoundTerms {
 };
 cudaError_t CompareForm(const void* d, ElementType type, const double* ref, uint64_t count, double rtol, double atol,
                         FormBoundTerms terms, CompareResult* result, cudaStream_t stream);
+// The same against another tensor-core GEMM's D (`ref`, of `ref_type`). The
+// bound already counts two fp32-accumulated GEMMs, each rounding once
+// (gemm/form.h). Either way an element also fails where the reference is
+// not finite.
+cudaError_t CompareForm(const void* d, ElementType type, const void* ref, ElementType ref_type, uint64_t count,
+                        double rtol, double atol, FormBoundTerms terms, CompareResult* result, cudaStream_t stream);
 
 }  // namespace gemm

@@ -81,28 +81,67 @@ __global__ void __launch_bounds__(256) ReferenceKernel(FormProblem p, double* re
   }
 }
 
-// Thread v of entry blockIdx.y: ‖row v of op(A)‖ (v < m) or ‖column v - m
-// of op(B)‖ (v >= m), over K. An operand the batch shares is entry 0's.
-__global__ void NormsKernel(FormProblem p, float* bound) {
-  const GemmForm& f = p.form;
-  const int64_t v = int64_t{blockIdx.x} * blockDim.x + threadIdx.x, e = blockIdx.y;
-  if (v >= p.m + p.n) return;
-  if (e > 0 && (v < p.m ? f.stride_a : f.stride_b) == 0) return;
+// The largest ‖row‖₂ over K of one operand, `mn` rows (M of A, N of B) in
+// each of `gridDim.y` batch entries `stride` apart, into *out. A block takes
+// 32 rows, and its reads run along memory whichever way they are stored:
+// stored mn × k, a warp takes a row, its lanes along K; stored k × mn, lane
+// i takes the i-th row (a column of storage, so a warp reads 32 adjacent
+// elements) and each warp a 32nd of K. Loads unrolled eight deep, the type
+// a template parameter so that each is one load and a widening; sums of
+// squares in fp64, as the reference's.
+constexpr int kNormWarps = 32, kNormThreads = 32 * kNormWarps;
+
+template <ElementType kType, bool kKContiguous>
+__global__ void __launch_bounds__(kNormThreads) NormsKernel(const void* x, int64_t mn, int64_t k, int64_t stride,
+                                                            float* out) {
+  const uint64_t base = static_cast<uint64_t>(blockIdx.y) * static_cast<uint64_t>(stride);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   double sum = 0;
-  if (v < p.m) {
-    const uint64_t a0 = static_cast<uint64_t>(e * f.stride_a);
-    for (int64_t kk = 0; kk < p.k; ++kk) {
-      const double x = LoadElement(f.a, p.a, a0 + IndexInA(f, p.m, p.k, v, kk));
-      sum += x * x;
+  if constexpr (kKContiguous) {
+    const int64_t row = int64_t{blockIdx.x} * 32 + warp;
+    if (row < mn) {
+      const uint64_t first = base + static_cast<uint64_t>(row) * k;
+#pragma unroll 8
+      for (int64_t kk = lane; kk < k; kk += 32) {
+        const double v = LoadElement(kType, x, first + kk);
+        sum += v * v;
+      }
     }
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffff, sum, offset);
+    if (lane == 0) AtomicMaxNonNegative(out, static_cast<float>(sqrt(sum)));
   } else {
-    const uint64_t b0 = static_cast<uint64_t>(e * f.stride_b);
-    for (int64_t kk = 0; kk < p.k; ++kk) {
-      const double y = LoadElement(f.b, p.b, b0 + IndexInB(f, p.n, p.k, kk, v - p.m));
-      sum += y * y;
+    __shared__ double partial[kNormWarps][32];
+    const int64_t row = int64_t{blockIdx.x} * 32 + lane;
+    if (row < mn) {
+#pragma unroll 8
+      for (int64_t kk = warp; kk < k; kk += kNormWarps) {
+        const double v = LoadElement(kType, x, base + static_cast<uint64_t>(kk) * mn + row);
+        sum += v * v;
+      }
     }
+    partial[warp][lane] = sum;
+    __syncthreads();
+    if (warp != 0) return;
+    sum = 0;
+    for (int w = 0; w < kNormWarps; ++w) sum += partial[w][lane];
+    for (int offset = 16; offset > 0; offset /= 2) sum = fmax(sum, __shfl_down_sync(0xffffffff, sum, offset));
+    if (lane == 0) AtomicMaxNonNegative(out, static_cast<float>(sqrt(sum)));
   }
-  AtomicMaxNonNegative(&bound[v < p.m ? 0 : 1], static_cast<float>(sqrt(sum)));
+}
+
+// NormsKernel over one operand: its type, layout and batch entries (one
+// where the batch shares it).
+cudaError_t LaunchNorms(const void* x, ElementType type, Layout layout, int64_t mn, int64_t k, int64_t stride,
+                        int64_t batch, float* out, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((mn + 31) / 32), static_cast<unsigned>(stride == 0 ? 1 : batch));
+  WithElementType(type, [&](auto t) {
+    if (layout == Layout::kKContiguous) {
+      NormsKernel<t.value, true><<<grid, kNormThreads, 0, stream>>>(x, mn, k, stride, out);
+    } else {
+      NormsKernel<t.value, false><<<grid, kNormThreads, 0, stream>>>(x, mn, k, stride, out);
+    }
+  });
+  return cudaGetLastError();
 }
 
 __global__ void MaxAbsKernel(const void* c, ElementType type, uint64_t count, float* out) {
@@ -182,9 +221,13 @@ cudaError_t ReferenceFormGemm(const FormProblem& p, double* ref, cudaStream_t st
 
 cudaError_t FormBoundInputs(const FormProblem& p, float* bound, cudaStream_t stream) {
   if (auto e = cudaMemsetAsync(bound, 0, 3 * sizeof(float), stream); e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>((p.m + p.n + 127) / 128), static_cast<unsigned>(p.form.batch));
-  NormsKernel<<<grid, 128, 0, stream>>>(p, bound);
-  if (auto e = cudaGetLastError(); e != cudaSuccess) return e;
+  const GemmForm& f = p.form;
+  if (auto e = LaunchNorms(p.a, f.a, f.a_layout, p.m, p.k, f.stride_a, f.batch, bound, stream); e != cudaSuccess) {
+    return e;
+  }
+  if (auto e = LaunchNorms(p.b, f.b, f.b_layout, p.n, p.k, f.stride_b, f.batch, bound + 1, stream); e != cudaSuccess) {
+    return e;
+  }
   if (!p.form.ReadsC()) return cudaSuccess;
   const uint64_t c_count = StorageOfC(p.form, p.m, p.n).Footprint(p.form.batch);
   MaxAbsKernel<<<GridFor(c_count), 256, 0, stream>>>(p.c, p.form.c, c_count, bound + 2);

@@ -8,8 +8,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "engine/cuda_engine.h"
 #include "form_cases.h"
+#include "gemm/form_ops.h"
 #include "gemm/sketch_check.h"
 #include "gemm/steps.h"
 #include "gemm/test_hooks.h"
@@ -159,6 +163,60 @@ TEST(FormsGpu, LongKOverFewTilesMeetsTheBoundInTheSixteenBitTypes) {
     for (const Case& c : cases) {
       for (CaseShape s : {CaseShape{100, 300, 4000}, CaseShape{64, 128, 16384}}) RunCase(*engine, c, seed += 3, s);
     }
+  }
+}
+
+// The full check's bound reads the largest ‖row‖₂ of op(A), ‖column‖₂ of
+// op(B) and |c| on the GPU (gemm::FormBoundInputs): the same, to fp32's
+// rounding, as they are computed here in fp64, for every type, both
+// layouts of each operand, ragged sizes and batches with B shared.
+TEST(FormsGpu, TheBoundsNormsAreTheOperandsLargest) {
+  SKIP_WITHOUT_GPU();
+  uint32_t seed = 2100;
+  for (const Case& c : AllCases()) {
+    const CaseShape s{37, 70, 133};
+    const GemmForm f = FormOf(c, s);
+    CaseJob run(f, s, seed += 3);
+    SCOPED_TRACE(Name(c));
+    void *a = nullptr, *b = nullptr, *cm = nullptr;
+    float* bound = nullptr;
+    ASSERT_EQ(cudaMalloc(&a, run.a.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b, run.b.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&cm, std::max<size_t>(run.c.size(), 1)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&bound, 3 * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(a, run.a.data(), run.a.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(b, run.b.data(), run.b.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(cm, run.c.data(), run.c.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    const gemm::FormProblem p{s.m, s.n, s.k, f, a, b, cm, nullptr};
+    ASSERT_EQ(gemm::FormBoundInputs(p, bound, nullptr), cudaSuccess);
+    float got[3];
+    ASSERT_EQ(cudaMemcpy(got, bound, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
+    double want[3] = {0, 0, 0};
+    for (int64_t e = 0; e < f.batch; ++e) {
+      for (int64_t i = 0; i < s.m; ++i) {
+        double sum = 0;
+        for (int64_t kk = 0; kk < s.k; ++kk) {
+          const double x = gemm::LoadElement(f.a, run.a.data(), e * f.stride_a + gemm::IndexInA(f, s.m, s.k, i, kk));
+          sum += x * x;
+        }
+        want[0] = std::max(want[0], std::sqrt(sum));
+      }
+      for (int64_t j = 0; j < s.n; ++j) {
+        double sum = 0;
+        for (int64_t kk = 0; kk < s.k; ++kk) {
+          const double y = gemm::LoadElement(f.b, run.b.data(), e * f.stride_b + gemm::IndexInB(f, s.n, s.k, kk, j));
+          sum += y * y;
+        }
+        want[1] = std::max(want[1], std::sqrt(sum));
+      }
+    }
+    const uint64_t c_count = f.ReadsC() ? gemm::StorageOfC(f, s.m, s.n).Footprint(f.batch) : 0;
+    for (uint64_t i = 0; i < c_count; ++i) {
+      want[2] = std::max<double>(want[2], std::fabs(gemm::LoadElement(f.c, run.c.data(), i)));
+    }
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], want[i], 1e-6 * want[i]) << "bound input " << i;
+    EXPECT_GT(want[0] * want[1], 0.0) << "random operands have rows";
+    for (void* x : {a, b, cm, static_cast<void*>(bound)}) cudaFree(x);
   }
 }
 

@@ -73,6 +73,8 @@ PURPOSES = {
     "split_k_sums": "the GPU harness's tests and forms parts after step 0's forms were held to split-K partial "
                     "sums in fp32: the long-K forms test on the build before and this one, and both servers' forms "
                     "table with two long-K rows",
+    "gpu_tests_bf16": "the GPU harness's tests and bf16 parts: every GPU test, and gemm-bench --dtype bf16 on steps "
+                      "8-10 beside cuBLAS and the autotuned cuBLASLt, K-contiguous, with beta 1 and as x @ W",
     "form_check": "the GPU harness's tests and forms parts with the forms' full check against the other family's "
                   "tensor-core GEMM and the bound's norms read along memory, beside the server before both",
     "beta_c_loads": "the GPU harness's betancu part (ncu cycles of step 10 with and without beta·C) for two ways "

@@ -191,24 +191,27 @@ TEST(FormsGpu, TheBoundsNormsAreTheOperandsLargest) {
     ASSERT_EQ(gemm::FormBoundInputs(p, bound, nullptr), cudaSuccess);
     float got[3];
     ASSERT_EQ(cudaMemcpy(got, bound, sizeof got, cudaMemcpyDeviceToHost), cudaSuccess);
-    double want[3] = {0, 0, 0};
-    for (int64_t e = 0; e < f.batch; ++e) {
-      for (int64_t i = 0; i < s.m; ++i) {
+    // The largest ‖row‖₂ over K of `rows` rows whose element (r, kk) is at index(r, kk).
+    const auto largest_norm = [&](gemm::ElementType type, const std::string& bytes, int64_t rows, auto index) {
+      double largest = 0;
+      for (int64_t r = 0; r < rows; ++r) {
         double sum = 0;
         for (int64_t kk = 0; kk < s.k; ++kk) {
-          const double x = gemm::LoadElement(f.a, run.a.data(), e * f.stride_a + gemm::IndexInA(f, s.m, s.k, i, kk));
+          const double x = gemm::LoadElement(type, bytes.data(), index(r, kk));
           sum += x * x;
         }
-        want[0] = std::max(want[0], std::sqrt(sum));
+        largest = std::max(largest, std::sqrt(sum));
       }
-      for (int64_t j = 0; j < s.n; ++j) {
-        double sum = 0;
-        for (int64_t kk = 0; kk < s.k; ++kk) {
-          const double y = gemm::LoadElement(f.b, run.b.data(), e * f.stride_b + gemm::IndexInB(f, s.n, s.k, kk, j));
-          sum += y * y;
-        }
-        want[1] = std::max(want[1], std::sqrt(sum));
-      }
+      return largest;
+    };
+    double want[3] = {0, 0, 0};
+    for (int64_t e = 0; e < f.batch; ++e) {
+      want[0] = std::max(want[0], largest_norm(f.a, run.a, s.m, [&](int64_t i, int64_t kk) {
+                           return e * f.stride_a + gemm::IndexInA(f, s.m, s.k, i, kk);
+                         }));
+      want[1] = std::max(want[1], largest_norm(f.b, run.b, s.n, [&](int64_t j, int64_t kk) {
+                           return e * f.stride_b + gemm::IndexInB(f, s.n, s.k, kk, j);
+                         }));
     }
     const uint64_t c_count = f.ReadsC() ? gemm::StorageOfC(f, s.m, s.n).Footprint(f.batch) : 0;
     for (uint64_t i = 0; i < c_count; ++i) {

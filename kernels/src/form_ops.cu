@@ -2,6 +2,7 @@
 // the reference must share no instruction, library or tiling with cuBLASLt.
 #include "gemm/form_ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/atomic_max.h"
@@ -195,9 +196,16 @@ __global__ void CompareKernel(const void* d, ElementType type, Reference ref, ui
   if ((threadIdx.x & 31) == 0) {
     if (mismatches) atomicAdd(&result->mismatches, mismatches);
     if (non_finite) atomicAdd(&result->non_finite, non_finite);
-    AtomicMaxNonNegative(&result->max_abs_error, worst);
+    if (worst > 0) AtomicMaxNonNegative(&result->max_abs_error, worst);
   }
 }
+
+// CompareKernel's grid: a few waves of blocks, each thread looping over
+// elements. A thread an element made a warp's atomics on one address the
+// kernel's cost: 0.41 ms at 4096² on an H100, against 0.03 for the plain
+// GEMM's comparison.
+constexpr unsigned kCompareBlocks = 1024;
+unsigned CompareGrid(uint64_t count) { return std::min(GridFor(count), kCompareBlocks); }
 
 }  // namespace
 
@@ -237,15 +245,16 @@ cudaError_t FormBoundInputs(const FormProblem& p, float* bound, cudaStream_t str
 cudaError_t CompareForm(const void* d, ElementType type, const double* ref, uint64_t count, double rtol, double atol,
                         FormBoundTerms terms, CompareResult* result, cudaStream_t stream) {
   if (auto e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
-  CompareKernel<<<GridFor(count), 256, 0, stream>>>(d, type, Fp64Reference{ref}, count, rtol, atol, terms, result);
+  CompareKernel<<<CompareGrid(count), 256, 0, stream>>>(d, type, Fp64Reference{ref}, count, rtol, atol, terms,
+                                                        result);
   return cudaGetLastError();
 }
 
 cudaError_t CompareForm(const void* d, ElementType type, const void* ref, ElementType ref_type, uint64_t count,
                         double rtol, double atol, FormBoundTerms terms, CompareResult* result, cudaStream_t stream) {
   if (auto e = cudaMemsetAsync(result, 0, sizeof(CompareResult), stream); e != cudaSuccess) return e;
-  CompareKernel<<<GridFor(count), 256, 0, stream>>>(d, type, TypedReference{ref, ref_type}, count, rtol, atol, terms,
-                                                    result);
+  CompareKernel<<<CompareGrid(count), 256, 0, stream>>>(d, type, TypedReference{ref, ref_type}, count, rtol, atol,
+                                                        terms, result);
   return cudaGetLastError();
 }
 

@@ -76,7 +76,7 @@ const char* At(const void* base, uint64_t elements, gemm::ElementType type) {
 // The full check's reference D of `p` into `ref` (ref_bytes, poisoned
 // first, so that an element the reference leaves unwritten fails rather
 // than passes): by the ladder's `ladder_step`, or by cuBLASLt where that is
-// 0 (its workspace `scratch`).
+// gemm::kVendorStep (its workspace `scratch`).
 absl::Status RunFormReference(CudaEngine::Device& dev, Lane& lane, int ladder_step, const gemm::FormProblem& p,
                               void* ref, uint64_t ref_bytes, void* scratch) {
   if (const cudaError_t e = cudaMemsetAsync(ref, 0xff, ref_bytes, lane.compute); e != cudaSuccess) {
@@ -272,8 +272,9 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(int device, Device&
       // operands and its own comparison, as if it had run alone.
       if (reference == Reference::kFp64) {
         e = gemm::ReferenceFormGemm(p, static_cast<double*>(ref), stream);
-      } else if (auto st = RunFormReference(dev, *lane, reference == Reference::kLadder ? ladder_step : 0, p, ref,
-                                            ref_bytes, scratch);
+      } else if (auto st = RunFormReference(dev, *lane,
+                                            reference == Reference::kLadder ? ladder_step : gemm::kVendorStep, p,
+                                            ref, ref_bytes, scratch);
                  !st.ok()) {
         return all(st);
       }

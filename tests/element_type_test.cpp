@@ -58,6 +58,22 @@ TEST(ElementType, Fp8EncodingRoundTripsEveryFiniteCode) {
   }
 }
 
+// gemm::WidenedToF16 rests on this: fp16 (IEEE 754 binary16, by Debian's
+// libfp16) holds every fp8 value of both formats exactly, Inf and NaN too.
+TEST(ElementType, EveryFp8ValueIsAnFp16Value) {
+  for (ElementType t : {ElementType::kF8E4M3, ElementType::kF8E5M2}) {
+    for (int code = 0; code < 256; ++code) {
+      const float v = Fp8Value(t, static_cast<uint8_t>(code));
+      const float widened = fp16_ieee_to_fp32_value(fp16_ieee_from_fp32_value(v));
+      if (std::isnan(v)) {
+        EXPECT_TRUE(std::isnan(widened)) << ElementName(t) << " code " << code;
+      } else {
+        EXPECT_EQ(widened, v) << ElementName(t) << " code " << code;
+      }
+    }
+  }
+}
+
 TEST(ElementType, Fp8RoundsToNearestTiesToEven) {
   const ElementType t = ElementType::kF8E4M3;
   // Between 1.0 (0x38, mantissa 000) and 1.125 (0x39): 1.0625 is the tie,

@@ -150,6 +150,33 @@ TEST(GemmForm, LadderStepsTakeBothSixteenBitTypesAndBothLayoutsAndNothingElse) {
   EXPECT_FALSE(FormsOf(11).bf16) << "not a step";
 }
 
+// Every fp8 form cuBLASLt computes, widened to fp16 operands with its
+// scales in α, is a form the ladder computes: what lets step 10 check it.
+// Only where C is in fp32 is it not.
+TEST(GemmForm, AnFp8FormWidenedToFp16IsALadderFormWithItsScalesInAlpha) {
+  for (const TypeCombination& t : kTypeCombinations) {
+    if (!IsFp8(t.a)) continue;
+    GemmForm f;
+    f.a = t.a, f.b = t.b, f.d = f.c = t.d;
+    f.alpha = 0.5, f.a_scale = 3, f.b_scale = -0.25;
+    f.has_c = true, f.beta = 2, f.batch = 3;
+    f.StackDensely(64, 32, 48);
+    ASSERT_EQ(CombinationError(f), "");
+    const GemmForm w = WidenedToF16(f);
+    EXPECT_EQ(w.a, ElementType::kF16);
+    EXPECT_EQ(w.b, ElementType::kF16);
+    EXPECT_EQ(w.d, f.d);
+    EXPECT_EQ(w.alpha, 0.5 * 3 * -0.25);
+    EXPECT_EQ(w.ProductScale(), f.ProductScale());
+    EXPECT_EQ(w.beta, 2);
+    EXPECT_EQ(w.stride_a, f.stride_a) << "the same elements at the same places";
+    EXPECT_TRUE(IsLadderForm(w)) << ElementName(t.a) << " x " << ElementName(t.b) << " -> " << ElementName(t.d);
+    EXPECT_EQ(FormError(10, w), "");
+    f.c = ElementType::kF32;
+    EXPECT_FALSE(IsLadderForm(WidenedToF16(f)));
+  }
+}
+
 // The server batches requests whose forms compute the same function: the
 // batch and strides do not matter, every other field does, and beta and
 // C's type only where C is read.

@@ -27,6 +27,12 @@ __global__ void ConvertKernel(const float* src, ElementType type, void* dst, uin
   }
 }
 
+__global__ void WidenKernel(const void* src, ElementType type, __half* dst, uint64_t count) {
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < count; i += uint64_t{gridDim.x} * blockDim.x) {
+    dst[i] = __float2half_rn(LoadElement(type, src, i));
+  }
+}
+
 // A 64×64 block of outputs per 16×16 threads, each thread 4×4 of them
 // (rows ty + 16u, columns tx + 16v), over 16-deep steps of K whose op(A)
 // and op(B) tiles are widened to fp64 in shared memory: half a shared load
@@ -216,6 +222,11 @@ cudaError_t FillRandom(void* dst, ElementType type, uint64_t count, uint64_t see
 
 cudaError_t ConvertFromFloat(const float* src, ElementType type, void* dst, uint64_t count, cudaStream_t stream) {
   ConvertKernel<<<GridFor(count), 256, 0, stream>>>(src, type, dst, count);
+  return cudaGetLastError();
+}
+
+cudaError_t WidenToF16(const void* src, ElementType type, __half* dst, uint64_t count, cudaStream_t stream) {
+  WidenKernel<<<GridFor(count), 256, 0, stream>>>(src, type, dst, count);
   return cudaGetLastError();
 }
 

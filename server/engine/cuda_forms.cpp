@@ -5,9 +5,12 @@
 // MN-contiguous operands, α and β·C, batches). VERIFICATION_FULL compares
 // D with the other family's tensor-core GEMM where that computes the form,
 // as the plain GEMM's check does: step 0 against the ladder's top step, a
-// ladder step against cuBLASLt (0.3 ms at bf16 4096^3 on an H100). Every
-// other form is compared with an fp64 SIMT GEMM (gemm/form_ops.h), which
-// shares nothing with either and takes 15-18 ms there.
+// ladder step against cuBLASLt (0.3 ms at bf16 4096^3 on an H100). An fp8
+// form, step 0's alone, is compared with the ladder's top step over its
+// operands widened to fp16, which hold every fp8 value exactly. Every
+// other form (fp32, tf32, the mixed 16-bit pairs) is compared with an fp64
+// SIMT GEMM (gemm/form_ops.h), which shares nothing with either and takes
+// 15-18 ms there.
 // The operands are dense on the device, come up through the
 // lane's staging on the compute stream (stored ones stay in the device's
 // cache for the next request), and the whole request waits once; the
@@ -72,6 +75,26 @@ gemm::Problem LadderProblem(const gemm::FormProblem& p) {
 const char* At(const void* base, uint64_t elements, gemm::ElementType type) {
   return static_cast<const char*>(base) + elements * gemm::ElementBytes(type);
 }
+
+// fp16 copies of an fp8 form's operands, A's then B's at a 128-byte
+// boundary: their elements, and `p` over them (gemm::WidenedToF16).
+struct WidenedOperands {
+  uint64_t a_count, b_count;
+  explicit WidenedOperands(const gemm::FormProblem& p)
+      : a_count((gemm::StorageOfA(p.form, p.m, p.k).Footprint(p.form.batch) + 63) / 64 * 64),
+        b_count(gemm::StorageOfB(p.form, p.n, p.k).Footprint(p.form.batch)) {}
+  uint64_t bytes() const { return (a_count + b_count) * sizeof(__half); }
+  // Widens p's operands into `at` on `stream`; *over is p reading them.
+  cudaError_t Widen(const gemm::FormProblem& p, void* at, cudaStream_t stream, gemm::FormProblem* over) const {
+    auto* a = static_cast<__half*>(at);
+    *over = p;
+    over->form = gemm::WidenedToF16(p.form);
+    over->a = a;
+    over->b = a + a_count;
+    const cudaError_t e = gemm::WidenToF16(p.a, p.form.a, a, a_count, stream);
+    return e != cudaSuccess ? e : gemm::WidenToF16(p.b, p.form.b, a + a_count, b_count, stream);
+  }
+};
 
 // The full check's reference D of `p` into `ref` (ref_bytes, poisoned
 // first, so that an element the reference leaves unwritten fails rather
@@ -164,10 +187,15 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(int device, Device&
   const bool fast = any_verify && first.verify_fast;
   const bool full_check = any_verify && !fast;
   // The full check's reference (the file's comment), and the bytes of its D.
-  enum class Reference { kFp64, kLadder, kVendor } reference = Reference::kFp64;
+  // An fp8 form's reference is the ladder's GEMM of its operands widened
+  // to fp16, which hold them exactly (gemm::WidenedToF16).
+  enum class Reference { kFp64, kLadder, kWidenedLadder, kVendor } reference = Reference::kFp64;
   const int ladder_step = vendor ? VendorReferenceStep(device) : gemm::kVendorStep;
-  if (full_check && vendor && ladder_step != gemm::kVendorStep && gemm::FormError(ladder_step, f).empty()) {
+  const bool ladder_checks = full_check && vendor && ladder_step != gemm::kVendorStep;
+  if (ladder_checks && gemm::FormError(ladder_step, f).empty()) {
     reference = Reference::kLadder;
+  } else if (ladder_checks && gemm::IsFp8(f.a) && gemm::FormError(ladder_step, gemm::WidenedToF16(f)).empty()) {
+    reference = Reference::kWidenedLadder;
   } else if (full_check && !vendor && gemm::PrepareVendorForm(p, lane->ctx).empty()) {
     reference = Reference::kVendor;
   }
@@ -176,7 +204,9 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(int device, Device&
 
   PoolBuffers buffers(dev.pool, stream, stream, lane->scratch, kLaneScratchBytes);
   const uint64_t scratch_bytes = vendor || reference == Reference::kVendor ? gemm::VendorFormScratchBytes(p) : 0;
-  uint64_t needed = d_bytes + scratch_bytes + (full_check ? ref_bytes : 0);
+  const WidenedOperands widened(p);
+  const uint64_t widened_bytes = reference == Reference::kWidenedLadder ? widened.bytes() : 0;
+  uint64_t needed = d_bytes + scratch_bytes + (full_check ? ref_bytes : 0) + widened_bytes;
   cudaError_t e = cudaSuccess;
   for (Input& in : inputs) {
     in.each = in.storage.Footprint(f.batch) / count;
@@ -195,7 +225,9 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(int device, Device&
     p.*in.data = ptr;
   }
   void *scratch = nullptr, *ref = nullptr, *bounds = nullptr, *compared = nullptr, *sketch_scratch = nullptr;
+  void* widened_operands = nullptr;
   if (e == cudaSuccess) e = buffers.AllocateBytes(&p.d, d_bytes);
+  if (e == cudaSuccess && widened_bytes > 0) e = buffers.AllocateBytes(&widened_operands, widened_bytes);
   if (e == cudaSuccess && scratch_bytes > 0) e = buffers.AllocateBytes(&scratch, scratch_bytes);
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&ref, ref_bytes);
   if (e == cudaSuccess && full_check) e = buffers.AllocateBytes(&bounds, count * 3 * sizeof(float));
@@ -256,9 +288,10 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(int device, Device&
       cudaEventRecord(lane->stops[r], stream);
     }
     const gemm::FormTolerance tolerance = gemm::ToleranceOf(first.form);
-    const std::string reference_name = reference == Reference::kLadder   ? VendorReferenceName(ladder_step)
-                                       : reference == Reference::kVendor ? "cublaslt"
-                                                                         : "gpu-simt-fp64";
+    const std::string reference_name = reference == Reference::kLadder          ? VendorReferenceName(ladder_step)
+                                       : reference == Reference::kWidenedLadder ? VendorReferenceName(ladder_step) + "-fp16"
+                                       : reference == Reference::kVendor        ? "cublaslt"
+                                                                                : "gpu-simt-fp64";
     if (fast) {  // a few passes over the operands and D
       e = gemm::SketchCheck(gemm::SketchOfForm(p, FreshSketchSeed()), sketch_scratch, lane->sketch, stream);
       if (e == cudaSuccess) {
@@ -270,13 +303,19 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(int device, Device&
     } else if (any_verify) {
       // One reference for the launch; each job's bound from its own
       // operands and its own comparison, as if it had run alone.
+      gemm::FormProblem check = p;
       if (reference == Reference::kFp64) {
         e = gemm::ReferenceFormGemm(p, static_cast<double*>(ref), stream);
-      } else if (auto st = RunFormReference(dev, *lane,
-                                            reference == Reference::kLadder ? ladder_step : gemm::kVendorStep, p,
-                                            ref, ref_bytes, scratch);
-                 !st.ok()) {
-        return all(st);
+      } else if (reference == Reference::kWidenedLadder &&
+                 (e = widened.Widen(p, widened_operands, stream, &check)) != cudaSuccess) {
+        return all(dev.Fail("verification", e));
+      }
+      if (reference != Reference::kFp64) {
+        if (auto st = RunFormReference(dev, *lane, reference == Reference::kVendor ? gemm::kVendorStep : ladder_step,
+                                       check, ref, ref_bytes, scratch);
+            !st.ok()) {
+          return all(st);
+        }
       }
       auto* bound = static_cast<float*>(bounds);
       auto* result = static_cast<gemm::CompareResult*>(compared);

@@ -39,6 +39,15 @@ bool GpuTakes(const Case& c) {
   return !gemm::IsFp8(c.types.a) || (c.a_layout == Layout::kKContiguous && c.b_layout == Layout::kKContiguous);
 }
 
+// Step 0's full check's reference on a GPU whose ladder tops out at step
+// 10: the ladder for the forms it computes, and for fp8 over the operands
+// widened to fp16 (gemm::WidenedToF16); the fp64 SIMT GEMM for the rest.
+std::string StepZerosReference(const GemmForm& f) {
+  if (gemm::IsLadderForm(f)) return "ladder-step-10";
+  if (gemm::IsFp8(f.a) && gemm::IsLadderForm(gemm::WidenedToF16(f))) return "ladder-step-10-fp16";
+  return "gpu-simt-fp64";
+}
+
 TEST(FormsGpu, EveryCaseOnStepZeroMatchesAnFp64Product) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();
@@ -261,10 +270,7 @@ TEST(FormsGpu, APlantedVendorFaultIsCaughtInEveryType) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_FALSE(r->verification.passed) << Name(c);
     EXPECT_GT(r->verification.mismatches, 0u) << Name(c);
-    // The ladder checks the forms it computes (on a Hopper, its step 10);
-    // the fp64 SIMT GEMM the rest.
-    EXPECT_EQ(r->verification.reference, gemm::IsLadderForm(job.form) ? "ladder-step-10" : "gpu-simt-fp64")
-        << Name(c);
+    EXPECT_EQ(r->verification.reference, StepZerosReference(job.form)) << Name(c);
     job.verify_fast = true;
     r = engine->Run(0, job);
     ASSERT_TRUE(r.ok()) << r.status();
@@ -278,6 +284,39 @@ TEST(FormsGpu, APlantedVendorFaultIsCaughtInEveryType) {
   auto r = engine->Run(0, job);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->verification.passed) << "unplanted, the same request passes";
+}
+
+// An fp8 form is checked by step 10 over its operands widened to fp16,
+// scales in α, C and batches included, except where C is fp32 (the ladder
+// reads C in D's type only); at long K too, where cuBLASLt's fp8 sums keep
+// fewer bits than fp32's. Honest, every element passes; with cuBLASLt
+// planted to sum half of K, the check fails.
+TEST(FormsGpu, AnFp8FormIsCheckedByStepTenOverItsOperandsWidened) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  if (!engine->availability(10, 0).available) GTEST_SKIP() << "step 10 is withdrawn on this GPU";
+  uint32_t seed = 3100;
+  for (const Types& t : AllTypes()) {
+    if (!gemm::IsFp8(t.a)) continue;
+    for (int c_mode : {0, 1, 2}) {
+      for (int batch_mode : {0, 2}) {
+        const Case c{t, Layout::kKContiguous, Layout::kKContiguous, c_mode, batch_mode};
+        for (CaseShape s : {CaseShape{130, 72, 96}, CaseShape{136, 72, 8192}}) {
+          SCOPED_TRACE(Name(c) + " k " + std::to_string(s.k));
+          for (bool planted : {false, true}) {
+            gemm::testing::PlantVendorFault(planted);
+            CaseJob run(FormOf(c, s), s, seed += 3);
+            auto r = engine->Run(0, run.job);
+            gemm::testing::PlantVendorFault(false);
+            ASSERT_TRUE(r.ok()) << r.status();
+            EXPECT_EQ(r->verification.reference, c_mode == 2 ? "gpu-simt-fp64" : "ladder-step-10-fp16");
+            EXPECT_EQ(r->verification.passed, !planted) << r->verification.max_abs_error;
+            if (!planted) EXPECT_EQ(run.WrongElements(), 0);
+          }
+        }
+      }
+    }
+  }
 }
 
 // A ladder step's form is checked by cuBLASLt: with cuBLASLt planted to sum

@@ -63,6 +63,19 @@ struct GemmForm {
   GEMM_HOST_DEVICE bool ReadsC() const { return has_c && beta != 0; }
 };
 
+// An fp8 form over fp16 copies of its operands: every e4m3 and e5m2 value
+// is an fp16 value (e5m2 is fp16's top byte; e4m3's exponents, 2^-9 to
+// 2^8, lie within fp16's normal and subnormal range and its three mantissa
+// bits within fp16's ten), so the same GEMM of the widened operands, the
+// scales folded into α, has the same exact product. It lets a 16-bit
+// tensor-core GEMM check an fp8 one (server/engine/cuda_forms.cpp).
+inline GemmForm WidenedToF16(GemmForm f) {
+  f.alpha = f.ProductScale();
+  f.a_scale = f.b_scale = 1;
+  f.a = f.b = ElementType::kF16;
+  return f;
+}
+
 // Whether two forms compute the same function of their operands, batching
 // aside: the types, storages, scalars and C. Single requests of one such
 // form may be stacked into one batch (the server's batching).

@@ -21,6 +21,10 @@ cudaError_t FillRandom(void* dst, ElementType type, uint64_t count, uint64_t see
 // dst[i] = src[i] rounded to `type`.
 cudaError_t ConvertFromFloat(const float* src, ElementType type, void* dst, uint64_t count, cudaStream_t stream);
 
+// dst[i] = src[i] of `type` as fp16, for a type whose every value fp16
+// holds exactly (fp8: gemm::WidenedToF16).
+cudaError_t WidenToF16(const void* src, ElementType type, __half* dst, uint64_t count, cudaStream_t stream);
+
 // ref = α'·op(A)·op(B) + β·C per batch entry, dense batch·m·n, in fp64:
 // every product of the stored types is exact in fp64, and the sum's
 // rounding (K·2^-53 relative) is far below any fp32-accumulated GEMM's.

@@ -23,6 +23,7 @@ FORMS = (
     ("fp32, tf32 allowed", (4096, 4096, 4096), ("--type", "fp32", "--tf32")),
     ("fp8 e4m3 -> bf16", (4096, 4096, 4096), ("--type", "fp8_e4m3")),
     ("fp8 e4m3 x e5m2 -> fp16", (4096, 4096, 4096), ("--type", "fp8_e4m3", "--b-type", "fp8_e5m2", "--d-type", "fp16")),
+    ("fp8 e4m3 -> bf16 + 0.5 C", (4096, 4096, 4096), ("--type", "fp8_e4m3", "--beta", "0.5")),
 )
 # Long K over few output tiles, where cuBLASLt splits K: at their main
 # shapes only (the plan's grid holds them too).

@@ -1,6 +1,10 @@
-// gemm/form_ops.h says what these are. Plain CUDA-core code on purpose:
-// the reference must share no instruction, library or tiling with cuBLASLt.
+// gemm/form_ops.h says what these are. CUDA-core code, and fp64 tensor-core
+// code for the reference GEMM, on purpose: the reference must share no
+// instruction, library or tiling with cuBLASLt, whose kernels for the forms
+// it checks (fp32, tf32, fp8, 16-bit operands) use no fp64 instruction.
 #include "gemm/form_ops.h"
+
+#include <mma.h>
 
 #include <algorithm>
 #include <cmath>
@@ -33,58 +37,136 @@ __global__ void WidenKernel(const void* src, ElementType type, __half* dst, uint
   }
 }
 
-// A 64×64 block of outputs per 16×16 threads, each thread 4×4 of them
-// (rows ty + 16u, columns tx + 16v), over 16-deep steps of K whose op(A)
-// and op(B) tiles are widened to fp64 in shared memory: half a shared load
-// per fp64 FMA, where one output per thread took two. Batch entry per
-// blockIdx.z. Each sum runs over K in order, in fp64.
-constexpr int kBlock = 64, kStep = 16, kThreadsPerSide = 16, kPerThread = kBlock / kThreadsPerSide;
+// A 64×64 block of outputs per four warps, each warp 32×32 of them as 4×4
+// fp64 tensor-core tiles (wmma m8n8k4, DMMA), over 16-deep steps of K
+// whose op(A) and op(B) tiles are widened to fp64 in shared memory. Batch
+// entry per blockIdx.z. Every product of the stored types is exact in
+// fp64, and DMMA adds in fp64 (FormsGpu.TheFp64ReferenceIsTheProductInEveryForm
+// holds it within 1e-13 of the host's fp64 sums). DMMA's peak is twice the
+// fp64 FMA units': on an H100 the SIMT kernel this replaced ran at 7.8
+// TFLOPS, this one at about 20 (the fp32 4096^3 full check 17.7 -> 6.9 ms).
+constexpr int kBlock = 64, kStep = 16, kWarpTile = 32, kFrag = 8, kFragK = 4, kReferenceThreads = 128;
+// A row of 20 doubles: 160 bytes, so that 8 rows are a multiple of the 32
+// that wmma's loads need, and each row 8 banks on from the last, so that
+// the rows a half-warp's fragment load touches fall in different banks.
+constexpr int kTileLd = kStep + 4;
+using FragA = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, kFrag, kFrag, kFragK, double, nvcuda::wmma::row_major>;
+using FragB = nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, kFrag, kFrag, kFragK, double, nvcuda::wmma::col_major>;
+using FragAcc = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, kFrag, kFrag, kFragK, double>;
 
-__global__ void __launch_bounds__(256) ReferenceKernel(FormProblem p, double* ref) {
-  __shared__ double as[kStep][kBlock + 1], bs[kStep][kBlock + 1];
+// Where one thread's elements of an operand's tile lie: its l-th at row
+// r + l·dr and k kk + l·dk of the tile (the operand's rows being op(A)'s
+// rows or op(B)'s columns), which memory holds `row_stride` and
+// `k_stride` apart. Along K, neighbouring threads take neighbouring k;
+// stored MN-contiguous, neighbouring rows.
+struct TileWalk {
+  static constexpr int kLoads = kBlock * kStep / kReferenceThreads;
+  int r, kk, dr, dk;
+  int64_t rows, k, row_stride, k_stride, first;  // first: element (r, kk) at k0 = 0
+
+  __device__ TileWalk(Layout layout, int tid, int64_t row0, int64_t mn, int64_t k_, uint64_t base)
+      : rows(mn - row0), k(k_) {
+    const bool along_k = layout == Layout::kKContiguous;
+    r = along_k ? tid / kStep : tid % kBlock;
+    kk = along_k ? tid % kStep : tid / kBlock;
+    dr = along_k ? kReferenceThreads / kStep : 0;
+    dk = along_k ? 0 : kReferenceThreads / kBlock;
+    row_stride = along_k ? k : 1;  // stored mn × k, or k × mn
+    k_stride = along_k ? 1 : mn;
+    first = static_cast<int64_t>(base) + (row0 + r) * row_stride + kk * k_stride;
+  }
+  template <ElementType kType>
+  __device__ void Fetch(const void* x, int64_t k0, float out[kLoads]) const {
+    const int64_t at = first + k0 * k_stride, step = dr * row_stride + dk * k_stride;
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l) {
+      const bool inside = r + l * dr < rows && k0 + kk + l * dk < k;
+      out[l] = inside ? LoadElement(kType, x, static_cast<uint64_t>(at + l * step)) : 0.0f;
+    }
+  }
+  __device__ void Stash(const float in[kLoads], double* tile) const {
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l) tile[(r + l * dr) * kTileLd + kk + l * dk] = in[l];
+  }
+};
+
+// Four blocks an SM: 128 registers a thread, where ptxas otherwise took
+// 255 and left room for two. The K step's fragments are unrolled two deep
+// for the same reason (four deep spilled).
+template <ElementType kA, ElementType kB>
+__global__ void __launch_bounds__(kReferenceThreads, 4) ReferenceKernel(FormProblem p, double* ref) {
+  // op(A)'s tile row-major (row i, then k) and op(B)'s column-major (column
+  // j, then k): both K-contiguous, as the fragments read them. The block's
+  // sums go out through the same space.
+  constexpr int kTileDoubles = kBlock * kTileLd;
+  __shared__ __align__(128) double tiles[std::max(2 * kTileDoubles, kBlock * kBlock)];
+  double* as = tiles;
+  double* bs = tiles + kTileDoubles;
   const GemmForm& f = p.form;
   const int64_t e = blockIdx.z;
   const int64_t row0 = int64_t{blockIdx.y} * kBlock, col0 = int64_t{blockIdx.x} * kBlock;
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kThreadsPerSide + tx;
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int warp_row = (warp / 2) * kWarpTile, warp_col = (warp % 2) * kWarpTile;
   const uint64_t a0 = static_cast<uint64_t>(e * f.stride_a), b0 = static_cast<uint64_t>(e * f.stride_b);
-  double acc[kPerThread][kPerThread] = {};
+  FragAcc acc[kWarpTile / kFrag][kWarpTile / kFrag];
+#pragma unroll
+  for (auto& row : acc) {
+#pragma unroll
+    for (auto& tile : row) nvcuda::wmma::fill_fragment(tile, 0.0);
+  }
+  // 1,024 elements of each tile, 8 a thread; neighbouring threads take
+  // neighbouring elements of memory: along K or along M (N), as stored.
+  // The next step's are loaded while this one's products run, as floats
+  // (every stored type widens to fp32 exactly), and widened into the
+  // tiles after: the loads' latency, not the DMMA, had set the time.
+  const TileWalk walk_a(f.a_layout, tid, row0, p.m, p.k, a0), walk_b(f.b_layout, tid, col0, p.n, p.k, b0);
+  float next_a[TileWalk::kLoads], next_b[TileWalk::kLoads];
+  walk_a.Fetch<kA>(p.a, 0, next_a);
+  walk_b.Fetch<kB>(p.b, 0, next_b);
   for (int64_t k0 = 0; k0 < p.k; k0 += kStep) {
-    // 1,024 elements of each tile, four per thread; neighbouring threads
-    // take neighbouring k (K-contiguous operands read in runs).
-#pragma unroll
-    for (int l = 0; l < kPerThread; ++l) {
-      const int idx = tid + l * kThreadsPerSide * kThreadsPerSide, r = idx / kStep, kk = idx % kStep;
-      const int64_t i = row0 + r, j = col0 + r, kg = k0 + kk;
-      as[kk][r] = i < p.m && kg < p.k ? LoadElement(f.a, p.a, a0 + IndexInA(f, p.m, p.k, i, kg)) : 0.0;
-      bs[kk][r] = j < p.n && kg < p.k ? LoadElement(f.b, p.b, b0 + IndexInB(f, p.n, p.k, kg, j)) : 0.0;
-    }
+    walk_a.Stash(next_a, as);
+    walk_b.Stash(next_b, bs);
     __syncthreads();
+    if (k0 + kStep < p.k) {
+      walk_a.Fetch<kA>(p.a, k0 + kStep, next_a);
+      walk_b.Fetch<kB>(p.b, k0 + kStep, next_b);
+    }
+#pragma unroll 2
+    for (int kk = 0; kk < kStep; kk += kFragK) {
+      FragA fa[kWarpTile / kFrag];
+      FragB fb[kWarpTile / kFrag];
 #pragma unroll
-    for (int kk = 0; kk < kStep; ++kk) {
-      double a[kPerThread], b[kPerThread];
-#pragma unroll
-      for (int u = 0; u < kPerThread; ++u) {
-        a[u] = as[kk][ty + kThreadsPerSide * u];
-        b[u] = bs[kk][tx + kThreadsPerSide * u];
+      for (int u = 0; u < kWarpTile / kFrag; ++u) {
+        nvcuda::wmma::load_matrix_sync(fa[u], as + (warp_row + kFrag * u) * kTileLd + kk, kTileLd);
+        nvcuda::wmma::load_matrix_sync(fb[u], bs + (warp_col + kFrag * u) * kTileLd + kk, kTileLd);
       }
 #pragma unroll
-      for (int u = 0; u < kPerThread; ++u) {
+      for (int u = 0; u < kWarpTile / kFrag; ++u) {
 #pragma unroll
-        for (int v = 0; v < kPerThread; ++v) acc[u][v] = fma(a[u], b[v], acc[u][v]);
+        for (int v = 0; v < kWarpTile / kFrag; ++v) nvcuda::wmma::mma_sync(acc[u][v], fa[u], fb[v], acc[u][v]);
       }
     }
     __syncthreads();
   }
+  // The block's sums through shared memory (the tiles' space, free now),
+  // then out a row at a time with α' and β·C.
+  double* out = tiles;
 #pragma unroll
-  for (int u = 0; u < kPerThread; ++u) {
+  for (int u = 0; u < kWarpTile / kFrag; ++u) {
 #pragma unroll
-    for (int v = 0; v < kPerThread; ++v) {
-      const int64_t i = row0 + ty + kThreadsPerSide * u, j = col0 + tx + kThreadsPerSide * v;
-      if (i >= p.m || j >= p.n) continue;
-      double value = f.ProductScale() * acc[u][v];
-      if (f.ReadsC()) value += f.beta * LoadElement(f.c, p.c, static_cast<uint64_t>(e * f.stride_c + i * p.n + j));
-      ref[(static_cast<uint64_t>(e) * p.m + i) * p.n + j] = value;
+    for (int v = 0; v < kWarpTile / kFrag; ++v) {
+      nvcuda::wmma::store_matrix_sync(out + (warp_row + kFrag * u) * kBlock + warp_col + kFrag * v, acc[u][v], kBlock,
+                                      nvcuda::wmma::mem_row_major);
     }
+  }
+  __syncthreads();
+  const double scale = f.ProductScale();
+  for (int idx = tid; idx < kBlock * kBlock; idx += kReferenceThreads) {
+    const int64_t i = row0 + idx / kBlock, j = col0 + idx % kBlock;
+    if (i >= p.m || j >= p.n) continue;
+    double value = scale * out[idx];
+    if (f.ReadsC()) value += f.beta * LoadElement(f.c, p.c, static_cast<uint64_t>(e * f.stride_c + i * p.n + j));
+    ref[(static_cast<uint64_t>(e) * p.m + i) * p.n + j] = value;
   }
 }
 
@@ -159,7 +241,7 @@ __global__ void MaxAbsKernel(const void* c, ElementType type, uint64_t count, fl
   WarpAtomicMaxNonNegative(out, largest);
 }
 
-// A reference's element i: the SIMT GEMM's fp64, or another tensor-core
+// A reference's element i: the fp64 GEMM's, or another tensor-core
 // GEMM's D in its element type.
 struct Fp64Reference {
   const double* data;
@@ -233,8 +315,17 @@ cudaError_t WidenToF16(const void* src, ElementType type, __half* dst, uint64_t 
 cudaError_t ReferenceFormGemm(const FormProblem& p, double* ref, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.n + kBlock - 1) / kBlock), static_cast<unsigned>((p.m + kBlock - 1) / kBlock),
                   static_cast<unsigned>(p.form.batch));
-  ReferenceKernel<<<grid, dim3(kThreadsPerSide, kThreadsPerSide), 0, stream>>>(p, ref);
-  return cudaGetLastError();
+  // The type pairs gemm::CombinationError takes: one type, or two fp8.
+  bool launched = false;
+  WithElementType(p.form.a, [&](auto a) {
+    WithElementType(p.form.b, [&](auto b) {
+      if constexpr (a.value == b.value || (IsFp8(a.value) && IsFp8(b.value))) {
+        ReferenceKernel<a.value, b.value><<<grid, kReferenceThreads, 0, stream>>>(p, ref);
+        launched = true;
+      }
+    });
+  });
+  return launched ? cudaGetLastError() : cudaErrorInvalidValue;
 }
 
 cudaError_t FormBoundInputs(const FormProblem& p, float* bound, cudaStream_t stream) {

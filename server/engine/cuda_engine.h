@@ -77,7 +77,7 @@ class CudaEngine final : public Engine {
   // The forms beyond fp16 A·Bᵀ on `device` (cuda_forms.cpp): step 0 by
   // cuBLASLt, a ladder step by its kernels, each checked against the other
   // where it computes the form (fp8 over fp16 copies of its operands),
-  // else against an fp64 SIMT reference. One
+  // else against an fp64 tensor-core reference. One
   // job, or single-entry step-0 jobs of one form and shape as one batch
   // (FormsShareOneLaunch), a report each; none where cuBLASLt takes no such
   // batch (the caller runs them alone).

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "engine/cuda_engine.h"
 #include "form_cases.h"
@@ -41,11 +42,11 @@ bool GpuTakes(const Case& c) {
 
 // Step 0's full check's reference on a GPU whose ladder tops out at step
 // 10: the ladder for the forms it computes, and for fp8 over the operands
-// widened to fp16 (gemm::WidenedToF16); the fp64 SIMT GEMM for the rest.
+// widened to fp16 (gemm::WidenedToF16); the fp64 GEMM for the rest.
 std::string StepZerosReference(const GemmForm& f) {
   if (gemm::IsLadderForm(f)) return "ladder-step-10";
   if (gemm::IsFp8(f.a) && gemm::IsLadderForm(gemm::WidenedToF16(f))) return "ladder-step-10-fp16";
-  return "gpu-simt-fp64";
+  return "gpu-dmma-fp64";
 }
 
 TEST(FormsGpu, EveryCaseOnStepZeroMatchesAnFp64Product) {
@@ -146,8 +147,8 @@ TEST(FormsGpu, LadderStepsComputeTheirFormsThroughTheEngine) {
         EXPECT_TRUE(report->verification.passed) << report->verification.max_abs_error;
         EXPECT_EQ(report->verification.fast, fast);
         // cuBLASLt checks the forms it computes too (one type in and out);
-        // the fp64 SIMT GEMM the mixed ones.
-        const char* full = form.in == form.out ? "cublaslt" : "gpu-simt-fp64";
+        // the fp64 GEMM the mixed ones.
+        const char* full = form.in == form.out ? "cublaslt" : "gpu-dmma-fp64";
         EXPECT_EQ(report->verification.reference, fast ? gemm::kSketchReference : full);
         EXPECT_EQ(run.WrongElements(), 0);
         ++ran;
@@ -232,6 +233,64 @@ TEST(FormsGpu, TheBoundsNormsAreTheOperandsLargest) {
   }
 }
 
+// The fp64 reference GEMM (gemm::ReferenceFormGemm, on the fp64 tensor
+// cores) is the product in fp64 for every type, layout, C and batch mode,
+// on ragged shapes over several blocks and a partial last step of K: within
+// a few fp64 roundings of the host's fp64 sum of the same stored values.
+TEST(FormsGpu, TheFp64ReferenceIsTheProductInEveryForm) {
+  SKIP_WITHOUT_GPU();
+  uint32_t seed = 4100;
+  for (const Case& c : AllCases()) {
+    for (const CaseShape s : {CaseShape{67, 33, 45}, CaseShape{130, 72, 301}}) {
+      const GemmForm f = FormOf(c, s);
+      CaseJob run(f, s, seed += 3);
+      SCOPED_TRACE(Name(c) + " k " + std::to_string(s.k));
+      void *a = nullptr, *b = nullptr, *cm = nullptr;
+      double* ref = nullptr;
+      const uint64_t d_count = static_cast<uint64_t>(f.batch) * s.m * s.n;
+      ASSERT_EQ(cudaMalloc(&a, run.a.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&b, run.b.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&cm, std::max<size_t>(run.c.size(), 1)), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&ref, d_count * sizeof(double)), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(a, run.a.data(), run.a.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(b, run.b.data(), run.b.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(cm, run.c.data(), run.c.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemset(ref, 0xff, d_count * sizeof(double)), cudaSuccess);  // NaN: unwritten fails
+      const gemm::FormProblem p{s.m, s.n, s.k, f, a, b, cm, nullptr};
+      ASSERT_EQ(gemm::ReferenceFormGemm(p, ref, nullptr), cudaSuccess);
+      std::vector<double> got(d_count);
+      ASSERT_EQ(cudaMemcpy(got.data(), ref, d_count * sizeof(double), cudaMemcpyDeviceToHost), cudaSuccess);
+      int wrong = 0;
+      for (int64_t e = 0; e < f.batch; ++e) {
+        for (int64_t i = 0; i < s.m; ++i) {
+          for (int64_t j = 0; j < s.n; ++j) {
+            double sum = 0, magnitude = 0;
+            for (int64_t kk = 0; kk < s.k; ++kk) {
+              const double x = gemm::LoadElement(f.a, run.a.data(), e * f.stride_a + gemm::IndexInA(f, s.m, s.k, i, kk));
+              const double y = gemm::LoadElement(f.b, run.b.data(), e * f.stride_b + gemm::IndexInB(f, s.n, s.k, kk, j));
+              sum += x * y;
+              magnitude += std::fabs(x * y);
+            }
+            double want = f.ProductScale() * sum;
+            magnitude *= std::fabs(f.ProductScale());
+            if (f.ReadsC()) {
+              const double cv = f.beta * gemm::LoadElement(f.c, run.c.data(), e * f.stride_c + i * s.n + j);
+              want += cv;
+              magnitude += std::fabs(cv);
+            }
+            const double have = got[(e * s.m + i) * s.n + j];
+            if (!(std::fabs(have - want) <= 1e-13 * magnitude + 1e-300) && ++wrong < 4) {
+              ADD_FAILURE() << "entry " << e << " (" << i << "," << j << "): " << have << " vs " << want;
+            }
+          }
+        }
+      }
+      EXPECT_EQ(wrong, 0);
+      for (void* x : {a, b, cm, static_cast<void*>(ref)}) cudaFree(x);
+    }
+  }
+}
+
 TEST(FormsGpu, Fp8OutsideCublasLtsFormIsRefusedWithWhatItNeeds) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();
@@ -309,7 +368,7 @@ TEST(FormsGpu, AnFp8FormIsCheckedByStepTenOverItsOperandsWidened) {
             auto r = engine->Run(0, run.job);
             gemm::testing::PlantVendorFault(false);
             ASSERT_TRUE(r.ok()) << r.status();
-            EXPECT_EQ(r->verification.reference, c_mode == 2 ? "gpu-simt-fp64" : "ladder-step-10-fp16");
+            EXPECT_EQ(r->verification.reference, c_mode == 2 ? "gpu-dmma-fp64" : "ladder-step-10-fp16");
             EXPECT_EQ(r->verification.passed, !planted) << r->verification.max_abs_error;
             if (!planted) EXPECT_EQ(run.WrongElements(), 0);
           }

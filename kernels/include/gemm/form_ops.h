@@ -1,7 +1,8 @@
 // Device-side helpers for the forms beyond fp16 A·Bᵀ (gemm/form.h): inputs
 // generated in any element type, an fp32 D rounded to its type, and the
 // verification of step 0's forms against a reference that shares nothing
-// with cuBLASLt: fp64 sums on the CUDA cores, compared element by element.
+// with cuBLASLt: fp64 sums on the fp64 tensor cores (DMMA), compared
+// element by element.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -77,6 +77,8 @@ PURPOSES = {
                       "8-10 beside cuBLAS and the autotuned cuBLASLt, K-contiguous, with beta 1 and as x @ W",
     "form_check": "the GPU harness's tests and forms parts with the forms' full check against the other family's "
                   "tensor-core GEMM and the bound's norms read along memory, beside the server before both",
+    "dmma_reference": "the GPU harness's tests and forms parts with the forms' fp64 reference GEMM on the fp64 "
+                      "tensor cores beside the server with the SIMT one, and ncu of the reference kernel",
     "fp8_reference": "the GPU harness's tests and forms parts with fp8 forms checked by step 10 over fp16 copies of "
                      "their operands and C's largest value reduced a warp at a time, beside the server before both",
     "beta_c_loads": "the GPU harness's betancu part (ncu cycles of step 10 with and without beta·C) for two ways "

@@ -77,6 +77,8 @@ PURPOSES = {
                       "8-10 beside cuBLAS and the autotuned cuBLASLt, K-contiguous, with beta 1 and as x @ W",
     "form_check": "the GPU harness's tests and forms parts with the forms' full check against the other family's "
                   "tensor-core GEMM and the bound's norms read along memory, beside the server before both",
+    "stored_repeated": "the GPU harness's tests and cache parts: Multiply by stored handles, one client process a "
+                       "request and one client repeating it, server total against the kernel",
     "dmma_reference": "the GPU harness's tests and forms parts with the forms' fp64 reference GEMM on the fp64 "
                       "tensor cores beside the server with the SIMT one, and ncu of the reference kernel",
     "fp8_reference": "the GPU harness's tests and forms parts with fp8 forms checked by step 10 over fp16 copies of "

@@ -155,6 +155,22 @@ def device_cache(lab):
                 lab.note(f"by stored handles, {build:12s} {size}^3 step 10, median of {len(runs)} after the first: "
                          f"server total {total:.2f} ms, kernel {kernel:.3f} ms: total x{total / kernel:.2f} the "
                          f"kernel; phases (ms) {phases}")
+                # The same Multiply repeated by one client that keeps its
+                # connection, the next request sent as the last reply lands
+                # (the runs above each start a client process, so the
+                # server idles between them).
+                name = f"cache_{build}_{size}_repeated"
+                lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency", "1",
+                           "--count", "40", "--stored", "--json", lab.out / f"{name}.json", out=f"{name}.txt")
+                row = bench_row(lab, name)
+                phases = row.get("server_p50_ms", {})
+                if phases and row.get("kernel_median_ms"):
+                    total, kernel = phases["server total"], row["kernel_median_ms"]
+                    lab.note(f"by stored handles, {build:12s} {size}^3 step 10, one client repeating it, p50 of "
+                             f"{row['ok']}: server total {total:.2f} ms, kernel {kernel:.3f} ms: total x{total / kernel:.2f} "
+                             f"the kernel; {row['server']}")
+                else:
+                    lab.note(f"by stored handles, {build} {size}^3, one client repeating it: no result (see {name}.txt)")
             samples = readers.metric_samples(server.metrics())
             lookups = {l.get("result"): v for n, l, v in samples if n == "gemm_device_cache_lookups_total"}
             if lookups:

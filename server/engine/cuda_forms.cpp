@@ -76,23 +76,24 @@ const char* At(const void* base, uint64_t elements, gemm::ElementType type) {
   return static_cast<const char*>(base) + elements * gemm::ElementBytes(type);
 }
 
-// fp16 copies of an fp8 form's operands, A's then B's at a 128-byte
-// boundary: their elements, and `p` over them (gemm::WidenedToF16).
+// fp16 copies of an fp8 form's operands, A's then B's from the next
+// 128-byte boundary, and `p` over them (gemm::WidenedToF16).
 struct WidenedOperands {
-  uint64_t a_count, b_count;
+  uint64_t a_count, b_count, b_offset;  // elements, and where B's copy starts
   explicit WidenedOperands(const gemm::FormProblem& p)
-      : a_count((gemm::StorageOfA(p.form, p.m, p.k).Footprint(p.form.batch) + 63) / 64 * 64),
-        b_count(gemm::StorageOfB(p.form, p.n, p.k).Footprint(p.form.batch)) {}
-  uint64_t bytes() const { return (a_count + b_count) * sizeof(__half); }
+      : a_count(gemm::StorageOfA(p.form, p.m, p.k).Footprint(p.form.batch)),
+        b_count(gemm::StorageOfB(p.form, p.n, p.k).Footprint(p.form.batch)),
+        b_offset((a_count + 63) / 64 * 64) {}
+  uint64_t bytes() const { return (b_offset + b_count) * sizeof(__half); }
   // Widens p's operands into `at` on `stream`; *over is p reading them.
   cudaError_t Widen(const gemm::FormProblem& p, void* at, cudaStream_t stream, gemm::FormProblem* over) const {
     auto* a = static_cast<__half*>(at);
     *over = p;
     over->form = gemm::WidenedToF16(p.form);
     over->a = a;
-    over->b = a + a_count;
+    over->b = a + b_offset;
     const cudaError_t e = gemm::WidenToF16(p.a, p.form.a, a, a_count, stream);
-    return e != cudaSuccess ? e : gemm::WidenToF16(p.b, p.form.b, a + a_count, b_count, stream);
+    return e != cudaSuccess ? e : gemm::WidenToF16(p.b, p.form.b, a + b_offset, b_count, stream);
   }
 };
 

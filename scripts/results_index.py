@@ -77,6 +77,8 @@ PURPOSES = {
                       "8-10 beside cuBLAS and the autotuned cuBLASLt, K-contiguous, with beta 1 and as x @ W",
     "form_check": "the GPU harness's tests and forms parts with the forms' full check against the other family's "
                   "tensor-core GEMM and the bound's norms read along memory, beside the server before both",
+    "forms_memcheck": "compute-sanitizer memcheck on the forms' fp8 and fp64 reference tests, their kernels "
+                      "instrumented",
     "eager_loading": "the GPU harness's forms part beside the same server under CUDA_MODULE_LOADING=EAGER: "
                      "whether lazy kernel loading explains a form's slow first request (it does not)",
     "forms_and_layouts": "the GPU harness's tests, forms and bf16 parts on an H200: the forms' references and "

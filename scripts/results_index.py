@@ -77,6 +77,8 @@ PURPOSES = {
                       "8-10 beside cuBLAS and the autotuned cuBLASLt, K-contiguous, with beta 1 and as x @ W",
     "form_check": "the GPU harness's tests and forms parts with the forms' full check against the other family's "
                   "tensor-core GEMM and the bound's norms read along memory, beside the server before both",
+    "dmma_double_buffer": "the GPU harness's forms part with the fp64 reference's tiles double-buffered (not kept) "
+                          "beside the server as committed",
     "forms_memcheck": "compute-sanitizer memcheck on the forms' fp8 and fp64 reference tests, their kernels "
                       "instrumented",
     "eager_loading": "the GPU harness's forms part beside the same server under CUDA_MODULE_LOADING=EAGER: "

@@ -104,6 +104,13 @@ struct CaseJob {
   }
   CaseJob(const CaseJob&) = delete;  // job points into the strings
 
+  // The product at D's element (e, i, j) in fp64, from the stored values:
+  // Σ a·b over K, Σ|a·b|, and C's stored element (0 without C).
+  struct Exact {
+    double sum = 0, magnitude = 0, c = 0;
+  };
+  Exact ExactAt(int64_t e, int64_t i, int64_t j) const;
+
   // Elements of D further from an fp64 product than the form's rounding allows.
   int WrongElements() const;
 };
@@ -140,6 +147,20 @@ inline void RunCase(Engine& engine, const Case& c, uint32_t seed, CaseShape s = 
   EXPECT_EQ(run.WrongElements(), 0);
 }
 
+inline CaseJob::Exact CaseJob::ExactAt(int64_t e, int64_t i, int64_t j) const {
+  const gemm::GemmForm& f = form;
+  const int64_t m = shape.m, n = shape.n, k = shape.k;
+  Exact x;
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const double av = gemm::LoadElement(f.a, a.data(), e * f.stride_a + gemm::IndexInA(f, m, k, i, kk));
+    const double bv = gemm::LoadElement(f.b, b.data(), e * f.stride_b + gemm::IndexInB(f, n, k, kk, j));
+    x.sum += av * bv;
+    x.magnitude += std::fabs(av * bv);
+  }
+  if (f.has_c) x.c = gemm::LoadElement(f.c, c.data(), e * f.stride_c + i * n + j);
+  return x;
+}
+
 inline int CaseJob::WrongElements() const {
   const gemm::GemmForm& f = form;
   const int64_t m = shape.m, n = shape.n, k = shape.k;
@@ -148,18 +169,11 @@ inline int CaseJob::WrongElements() const {
   for (int64_t e = 0; e < f.batch; ++e) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
-        double sum = 0, magnitude = 0;
-        for (int64_t kk = 0; kk < k; ++kk) {
-          const double x = gemm::LoadElement(f.a, a.data(), e * f.stride_a + gemm::IndexInA(f, m, k, i, kk));
-          const double y = gemm::LoadElement(f.b, b.data(), e * f.stride_b + gemm::IndexInB(f, n, k, kk, j));
-          sum += x * y;
-          magnitude += std::fabs(x * y);
-        }
-        double want = scale * sum;
+        const Exact x = ExactAt(e, i, j);
+        double want = scale * x.sum, magnitude = x.magnitude;
         if (f.has_c) {
-          const double cv = gemm::LoadElement(f.c, c.data(), e * f.stride_c + i * n + j);
-          want += f.beta * cv;
-          magnitude += std::fabs(cv);
+          want += f.beta * x.c;
+          magnitude += std::fabs(x.c);
         }
         const double got = gemm::LoadElement(f.d, d.data(), (e * m + i) * n + j);
         // D's rounding plus fp32 sums of k terms (worst case: no

@@ -264,19 +264,12 @@ TEST(FormsGpu, TheFp64ReferenceIsTheProductInEveryForm) {
       for (int64_t e = 0; e < f.batch; ++e) {
         for (int64_t i = 0; i < s.m; ++i) {
           for (int64_t j = 0; j < s.n; ++j) {
-            double sum = 0, magnitude = 0;
-            for (int64_t kk = 0; kk < s.k; ++kk) {
-              const double x = gemm::LoadElement(f.a, run.a.data(), e * f.stride_a + gemm::IndexInA(f, s.m, s.k, i, kk));
-              const double y = gemm::LoadElement(f.b, run.b.data(), e * f.stride_b + gemm::IndexInB(f, s.n, s.k, kk, j));
-              sum += x * y;
-              magnitude += std::fabs(x * y);
-            }
-            double want = f.ProductScale() * sum;
-            magnitude *= std::fabs(f.ProductScale());
+            const CaseJob::Exact x = run.ExactAt(e, i, j);
+            double want = f.ProductScale() * x.sum;
+            double magnitude = std::fabs(f.ProductScale()) * x.magnitude;
             if (f.ReadsC()) {
-              const double cv = f.beta * gemm::LoadElement(f.c, run.c.data(), e * f.stride_c + i * s.n + j);
-              want += cv;
-              magnitude += std::fabs(cv);
+              want += f.beta * x.c;
+              magnitude += std::fabs(f.beta * x.c);
             }
             const double have = got[(e * s.m + i) * s.n + j];
             if (!(std::fabs(have - want) <= 1e-13 * magnitude + 1e-300) && ++wrong < 4) {

@@ -81,6 +81,11 @@ PURPOSES = {
                           "beside the server as committed",
     "forms_memcheck": "compute-sanitizer memcheck on the forms' fp8 and fp64 reference tests, their kernels "
                       "instrumented",
+    "plan_every_cell": "the GPU harness's forms part: step 0's other forms with every grid cell's cuBLASLt pick run "
+                       "at its cell at start-up, beside the build that ran each pick once and that build under "
+                       "cuBLASLt's API log (CUBLASLT_LOG_LEVEL=5)",
+    "tensormap_prefetch": "gemm-bench and ncu, step 10 at small squares with and without a prefetch of its tensor "
+                          "maps (measured, not kept)",
     "eager_loading": "the GPU harness's forms part beside the same server under CUDA_MODULE_LOADING=EAGER: "
                      "whether lazy kernel loading explains a form's slow first request (it does not)",
     "forms_and_layouts": "the GPU harness's tests, forms and bf16 parts on an H200: the forms' references and "

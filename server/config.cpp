@@ -114,7 +114,7 @@ ParsedConfig ParseServerConfig(int argc, char** argv) {
                  "at start-up, ask cuBLAS's heuristic for its kernel at every shape of a grid (1 to 8192 in m, n "
                  "and k) and load each; step 0 then runs the pick of the grid shape at or above the request's, so "
                  "no request pays a heuristic or a kernel load (about 1.2 s of start-up per GPU); the same for "
-                 "bf16, fp32, fp8 and the other layouts, C and batches (up to 3.3 s more)")
+                 "bf16, fp32, fp8 and the other layouts, C and batches (about 3 s more)")
       ->envname("GEMMD_PLAN_CUBLAS")->capture_default_str();
   app.add_option("--keep-warm-ms", c.keep_warm_ms,
                  "keep GPU clocks up between requests: a tiny kernel after this many idle milliseconds, and every "

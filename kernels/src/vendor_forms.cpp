@@ -294,8 +294,13 @@ std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, voi
 namespace {
 
 // The plan of one family of forms (types, layouts, tf32): the heuristic's
-// pick at every cell of the grid, each pick not run yet run once at its
-// cell, which loads its kernel. `buffers` hold the largest cell's operands.
+// pick at every cell of the grid, run once at every cell it holds, which
+// loads its kernels. Once per pick is not enough: a pick run first at
+// another cell still loaded something the first time it ran at its own
+// (bf16 x @ W at 256x1024x8192, a split-K pick that another cell had run:
+// ×9-11 of steady on its first request, ×1.17 once run at its cell;
+// bench/results/h100_2026-11-27_plan_every_cell_summary.txt).
+// `buffers` hold the largest cell's operands.
 std::string PlanFamily(const GemmForm& family, const DeviceContext& ctx, void* const (&buffers)[5], cudaStream_t stream,
                        int* runs) {
   const CublasLtApi& lt = *detail::CublasLt(nullptr);
@@ -321,9 +326,9 @@ std::string PlanFamily(const GemmForm& family, const DeviceContext& ctx, void* c
             forms.plan_algos.push_back(algo);
           }
         }
+        if (RunMatmul(p, ctx, mm, algo, buffers[4], stream) != CUBLAS_STATUS_SUCCESS) continue;
+        ++*runs;
         if (static_cast<size_t>(index) + 1 == forms.plan_algos.size()) {  // a pick not run yet
-          if (RunMatmul(p, ctx, mm, algo, buffers[4], stream) != CUBLAS_STATUS_SUCCESS) continue;
-          ++*runs;
           // cuBLASLt launches another kernel of a pick for rows whose
           // bytes are less aligned than the grid's (seen: a 13 ms first
           // request at 2500x1500x800 whose grid pick had run, 0.4 ms with

@@ -30,7 +30,7 @@ struct CudaEngineOptions {
   // Start-up loads the kernel cuBLAS's heuristic picks for every shape of a
   // grid, and step 0 runs the grid's pick (gemm/vendor_plan.h): no request
   // pays a kernel load or a heuristic. About 1.2 s of start-up per GPU,
-  // and up to 3.3 s more for the other forms' plan (gemm/vendor_forms.h).
+  // and about 3 s more for the other forms' plan (gemm/vendor_forms.h).
   bool plan_vendor_kernels = false;
   // Device memory the pool maps and touches at start-up and keeps: a
   // request up to this size of buffers takes them from memory already

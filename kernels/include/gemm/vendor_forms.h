@@ -35,13 +35,14 @@ uint64_t VendorFormScratchBytes(const FormProblem& p);
 // Step 0's plan for the forms, as its fp16 plan is (gemm/vendor_plan.h):
 // for every family of forms (a type combination, its layouts, tf32) the
 // heuristic's pick at every shape of a grid (m, n and k 128 to 8192, the
-// powers of two), each distinct pick run once there and on small shapes
-// whose rows are 2 to 16 bytes aligned, which loads its kernels. A request
+// powers of two), each pick run at every grid shape it holds, and each
+// distinct one on small shapes whose rows are 2 to 16 bytes aligned, which
+// loads its kernels. A request
 // then runs the pick of the grid shape at or above its own (no heuristic:
 // 0.2 ms, once 13 ms, on an H200), or the heuristic's where cuBLASLt will
 // not take the plan's. Then every type combination and layout runs alone
 // and with C at 1024³ and 4096³, and as a batch of 8 sharing B. All on
-// `stream`, waited for; at most 3.3 s per device context on an H100. The
+// `stream`, waited for; about 2.9 s per device context on an H100. The
 // first bf16 matmul of a process had paid 158 ms and the first fp32 one
 // 97 ms. What is left (bench/results/h100_2026-11-26_forms_summary.txt):
 // first requests with C or a batch paid about 5 ms once there (x @ W +

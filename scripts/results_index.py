@@ -128,6 +128,8 @@ PURPOSES = {
                     "deeper rings for its narrower tiles and C read long before its epilogue: every GPU test, steps "
                     "8-10 in fp16 on small and large squares and K=1024 shapes against cuBLAS and the autotuned "
                     "cuBLASLt, and bf16 with and without beta·C (in the summary)",
+    "scaling": "the GPU harness's scaling part on a two-GPU host: delivered TFLOPS unverified, full, fast and by "
+               "stored handles from a server on one GPU at 8 in flight and from one on both at 8 and at 16",
     "two_gpu_scaling": "the GPU harness's verify part on one GPU of a two-GPU host, then on both: delivered TFLOPS "
                        "unverified, full, fast and by stored handles, 8 in flight",
 }

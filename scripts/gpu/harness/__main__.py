@@ -19,7 +19,7 @@ from pathlib import Path
 from . import capacity_parts, form_parts, kernel_parts, service_part, startup_parts, transport_parts
 from .lab import Lab
 
-PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "batch", "accuracy",
+PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "scaling", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "batch", "accuracy",
                   "sweep", "sass", "sanitize", "ncu", "fastncu", "betancu")
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
 KEPT = ("summary.txt", "bench.csv", "bench.md", "bench_bf16.csv", "bench_batch.csv")
@@ -78,6 +78,7 @@ def main():
             "fastncu": lambda: kernel_parts.fast_check_ncu(lab),
             "betancu": lambda: kernel_parts.beta_ncu(lab),
             "cache": lambda: capacity_parts.device_cache(lab),
+            "scaling": lambda: capacity_parts.scaling(lab, gpus),
             "lanes": lambda: capacity_parts.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
             "grpcfloor": lambda: transport_parts.grpcfloor(lab), "firsttouch": lambda: startup_parts.firsttouch(lab),
             "soak": lambda: startup_parts.soak(lab), "bench": lambda: kernel_parts.bench(lab),

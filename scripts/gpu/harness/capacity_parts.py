@@ -204,3 +204,44 @@ def lanes(lab):
                              f"{'verified' if verify else 'unverified'}: {tflops:.0f} TFLOPS, "
                              + limit_text(tflops, size, capacity, limits)
                              + f"; kernel median {row.get('kernel_median_ms', 0):.3f} ms")
+
+def scaling(lab, gpus):
+    """What the host's other GPUs add: gemm-client bench, step 10, 4096^3 and
+    8192^3, every delivered mode, from a server on one GPU
+    (CUDA_VISIBLE_DEVICES=0) at 8 in flight, and from one on every GPU at 8
+    in flight in all and at 8 a GPU, two rounds. Each GPU of the second
+    server at 8 has the load the single GPU had; at 8 in all it has less."""
+    if gpus < 2:
+        lab.note(f"scaling: this host has {gpus} GPU; the part needs two or more")
+        return
+    configs = ((1, 8), (gpus, 8), (gpus, 8 * gpus))
+    tflops = {}
+    for round_ in (1, 2):
+        for used, in_flight in configs:
+            if used == 1:
+                lab.env["CUDA_VISIBLE_DEVICES"] = "0"
+            try:
+                with lab.gemmd(f"scaling_{used}gpu_{in_flight}_{round_}"):
+                    for size in (4096, 8192):
+                        for mode in DELIVERED_MODES:
+                            name = f"scaling_{used}gpu_{in_flight}_{size}{mode}_{round_}"
+                            lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10",
+                                       "--concurrency", in_flight, "--duration", "3", *([mode] if mode else []),
+                                       "--json", lab.out / f"{name}.json", out=f"{name}.txt")
+                            rate = bench_row(lab, name)["rate"]
+                            tflops.setdefault((used, in_flight, size, mode), []).append(rate * 2 * size ** 3 / 1e12)
+            finally:
+                lab.env.pop("CUDA_VISIBLE_DEVICES", None)
+    lab.note(f"delivered TFLOPS, step 10, rounds 1 and 2; {gpus} GPUs over one (medians):",
+             f"  | shape | mode | one GPU, 8 in flight | {gpus} GPUs, 8 in flight | {gpus} GPUs, {8 * gpus} in flight |",
+             "  | --- | --- | ---: | ---: | ---: |")
+    for size in (4096, 8192):
+        for mode, label in DELIVERED_MODES.items():
+            one = statistics.median(tflops[(1, 8, size, mode)])
+            cells = []
+            for used, in_flight in configs:
+                runs = tflops[(used, in_flight, size, mode)]
+                figures = ", ".join(f"{t:.0f}" for t in runs)
+                ratio = f": x{statistics.median(runs) / one:.2f}" if used > 1 and one else ""
+                cells.append(figures + ratio)
+            lab.note(f"  | {size}^3 | {label} | {' | '.join(cells)} |")

@@ -304,14 +304,14 @@ std::vector<absl::StatusOr<GemmReport>> CudaEngine::RunForms(int device, Device&
     } else if (any_verify) {
       // One reference for the launch; each job's bound from its own
       // operands and its own comparison, as if it had run alone.
-      gemm::FormProblem check = p;
       if (reference == Reference::kFp64) {
         e = gemm::ReferenceFormGemm(p, static_cast<double*>(ref), stream);
-      } else if (reference == Reference::kWidenedLadder &&
-                 (e = widened.Widen(p, widened_operands, stream, &check)) != cudaSuccess) {
-        return all(dev.Fail("verification", e));
-      }
-      if (reference != Reference::kFp64) {
+      } else {
+        gemm::FormProblem check = p;
+        if (reference == Reference::kWidenedLadder &&
+            (e = widened.Widen(p, widened_operands, stream, &check)) != cudaSuccess) {
+          return all(dev.Fail("verification", e));
+        }
         if (auto st = RunFormReference(dev, *lane, reference == Reference::kVendor ? gemm::kVendorStep : ladder_step,
                                        check, ref, ref_bytes, scratch);
             !st.ok()) {

@@ -86,6 +86,9 @@ PURPOSES = {
                        "cuBLASLt's API log (CUBLASLT_LOG_LEVEL=5)",
     "tensormap_prefetch": "gemm-bench and ncu, step 10 at small squares with and without a prefetch of its tensor "
                           "maps (measured, not kept)",
+    "judge_warp_atomics": "the GPU harness's tests part (the fast check's and the forms' GPU suites) and gemm-bench "
+                          "--fast-check beside the build before, with the fast check's line verdicts published by "
+                          "one atomic a warp; ncu on that kernel",
     "eager_loading": "the GPU harness's forms part beside the same server under CUDA_MODULE_LOADING=EAGER: "
                      "whether lazy kernel loading explains a form's slow first request (it does not)",
     "forms_and_layouts": "the GPU harness's tests, forms and bf16 parts on an H200: the forms' references and "

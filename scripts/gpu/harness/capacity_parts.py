@@ -233,7 +233,8 @@ def scaling(lab, gpus):
             finally:
                 lab.env.pop("CUDA_VISIBLE_DEVICES", None)
     lab.note(f"delivered TFLOPS, step 10, rounds 1 and 2; {gpus} GPUs over one (medians):",
-             f"  | shape | mode | one GPU, 8 in flight | {gpus} GPUs, 8 in flight | {gpus} GPUs, {8 * gpus} in flight |",
+             f"  | shape | mode | one GPU, 8 in flight | {gpus} GPUs, 8 in flight "
+             f"| {gpus} GPUs, {8 * gpus} in flight |",
              "  | --- | --- | ---: | ---: | ---: |")
     for size in (4096, 8192):
         for mode, label in DELIVERED_MODES.items():

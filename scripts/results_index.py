@@ -89,6 +89,8 @@ PURPOSES = {
     "judge_warp_atomics": "the GPU harness's tests part (the fast check's and the forms' GPU suites) and gemm-bench "
                           "--fast-check beside the build before, with the fast check's line verdicts published by "
                           "one atomic a warp; ncu on that kernel",
+    "ladder_targets": "the GPU harness's bench, bf16, batch, sweep (bf16 x @ W, pitched) and targets parts: the "
+                      "ladder's performance targets judged from one call's gemm-bench runs, two calls",
     "eager_loading": "the GPU harness's forms part beside the same server under CUDA_MODULE_LOADING=EAGER: "
                      "whether lazy kernel loading explains a form's slow first request (it does not)",
     "forms_and_layouts": "the GPU harness's tests, forms and bf16 parts on an H200: the forms' references and "

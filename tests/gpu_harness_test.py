@@ -12,7 +12,7 @@ sys.path.insert(0, str(HERE.parent / "scripts" / "gpu"))
 from harness import readers  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.__main__ import PARTS_IN_ORDER, parts_to_run  # noqa: E402
-from harness import kernel_parts  # noqa: E402
+from harness import kernel_parts, ladder_targets  # noqa: E402
 from harness.capacity_parts import limit_text  # noqa: E402
 from harness.kernel_parts import CYCLES, TENSOR, sm100_verdicts  # noqa: E402
 from harness.startup_parts import first_touch_ratios  # noqa: E402
@@ -253,6 +253,94 @@ class SummariesTest(unittest.TestCase):
                 self.assertEqual(lab.args[lab.args.index("--steps") + 1].split(","), [str(s) for s in range(1, 11)])
                 self.assertIn("(9 probes exact of 10)", lab.notes[0])
                 self.assertEqual(sum(n.startswith("| ") and n[2].isdigit() for n in lab.notes), printed, lab.notes)
+
+
+class LadderTargetsTest(unittest.TestCase):
+    """The targets judged from gemm-bench's CSV rows (its --csv columns)."""
+
+    @staticmethod
+    def row(step, shape, dtype="fp16", a="K-contiguous", b="K-contiguous", beta="0", batch=1, shared=0,
+            tflops=700.0, cublas=1.02, autotuned=1.01):
+        m, n, k = shape
+        return {"step": str(step), "m": str(m), "n": str(n), "k": str(k), "dtype": dtype, "a_layout": a,
+                "b_layout": b, "beta": beta, "batch": str(batch), "shared_b": str(shared), "tflops": str(tflops),
+                "ratio_to_cublas": str(cublas), "ratio_to_autotuned": str(autotuned)}
+
+    def every_row(self):
+        """A call in which every target holds."""
+        rows = []
+        mn, kk = "MN-contiguous", "K-contiguous"
+        for dtype in ("fp16", "bf16"):
+            for size in (1024, 2048, 4096, 8192):
+                for step in (8, 9, 10):
+                    rows.append(self.row(step, (size,) * 3, dtype, tflops=700.0 + step))
+            rows.append(self.row(10, (4096, 4096, 1024), dtype))
+            for entries, size in ((64, 512), (16, 1024)):
+                for shared in (0, 1):
+                    rows.append(self.row(10, (size,) * 3, dtype, batch=entries, shared=shared))
+        for a, b in ((kk, mn), (mn, kk), (mn, mn)):
+            for size in (4096, 8192):
+                rows.append(self.row(10, (size,) * 3, "bf16", a, b, tflops=705.0))
+        rows.append(self.row(10, (4096,) * 3, "bf16", kk, kk, beta="1", tflops=680.0))
+        rows.append(self.row(10, (4096,) * 3, "bf16", kk, mn, beta="1", tflops=690.0))
+        sweep = [self.row(10, (100 + i, 200, 300), "bf16", kk, mn, cublas=0.9 + 0.1 * i) for i in range(5)]
+        return rows, sweep
+
+    def test_a_call_that_meets_every_target_is_judged_so(self):
+        rows, sweep = self.every_row()
+        results = ladder_targets.verdicts(rows, sweep)
+        self.assertEqual(len(results), 8)
+        self.assertTrue(all(ok for _, _, ok in results), results)
+
+    def test_the_worst_case_of_a_missed_target_is_named(self):
+        rows, sweep = self.every_row()
+        slow = next(r for r in rows if r["step"] == "9" and r["m"] == "8192" and r["dtype"] == "bf16")
+        slow["tflops"] = str(0.9 * float(slow["tflops"]))
+        results = {label: (text, ok) for label, text, ok in ladder_targets.verdicts(rows, sweep)}
+        text, ok = next(v for label, v in results.items() if label.startswith("step 9 / step 8"))
+        self.assertFalse(ok)
+        self.assertIn("bf16 8192^3", text)
+        self.assertEqual(sum(1 for _, ok in results.values() if ok), 7)
+
+    def test_beta_over_beta_zero_is_the_same_layouts_tflops(self):
+        rows, sweep = self.every_row()
+        results = dict((label, (text, ok)) for label, text, ok in ladder_targets.verdicts(rows, sweep))
+        text, ok = next(v for label, v in results.items() if "beta = 1" in label)
+        self.assertTrue(ok)
+        self.assertIn(f"lowest {680.0 / 710.0:.3f} (K,K)", text)
+
+    def test_a_target_without_its_rows_is_not_measured_never_met(self):
+        rows, sweep = self.every_row()
+        rows = [r for r in rows if r["batch"] == "1"]
+        results = ladder_targets.verdicts(rows, [])
+        by_label = {label: ok for label, _, ok in results}
+        self.assertIsNone(next(ok for label, ok in by_label.items() if label.startswith("batched")))
+        self.assertIsNone(next(ok for label, ok in by_label.items() if "sweep" in label))
+        self.assertEqual(sum(1 for ok in by_label.values() if ok), 6)
+
+    def test_the_part_reads_the_calls_csv_files(self):
+        import csv
+        import tempfile
+
+        rows, sweep = self.every_row()
+
+        class FakeLab:
+            def __init__(self, out):
+                self.out, self.notes = out, []
+
+            def note(self, *lines):
+                self.notes += lines
+
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, part in (("bench.csv", rows), (ladder_targets.SWEEP, sweep)):
+                with open(Path(tmp) / name, "w", newline="") as f:
+                    writer = csv.DictWriter(f, fieldnames=list(part[0].keys()))
+                    writer.writeheader()
+                    writer.writerows(part)
+            lab = FakeLab(Path(tmp))
+            ladder_targets.targets(lab)
+            self.assertEqual(lab.notes[0], "ladder targets: 8 of 8 met, 0 not measured in this call")
+            self.assertEqual(len(lab.notes), 9)
 
 
 if __name__ == "__main__":

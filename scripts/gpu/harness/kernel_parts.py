@@ -8,6 +8,8 @@ import statistics
 from . import readers
 
 ALL_STEPS = "1,2,3,4,5,6,7,8,9,10"
+# The squares and K=1024 shapes of the ladder's targets (ladder_targets.py).
+BENCH_SHAPES = "1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024"
 
 
 def diagnose(lab, compute_major):
@@ -58,8 +60,7 @@ def bench(lab):
     service part ran in this call."""
     lab.run(["gemm-bench", "--shapes", "4096x4096x4096", "--steps", "0", "--iters", "30",
              "--csv", lab.out / "cublas_4096.csv"], out="cublas_4096.log", timeout=120)
-    shapes = os.environ.get("BENCH_SHAPES",
-                            "2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024")
+    shapes = os.environ.get("BENCH_SHAPES", BENCH_SHAPES)
     rc, _ = lab.run(["gemm-bench", "--shapes", shapes, "--steps", os.environ.get("BENCH_STEPS", ALL_STEPS),
                      "--iters", os.environ.get("BENCH_ITERS", "30"), "--csv", lab.out / "bench.csv",
                      "--md", lab.out / "bench.md"], out="bench.log", timeout=300)
@@ -88,8 +89,7 @@ def bf16(lab):
     than k,k run at BF16_LAYOUT_SHAPES. Every run's rows go into one
     bench_bf16.csv."""
     combined = []
-    shapes = os.environ.get("BENCH_SHAPES",
-                            "2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,16384x16384x1024")
+    shapes = os.environ.get("BENCH_SHAPES", BENCH_SHAPES)
     for pair in os.environ.get("BF16_LAYOUTS", "k,k k,mn mn,k mn,mn k,k,1 k,mn,1").split():
         a_layout, b_layout, beta = (pair.split(",") + ["0"])[:3]
         name = "bf16_ak_bk" if pair == "k,k" else f"bf16_a{a_layout}_b{b_layout}" + (

@@ -91,6 +91,8 @@ PURPOSES = {
                           "one atomic a warp; ncu on that kernel",
     "ladder_targets": "the GPU harness's bench, bf16, batch, sweep (bf16 x @ W, pitched) and targets parts: the "
                       "ladder's performance targets judged from one call's gemm-bench runs, two calls",
+    "beta_c_no_allocate": "the GPU harness's betancu part and gemm-bench --beta 0 and 1, step 10 with C's pairs "
+                          "loaded past L1 (ld.global.L1::no_allocate; measured, not kept) beside the loads as they are",
     "eager_loading": "the GPU harness's forms part beside the same server under CUDA_MODULE_LOADING=EAGER: "
                      "whether lazy kernel loading explains a form's slow first request (it does not)",
     "forms_and_layouts": "the GPU harness's tests, forms and bf16 parts on an H200: the forms' references and "

@@ -205,6 +205,7 @@ def lanes(lab):
                              + limit_text(tflops, size, capacity, limits)
                              + f"; kernel median {row.get('kernel_median_ms', 0):.3f} ms")
 
+
 def scaling(lab, gpus):
     """What the host's other GPUs add: gemm-client bench, step 10, 4096^3 and
     8192^3, every delivered mode, from a server on one GPU

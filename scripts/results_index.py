@@ -93,6 +93,9 @@ PURPOSES = {
                       "ladder's performance targets judged from one call's gemm-bench runs, two calls",
     "beta_c_no_allocate": "the GPU harness's betancu part and gemm-bench --beta 0 and 1, step 10 with C's pairs "
                           "loaded past L1 (ld.global.L1::no_allocate; measured, not kept) beside the loads as they are",
+    "capacity_targets": "the GPU harness's verify part on one build: delivered TFLOPS unverified, full, fast and by "
+                        "stored handles beside gemm-bench's step 10 and the same work back to back, and "
+                        "verification's cost",
     "eager_loading": "the GPU harness's forms part beside the same server under CUDA_MODULE_LOADING=EAGER: "
                      "whether lazy kernel loading explains a form's slow first request (it does not)",
     "forms_and_layouts": "the GPU harness's tests, forms and bf16 parts on an H200: the forms' references and "

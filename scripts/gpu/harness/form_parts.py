@@ -120,7 +120,7 @@ def python_package(lab):
     ran = [l for l in log.splitlines() if l.startswith("Ran ")]
     lab.note(f"python package on step 0 (cuda): rc={rc}; {ran[-1] if ran else 'no tests ran'}; "
              + ("OK" if rc == 0 else "FAILED (python_package.log)"),
-             f"gemm-client's bf16 x @ W + 0.5 r on step 0 (cuda), checked with numpy (tests/cli_forms_test.sh): "
+             "gemm-client's bf16 x @ W + 0.5 r on step 0 (cuda), checked with numpy (tests/cli_forms_test.sh): "
              + ("OK" if cli_rc == 0 else f"FAILED, rc={cli_rc} (cli_forms.log)"))
 
 

@@ -152,7 +152,7 @@ def floors(lab):
          "--busy-poll", out="echo_polling.txt")
     for conns in (4, 8):  # the same bytes split over as many connections
         echo(*transfer, "--connections", str(conns), out="echo.txt", append=True)
-    e, m, t = echoes(lab, "echo.txt"), echoes(lab, "echo_as_gemmd.txt"), echoes(lab, "echo_two_processes.txt")
+    m, t = echoes(lab, "echo_as_gemmd.txt"), echoes(lab, "echo_two_processes.txt")
     lab.note(f"bare echo as gemmd serves, server in a process of its own: 1 in flight p50 {float(t[0]['p50_us']):.0f} us, "
              f"32 in flight {float(t[1]['calls_per_s']):.0f} calls/s, 96 MB transfer {float(t[2]['median_ms']):.1f} ms "
              f"(in one process: {float(m[0]['p50_us']):.0f} us, {float(m[1]['calls_per_s']):.0f} calls/s, "

@@ -184,7 +184,6 @@ def grpcfloor(lab):
     and more connections; and the echo beside an idle gemmd and alone."""
     for strategy, api, loads in ECHO_MODELS:
         for load in loads:
-            name = f"echo_api_{strategy}_{api}_{'_'.join(load)}".replace(" ", "_").replace("--", "")
             _, cpu = lab.run(["grpc-echo-bench", "--mode", "latency", "--seconds", "3", "--up-bytes", "64",
                               "--down-bytes", "256", "--server-api", *api.split(), *load], out="echo_api.txt",
                              append=True, env={"GRPC_POLL_STRATEGY": strategy})

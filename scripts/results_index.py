@@ -96,6 +96,11 @@ PURPOSES = {
     "capacity_targets": "the GPU harness's verify part on one build: delivered TFLOPS unverified, full, fast and by "
                         "stored handles beside gemm-bench's step 10 and the same work back to back, and "
                         "verification's cost",
+    "fast_check_forms": "gemm-bench --fast-check in the forms' types, layouts and C, and the fastncu part on two "
+                        "of them; C's element loaded beside D's in the check's passes (measured, not kept)",
+    "typed_generator": "kernels_gpu_test's generator tests, forms_gpu_test and gemm-bench --fast-check's generated "
+                       "column, fp16 and bf16, with the forms' generator eight elements a thread, beside the build "
+                       "before",
     "eager_loading": "the GPU harness's forms part beside the same server under CUDA_MODULE_LOADING=EAGER: "
                      "whether lazy kernel loading explains a form's slow first request (it does not)",
     "forms_and_layouts": "the GPU harness's tests, forms and bf16 parts on an H200: the forms' references and "

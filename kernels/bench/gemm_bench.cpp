@@ -116,7 +116,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
                "       gemm-bench --accuracy SEEDS [--shapes ...] [--steps ...] [--seed S] [--csv FILE]: each step's "
                "error against the exact product, beside cuBLAS's\n"
                "       gemm-bench --diagnose [--steps ...]: each step on structured probes, and what a wrong D says\n"
-               "       gemm-bench --fast-check [--shapes ...]: VERIFICATION_FAST's check beside cuBLAS's GEMM\n"
+               "       gemm-bench --fast-check [--shapes ...] [--dtype ...] [--a-layout ...] [--b-layout ...] [--beta B]: "
+               "VERIFICATION_FAST's check beside cuBLAS's GEMM\n"
                "       gemm-bench --back-to-back SECONDS [--shapes ...] [--steps ...]: TFLOPS of GEMMs run one after "
                "another, alone and with their inputs generated before each\n",
                msg);
@@ -248,7 +249,8 @@ int main(int argc, char** argv) {
   if (opt.fast_check) {
     std::vector<gemm::bench::FastCheckShape> shapes;
     for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
-    return gemm::bench::RunFastCheck(shapes, opt.device);
+    const gemm::bench::FastCheckForm form{opt.dtype, opt.a_layout, opt.b_layout, opt.beta};
+    return gemm::bench::RunFastCheck(shapes, form, opt.device);
   }
   if (opt.back_to_back > 0) {
     std::vector<gemm::bench::BackToBackShape> shapes;

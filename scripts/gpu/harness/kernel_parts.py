@@ -352,17 +352,21 @@ def fast_check_ncu(lab):
     """VERIFICATION_FAST's kernels at 4096^3 under ncu, one check, for
     gemm-bench and every bin/gemm-bench-* (earlier builds or variants added
     by hand): each pass's time, DRAM throughput, issue slots busy and warp
-    instructions."""
+    instructions. FAST_CHECK_FORM passes gemm-bench the form checked, e.g.
+    "--dtype bf16 --b-layout mn --beta 0.5" (x @ W + 0.5·C); fp16 A·Bᵀ
+    where it is empty."""
     if not shutil.which("ncu"):
         lab.note("ncu: not here")
         return
     benches = ["gemm-bench"] + lab.tools_like("gemm-bench-*")
+    form = os.environ.get("FAST_CHECK_FORM", "").split()
+    what = f"4096^3{' ' + ' '.join(form) if form else ''}"
     for bench in benches:
         log = lab.out / f"ncu_fast_check_{bench}.csv"
         lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
                  "--kernel-name-base", "function", "--kernel-name", "regex:^(LinesKernel|SamplesKernel)$",
                  "--launch-count", len(FAST_CHECK_PASSES) + 1, "--metrics", ",".join(FAST_CHECK_METRICS),
-                 lab.tool(bench), "--fast-check", "--shapes", "4096x4096x4096"],
+                 lab.tool(bench), "--fast-check", "--shapes", "4096x4096x4096", *form],
                 out=f"ncu_fast_check_{bench}.log", timeout=200)
         try:
             passes = fast_check_passes(readers.ncu_csv(log.read_text(errors="replace")))
@@ -370,9 +374,9 @@ def fast_check_ncu(lab):
             passes = {}
         for name, metrics in passes.items():
             if not metrics:
-                lab.note(f"ncu fast check 4096^3 {bench} {name}: no counters read")
+                lab.note(f"ncu fast check {what} {bench} {name}: no counters read")
                 continue
-            lab.note(f"ncu fast check 4096^3 {bench:18s} {name:9s}: "
+            lab.note(f"ncu fast check {what} {bench:18s} {name:9s}: "
                      f"{metrics.get('gpu__time_duration.sum', 0) / 1e3:6.1f} us, "
                      + ", ".join(f"{label} {metrics.get(m, 0):,.0f}" for m, label in FAST_CHECK_METRICS.items()
                                  if label != "ns"))

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "common/atomic_max.h"
+#include "common/random_eight.h"
 
 namespace gemm {
 namespace {
@@ -19,10 +20,38 @@ unsigned GridFor(uint64_t count, unsigned threads = 256) {
   return static_cast<unsigned>(blocks < 65535 * 4 ? (blocks == 0 ? 1 : blocks) : 65535 * 4);
 }
 
-__global__ void FillRandomKernel(void* dst, ElementType type, uint64_t count, uint64_t stream) {
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < count; i += uint64_t{gridDim.x} * blockDim.x) {
-    StoreElement(type, dst, i, RandomValueAs(type, stream, i));
+// Eight elements a thread from one RandomValuesIn8, rounded to T and
+// stored as one vector of their bytes where `dst` is aligned to it (two
+// 16-byte stores for fp32); the rest one element a thread. The loop it
+// replaced, runtime-typed with one element and one 64-bit mix a thread,
+// made a bf16 4096² A and B in 0.136 ms on an H100, where fp16's
+// eight-at-a-time path (device_ops.cu) took 0.036. Storing a value rounds
+// it as RandomValueAs does, so the bits are the same.
+template <ElementType T>
+__global__ void FillRandomKernel(void* dst, uint64_t count, uint64_t stream, bool eights) {
+  constexpr int kBytes = 8 * static_cast<int>(ElementBytes(T));
+  const uint64_t first = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x, step = uint64_t{gridDim.x} * blockDim.x;
+  uint64_t done = 0;
+  if (eights) {
+    for (uint64_t v = first; v < count / 8; v += step) {
+      float values[8];
+      RandomValuesIn8(stream, v * 8, values);
+      alignas(16) unsigned char bytes[kBytes];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) StoreElement(T, bytes, j, values[j]);
+      char* at = static_cast<char*>(dst) + v * kBytes;
+      if constexpr (kBytes == 8) {
+        *reinterpret_cast<uint2*>(at) = *reinterpret_cast<const uint2*>(bytes);
+      } else {
+#pragma unroll
+        for (int q = 0; q < kBytes / 16; ++q) {
+          reinterpret_cast<uint4*>(at)[q] = reinterpret_cast<const uint4*>(bytes)[q];
+        }
+      }
+    }
+    done = count / 8 * 8;
   }
+  for (uint64_t i = done + first; i < count; i += step) StoreElement(T, dst, i, RandomValueIn(stream, i));
 }
 
 __global__ void ConvertKernel(const float* src, ElementType type, void* dst, uint64_t count) {
@@ -298,7 +327,12 @@ unsigned ReducingGrid(uint64_t count) { return std::min(GridFor(count), kReducin
 
 cudaError_t FillRandom(void* dst, ElementType type, uint64_t count, uint64_t seed, OperandId operand,
                        cudaStream_t stream) {
-  FillRandomKernel<<<GridFor(count), 256, 0, stream>>>(dst, type, count, RandomStream(seed, operand));
+  const uint64_t vector_bytes = std::min<uint64_t>(8 * ElementBytes(type), 16);
+  const bool eights = reinterpret_cast<uintptr_t>(dst) % vector_bytes == 0;
+  WithElementType(type, [&](auto t) {
+    FillRandomKernel<t.value><<<GridFor(eights ? count / 8 : count), 256, 0, stream>>>(
+        dst, count, RandomStream(seed, operand), eights);
+  });
   return cudaGetLastError();
 }
 

@@ -159,6 +159,37 @@ TEST_F(KernelsGpuTest, FillRandomMatchesTheHostGenerator) {
   }
 }
 
+// A seeded operand of every type, as the forms generate it: eight elements
+// a thread where the destination is aligned to their bytes, one a thread
+// where it is not (an entry of a stacked batch may start anywhere), and a
+// count that leaves a tail of fewer than eight. Every byte as the host's
+// RandomValueAs stores it, and none written past the end.
+TEST_F(KernelsGpuTest, TypedFillRandomMatchesTheHostGeneratorInEveryType) {
+  const uint64_t n = 100003;
+  for (gemm::ElementType t : {gemm::ElementType::kF16, gemm::ElementType::kBF16, gemm::ElementType::kF32,
+                              gemm::ElementType::kF8E4M3, gemm::ElementType::kF8E5M2}) {
+    const size_t bytes = gemm::ElementBytes(t);
+    for (uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{3}}) {  // elements past a 256-byte boundary
+      SCOPED_TRACE(::testing::Message() << gemm::ElementName(t) << ", " << offset << " elements in");
+      char* buffer = nullptr;
+      const size_t total = (n + offset + 8) * bytes;
+      ASSERT_CUDA(cudaMalloc(&buffer, total));
+      ASSERT_CUDA(cudaMemsetAsync(buffer, 0x5A, total, stream_));
+      ASSERT_CUDA(gemm::FillRandom(buffer + offset * bytes, t, n, 41, gemm::OperandId::kC, stream_));
+      std::vector<unsigned char> got(total);
+      ASSERT_CUDA(cudaMemcpyAsync(got.data(), buffer, total, cudaMemcpyDeviceToHost, stream_));
+      ASSERT_CUDA(cudaStreamSynchronize(stream_));
+      cudaFree(buffer);
+      std::vector<unsigned char> want(total, 0x5A);
+      const uint64_t stream = gemm::RandomStream(41, gemm::OperandId::kC);
+      for (uint64_t i = 0; i < n; ++i) {
+        gemm::StoreElement(t, want.data() + offset * bytes, i, gemm::RandomValueAs(t, stream, i));
+      }
+      ASSERT_EQ(got, want);
+    }
+  }
+}
+
 // Big matrices are made eight elements a thread (gemm::RandomValuesIn8):
 // every element as the host generator gives it, at a pitch, with the gaps
 // left alone, from a seed whose stream carries out of its low 32 bits

@@ -16,6 +16,20 @@ DELIVERED_MODES = {"": "unverified", "--verify": "verified", "--fast-verify": "f
                    "--stored": "by stored handles, unverified"}
 
 
+def run_delivered(lab, name, size, in_flight, *options):
+    """gemm-client bench against the server started last: step 10 at
+    size^3, `in_flight` requests kept in flight for 3 s, with `options`
+    (a delivered mode); its results in NAME.json and NAME.txt under $OUT."""
+    lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency", in_flight,
+               "--duration", "3", *options, "--json", lab.out / f"{name}.json", out=f"{name}.txt")
+
+
+def delivered_tflops(lab, name, size):
+    """What run_delivered's NAME delivered: requests a second times each
+    one's 2·size³ operations, in TFLOPS."""
+    return bench_row(lab, name)["rate"] * 2 * size ** 3 / 1e12
+
+
 def step10_capacity(lab, name):
     """The kernel's capacity in this call: gemm-bench's step 10 TFLOPS at
     4096^3 and 8192^3, by size (NAME.csv and NAME.log under $OUT)."""
@@ -72,10 +86,8 @@ def verification_cost(lab):
                 # by stored handles (uploaded once) unverified.
                 for size in (4096, 8192):
                     for mode in DELIVERED_MODES:
-                        name = f"delivered_{build}_{size}{mode}_{round}"
-                        lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency",
-                                   "8", "--duration", "3", *([mode] if mode else []), "--json",
-                                   lab.out / f"{name}.json", out=f"{name}.txt")
+                        run_delivered(lab, f"delivered_{build}_{size}{mode}_{round}", size, 8,
+                                      *([mode] if mode else []))
     capacity = step10_capacity(lab, "verify_capacity")
     limits = back_to_back(lab, "verify_back_to_back")
     # The fast check's own cost beside cuBLAS's GEMM, kernels alone (gemm-bench --fast-check).
@@ -89,9 +101,7 @@ def verification_cost(lab):
     for build in builds:
         for size in (4096, 8192):
             for mode in DELIVERED_MODES:
-                # Delivered TFLOPS: requests per second times each one's 2·size³ operations.
-                tflops = [bench_row(lab, f"delivered_{build}_{size}{mode}_{r}")["rate"] * 2 * size ** 3 / 1e12
-                          for r in (1, 2)]
+                tflops = [delivered_tflops(lab, f"delivered_{build}_{size}{mode}_{r}", size) for r in (1, 2)]
                 lab.note(f"delivered, {build:12s} {size}^3 step 10, 8 in flight, {DELIVERED_MODES[mode]}:"
                          f" {', '.join(f'{t:.0f}' for t in tflops)} TFLOPS in two rounds: "
                          + limit_text(statistics.median(tflops), size, capacity, limits))
@@ -195,11 +205,9 @@ def lanes(lab):
             for size in (4096, 8192):
                 for verify in ("", "--verify"):
                     name = f"lanes_{build}_{workers}_{size}{verify}"
-                    lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10", "--concurrency", "8",
-                               "--duration", "3", *([verify] if verify else []), "--json", lab.out / f"{name}.json",
-                               out=f"{name}.txt")
+                    run_delivered(lab, name, size, 8, *([verify] if verify else []))
                     row = bench_row(lab, name)
-                    tflops = row["rate"] * 2 * size ** 3 / 1e12
+                    tflops = delivered_tflops(lab, name, size)
                     lab.note(f"{build:12s} lanes {workers}, {size}^3 step 10, 8 in flight, "
                              f"{'verified' if verify else 'unverified'}: {tflops:.0f} TFLOPS, "
                              + limit_text(tflops, size, capacity, limits)
@@ -226,11 +234,9 @@ def scaling(lab, gpus):
                     for size in (4096, 8192):
                         for mode in DELIVERED_MODES:
                             name = f"scaling_{used}gpu_{in_flight}_{size}{mode}_{round_}"
-                            lab.client("bench", "--shapes", f"{size}x{size}x{size}", "--steps", "10",
-                                       "--concurrency", in_flight, "--duration", "3", *([mode] if mode else []),
-                                       "--json", lab.out / f"{name}.json", out=f"{name}.txt")
-                            rate = bench_row(lab, name)["rate"]
-                            tflops.setdefault((used, in_flight, size, mode), []).append(rate * 2 * size ** 3 / 1e12)
+                            run_delivered(lab, name, size, in_flight, *([mode] if mode else []))
+                            tflops.setdefault((used, in_flight, size, mode), []).append(
+                                delivered_tflops(lab, name, size))
             finally:
                 lab.env.pop("CUDA_VISIBLE_DEVICES", None)
     lab.note(f"delivered TFLOPS, step 10, rounds 1 and 2; {gpus} GPUs over one (medians):",

@@ -30,7 +30,13 @@ cmp -s "$work/a" "$work/back" || fail "the matrix came back different"
 echo "ok: $handle survived kill -9 byte for byte"
 
 kill -9 $pid; wait $pid 2>/dev/null
-printf '\x01' | dd of="$work/store/$handle.gemm" bs=1 seek=5000 conv=notrunc status=none
+# Flip every bit of one byte: writing a fixed value left the file unchanged
+# whenever the random matrix already held that value there (1 run in 256).
+stored=$work/store/$handle.gemm
+byte_at_5000() { od -An -tu1 -j5000 -N1 "$stored" | tr -d ' '; }
+before=$(byte_at_5000)
+printf "\\$(printf '%03o' $((before ^ 255)))" | dd of="$stored" bs=1 seek=5000 conv=notrunc status=none
+[[ $(byte_at_5000) -eq $((before ^ 255)) ]] || fail "byte 5000 was not changed ($before -> $(byte_at_5000))"
 start
 "$client" download --handle "$handle" --out "$work/back2" 2>"$work/err" && fail "a damaged matrix was served"
 grep -q "DATA_LOSS" "$work/err" || fail "damaged matrix: $(cat "$work/err")"

@@ -111,6 +111,9 @@ PURPOSES = {
                       "tensor cores beside the server with the SIMT one, and ncu of the reference kernel",
     "fp8_reference": "the GPU harness's tests and forms parts with fp8 forms checked by step 10 over fp16 copies of "
                      "their operands and C's largest value reduced a warp at a time, beside the server before both",
+    "beta_c_chunk_a_k_tile": "the GPU harness's betancu part, gemm-bench --beta 0 and 1 and ncu's warp states, "
+                             "step 10 with C's pairs loaded one chunk a k-tile (measured, not kept) beside the "
+                             "loads as they are",
     "beta_c_loads": "the GPU harness's betancu part (ncu cycles of step 10 with and without beta·C) for two ways "
                     "of reading C not kept: by TMA through the D staging, and evict-first loads",
     "form_reference": "the GPU harness's tests and forms parts with the forms' full check against the other "

@@ -12,9 +12,10 @@ sys.path.insert(0, str(HERE.parent / "scripts" / "gpu"))
 from harness import readers  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.__main__ import PARTS_IN_ORDER, parts_to_run  # noqa: E402
-from harness import kernel_parts, ladder_targets  # noqa: E402
+from harness import kernel_parts, ladder_targets, ncu_parts  # noqa: E402
 from harness.capacity_parts import limit_text  # noqa: E402
-from harness.kernel_parts import CYCLES, TENSOR, sm100_verdicts  # noqa: E402
+from harness.kernel_parts import sm100_verdicts  # noqa: E402
+from harness.ncu_parts import CYCLES, TENSOR  # noqa: E402
 from harness.startup_parts import first_touch_ratios  # noqa: E402
 from harness.transport_parts import per_name  # noqa: E402
 
@@ -121,11 +122,53 @@ class KernelToolsTest(unittest.TestCase):
         self.assertEqual(len(narrow[CYCLES]), len(narrow[TENSOR]))
         self.assertEqual(readers.ncu_csv("==PROF== no kernels were profiled\n"), {})
 
+    def test_stall_reasons_per_kernel_largest_first(self):
+        # Made up in ncu's --csv format (ncu_64x64x64.csv's header); two
+        # launches of step 10 and one of step 8, the metric names as the
+        # stallncu part asks for them.
+        header = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+                  '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n')
+
+        def row(launch, kernel, metric, value):
+            return (f'"{launch}","1","gemm-bench","127.0.0.1","{kernel}","1","13","(384, 1, 1)","(132, 1, 1)",'
+                    f'"0","9.0","Command line profiler metrics","{metric}","","{value}"\n')
+
+        stalled = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio".format
+        text = "==PROF== Connected to process 1\n" + header + "".join([
+            row(0, "TwoConsumersKernel", CYCLES, "308,021"),
+            row(0, "TwoConsumersKernel", stalled("long_scoreboard"), "1.50"),
+            row(0, "TwoConsumersKernel", stalled("barrier"), "0.40"),
+            row(0, "TwoConsumersKernel", stalled("wait"), "2.10"),
+            row(1, "TwoConsumersKernel", stalled("long_scoreboard"), "1.70"),
+            row(1, "TwoConsumersKernel", stalled("barrier"), "0.60"),
+            row(1, "TwoConsumersKernel", stalled("wait"), "2.30"),
+            row(2, "WarpSpecializedKernel", stalled("math_pipe_throttle"), "0.90"),
+            row(2, "WarpSpecializedKernel", "smsp__average_warps_issue_stalled_barrier_per_warp_active.pct", "12"),
+        ])
+        reasons = ncu_parts.stall_reasons(readers.ncu_csv(text))
+        self.assertEqual(list(reasons), ["TwoConsumersKernel", "WarpSpecializedKernel"])
+        step10 = reasons["TwoConsumersKernel"]
+        self.assertEqual(list(step10), ["wait", "long_scoreboard", "barrier"])
+        self.assertAlmostEqual(step10["wait"], 2.2)
+        self.assertAlmostEqual(step10["long_scoreboard"], 1.6)
+        # Only the per-issue breakdown counts; cycles and other stall metrics are not reasons.
+        self.assertEqual(reasons["WarpSpecializedKernel"], {"math_pipe_throttle": 0.9})
+        self.assertEqual(ncu_parts.stall_reasons(readers.ncu_csv("==PROF== no kernels were profiled\n")), {})
+
+    def test_stall_changes_put_the_largest_either_way_first(self):
+        changes = ncu_parts.stall_changes({"wait": 2.0, "barrier": 0.5, "branch_resolving": 0.1},
+                                          {"wait": 2.05, "barrier": 0.2, "long_scoreboard": 0.9})
+        self.assertEqual(list(changes), ["long_scoreboard", "barrier", "branch_resolving", "wait"])
+        self.assertAlmostEqual(changes["long_scoreboard"], 0.9)
+        self.assertAlmostEqual(changes["barrier"], -0.3)
+        self.assertAlmostEqual(changes["branch_resolving"], -0.1)
+        self.assertAlmostEqual(changes["wait"], 0.05)
+
     def test_fast_check_passes_are_named_in_launch_order(self):
-        passes = kernel_parts.fast_check_passes(readers.ncu_csv(recorded("ncu_fast_check.csv")))
-        self.assertEqual(list(passes), [*kernel_parts.FAST_CHECK_PASSES, "samples"])
+        passes = ncu_parts.fast_check_passes(readers.ncu_csv(recorded("ncu_fast_check.csv")))
+        self.assertEqual(list(passes), [*ncu_parts.FAST_CHECK_PASSES, "samples"])
         for name, metrics in passes.items():
-            self.assertEqual(set(metrics), set(kernel_parts.FAST_CHECK_METRICS), name)
+            self.assertEqual(set(metrics), set(ncu_parts.FAST_CHECK_METRICS), name)
             self.assertGreater(metrics["gpu__time_duration.sum"], 1000, name)
         instructions = {name: m["smsp__inst_executed.sum"] for name, m in passes.items()}
         # The two passes of each kind run one kernel: same instructions.

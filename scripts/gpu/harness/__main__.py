@@ -16,11 +16,12 @@ import sys
 import tarfile
 from pathlib import Path
 
-from . import capacity_parts, form_parts, kernel_parts, ladder_targets, service_part, startup_parts, transport_parts
+from . import (capacity_parts, form_parts, kernel_parts, ladder_targets, ncu_parts, service_part, startup_parts,
+               transport_parts)
 from .lab import Lab
 
 PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "scaling", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "batch", "accuracy",
-                  "sweep", "targets", "sass", "sanitize", "ncu", "fastncu", "betancu")
+                  "sweep", "targets", "sass", "sanitize", "ncu", "fastncu", "betancu", "stallncu")
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
 KEPT = ("summary.txt", "bench.csv", "bench.md", "bench_bf16.csv", "bench_batch.csv")
 
@@ -75,8 +76,9 @@ def main():
             "formbatch": lambda: form_parts.forms_batching(lab),
             "python": lambda: form_parts.python_package(lab),
             "verify": lambda: capacity_parts.verification_cost(lab),
-            "fastncu": lambda: kernel_parts.fast_check_ncu(lab),
-            "betancu": lambda: kernel_parts.beta_ncu(lab),
+            "fastncu": lambda: ncu_parts.fast_check_ncu(lab),
+            "betancu": lambda: ncu_parts.beta_ncu(lab),
+            "stallncu": lambda: ncu_parts.stall_ncu(lab),
             "cache": lambda: capacity_parts.device_cache(lab),
             "scaling": lambda: capacity_parts.scaling(lab, gpus),
             "lanes": lambda: capacity_parts.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
@@ -85,7 +87,7 @@ def main():
             "bf16": lambda: kernel_parts.bf16(lab), "batch": lambda: kernel_parts.batch(lab),
             "accuracy": lambda: kernel_parts.accuracy(lab), "sweep": lambda: kernel_parts.sweep(lab),
             "sass": lambda: kernel_parts.sass(lab), "sanitize": lambda: kernel_parts.sanitize(lab),
-            "ncu": lambda: kernel_parts.ncu(lab), "targets": lambda: ladder_targets.targets(lab)}
+            "ncu": lambda: ncu_parts.ncu(lab), "targets": lambda: ladder_targets.targets(lab)}
     for name in parts_to_run(os.environ.get("PARTS", " ".join(sys.argv[1:])), compute_major):
         lab.note(f"---- {name} (at {lab.elapsed()} s)")
         try:

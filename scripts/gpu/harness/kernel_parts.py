@@ -1,9 +1,9 @@
 """The kernels' parts: pattern diagnostics, the GPU tests, gemm-bench's
-ladder, sweep and accuracy, the SASS check, compute-sanitizer and ncu."""
+ladder, sweep and accuracy, the SASS check and compute-sanitizer (ncu's
+parts are in ncu_parts.py)."""
 import csv
 import os
 import shutil
-import statistics
 
 from . import readers
 
@@ -273,110 +273,3 @@ def sanitize(lab):
         reported, ours, vendor = readers.sanitizer_findings(text)
         lab.note(f"compute-sanitizer {tool}: rc={rc}, {reported} reported (by kernel or host call): in the ladder "
                  f"and its helpers {dict(ours) or 'none'}; in cuBLAS {dict(vendor) or 'none'}")
-
-
-NCU_CASES = (("4096x4096x4096", "8,9,10"), ("64x64x64", "0,10"), ("432x74x34", "0,10"), ("1000x1001x999", "0,10"))
-CYCLES = "sm__cycles_elapsed.max"
-TENSOR = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-
-
-def ncu(lab):
-    """Clocks aside: cycle counts and tensor-pipe activity for cuBLAS and
-    steps 8-10 at 4096^3, and for cuBLAS and step 10 on small problems (its
-    narrow tile). The power cap moves the clock between runs; cycles do not
-    move with it."""
-    if not shutil.which("ncu"):
-        lab.note("ncu: not here")
-        return
-    for shape, steps in NCU_CASES:
-        ncu_cycles(lab, "gemm-bench", shape, steps)
-
-
-def ncu_cycles(lab, bench, shape, steps, extra=(), tag=""):
-    """One ncu run of `bench` (gemm-bench or an earlier build of it) on
-    `shape` and `steps`, one launch each, with gemm-bench's `extra`
-    options; notes each kernel's cycles and tensor-pipe activity."""
-    name = f"{shape}{tag}"
-    log = lab.out / f"ncu_cycles_{name}.csv"
-    lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
-             "--kernel-name-base", "function", "--kernel-name",
-             "regex:^(?!.*(FillRandomKernel|CompareKernel|L2Flush|Poison|ReferenceGemm)).*",
-             "--metrics", f"{CYCLES},{TENSOR}", lab.tool(bench), "--shapes", shape, "--steps", steps,
-             "--warmup", "0", "--iters", "1", "--layout", "pitched", *extra], out=f"ncu_{name}.log", timeout=200)
-    try:
-        kernels = readers.ncu_csv(log.read_text(errors="replace"))
-    except OSError:
-        kernels = {}
-    if not kernels:
-        lab.note(f"ncu {name}: no counters read (see ncu_{name}.log)")
-    for kernel, metrics in kernels.items():
-        if metrics.get(CYCLES):
-            lab.note(f"ncu {name} {kernel[:60]}: {statistics.median(metrics[CYCLES]):,.0f} cycles, tensor pipe "
-                     f"{statistics.median(metrics.get(TENSOR, [0])):.1f}% of active cycles")
-
-
-def beta_ncu(lab):
-    """What beta·C costs step 10, clocks aside: bf16 at 4096^3 with beta 0
-    and with beta 1 (D += A·B in place, as gemm-bench times it), for
-    gemm-bench and every bin/gemm-bench-before* (earlier builds added by
-    hand), each twice."""
-    if not shutil.which("ncu"):
-        lab.note("ncu: not here")
-        return
-    for bench in ["gemm-bench"] + lab.tools_like("gemm-bench-before*"):
-        for round_ in (1, 2):
-            for beta in ("0", "1"):
-                ncu_cycles(lab, bench, "4096x4096x4096", "10", ("--dtype", "bf16", "--beta", beta),
-                           f"_{bench}_beta{beta}_{round_}")
-
-
-# The fast check's line passes in launch order (kernels/src/sketch_check.cu).
-FAST_CHECK_PASSES = ("b_rows", "a_columns", "a_rows", "b_columns", "d_rows", "d_columns")
-FAST_CHECK_METRICS = {"gpu__time_duration.sum": "ns", "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
-                      "sm__inst_issued.avg.pct_of_peak_sustained_active": "issue %",
-                      "smsp__inst_executed.sum": "warp instructions"}
-
-
-def fast_check_passes(kernels):
-    """ncu_csv's kernels of one fast check: per pass of FAST_CHECK_PASSES and
-    for the sampled elements, {metric: value}."""
-    lines, samples = kernels.get("LinesKernel", {}), kernels.get("SamplesKernel", {})
-    passes = {}
-    for i, name in enumerate(FAST_CHECK_PASSES):
-        passes[name] = {m: values[i] for m, values in lines.items() if i < len(values)}
-    passes["samples"] = {m: values[0] for m, values in samples.items() if values}
-    return passes
-
-
-def fast_check_ncu(lab):
-    """VERIFICATION_FAST's kernels at 4096^3 under ncu, one check, for
-    gemm-bench and every bin/gemm-bench-* (earlier builds or variants added
-    by hand): each pass's time, DRAM throughput, issue slots busy and warp
-    instructions. FAST_CHECK_FORM passes gemm-bench the form checked, e.g.
-    "--dtype bf16 --b-layout mn --beta 0.5" (x @ W + 0.5·C); fp16 A·Bᵀ
-    where it is empty."""
-    if not shutil.which("ncu"):
-        lab.note("ncu: not here")
-        return
-    benches = ["gemm-bench"] + lab.tools_like("gemm-bench-*")
-    form = os.environ.get("FAST_CHECK_FORM", "").split()
-    what = f"4096^3{' ' + ' '.join(form) if form else ''}"
-    for bench in benches:
-        log = lab.out / f"ncu_fast_check_{bench}.csv"
-        lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
-                 "--kernel-name-base", "function", "--kernel-name", "regex:^(LinesKernel|SamplesKernel)$",
-                 "--launch-count", len(FAST_CHECK_PASSES) + 1, "--metrics", ",".join(FAST_CHECK_METRICS),
-                 lab.tool(bench), "--fast-check", "--shapes", "4096x4096x4096", *form],
-                out=f"ncu_fast_check_{bench}.log", timeout=200)
-        try:
-            passes = fast_check_passes(readers.ncu_csv(log.read_text(errors="replace")))
-        except OSError:
-            passes = {}
-        for name, metrics in passes.items():
-            if not metrics:
-                lab.note(f"ncu fast check {what} {bench} {name}: no counters read")
-                continue
-            lab.note(f"ncu fast check {what} {bench:18s} {name:9s}: "
-                     f"{metrics.get('gpu__time_duration.sum', 0) / 1e3:6.1f} us, "
-                     + ", ".join(f"{label} {metrics.get(m, 0):,.0f}" for m, label in FAST_CHECK_METRICS.items()
-                                 if label != "ns"))

@@ -4,17 +4,17 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
+#include "api/kernel_listing.h"
 #include "api/matrix_streams.h"
+#include "api/multiply_report.h"
 #include "api/multiply_wire.h"
 #include "api/operand_resolution.h"
 #include "form/request_form.h"
 #include "client_text.h"
 #include "engine/permanent_refusal.h"
 #include "gemm/steps.h"
-#include "version.h"
 
 namespace gemmd {
 
@@ -299,42 +299,15 @@ void GemmService::CompleteMultiply(const std::shared_ptr<MultiplyCall>& call, ab
   if (options_.sm_clock_mhz) resp->set_sm_clock_mhz(options_.sm_clock_mhz(call->device));
 
   const VerificationResult& v = report->verification;
-  auto* vr = resp->mutable_verification();
-  vr->set_performed(v.performed);
-  vr->set_passed(v.passed);
-  vr->set_max_abs_error(v.max_abs_error);
-  vr->set_mismatches(v.mismatches);
-  vr->set_non_finite(v.non_finite);
-  vr->set_elements(v.elements);
-  vr->set_rtol(v.rtol);
-  vr->set_atol(v.atol);
-  vr->set_accumulation_atol(v.accumulation_atol);
-  vr->set_reference(v.reference);
-  vr->set_tolerance_source(v.tolerance_source);
-  if (v.performed) vr->set_mode(v.fast ? gemm::v1::VERIFICATION_FAST : gemm::v1::VERIFICATION_FULL);
-  if (v.fast) {
-    vr->set_sketch_vectors(v.sketch_vectors);
-    vr->set_sure_error(v.sure_error);
-    vr->set_worst_line_ratio(v.worst_line_ratio);
-  }
+  ReportVerification(v, resp->mutable_verification());
   resp->set_d_type(ToProto(job.form.d));
   resp->set_batch_count(static_cast<uint32_t>(job.form.batch));
 
   const double flops = 2.0 * job.m * job.n * job.k * static_cast<double>(job.form.batch);
   const PhaseSeconds& p = report->seconds;
-  auto* t = resp->mutable_timing();
-  t->set_prepare_seconds(std::chrono::duration<double>(call->enqueued - call->start).count());
-  t->set_queue_seconds(call->queued_seconds);
-  t->set_upload_seconds(p.upload);
-  // Compute is the engine's time between its upload and its download: the
-  // repeats, the verification, and the engine's own set-up and clean-up.
   const double engine_seconds = std::chrono::duration<double>(call->engine_done - engine_start).count();
-  t->set_compute_seconds(std::max(0.0, engine_seconds - p.upload - p.download));
-  t->set_kernel_seconds(p.kernel);
-  t->set_download_seconds(p.download);
-  t->set_verify_seconds(p.verify);
-  t->set_repeats(p.repeats);
-  t->set_batch_size(report->batch_size);
+  ReportTiming(p, std::chrono::duration<double>(call->enqueued - call->start).count(), call->queued_seconds,
+               engine_seconds, report->batch_size, resp->mutable_timing());
   resp->set_tflops(p.kernel > 0 ? flops / p.kernel / 1e12 : 0);
 
   metrics_.RecordGemm(job.step, call->device, p.kernel, flops * p.repeats, v.performed && !v.passed);
@@ -455,73 +428,8 @@ grpc::ServerUnaryReactor* GemmService::ListKernels(grpc::CallbackServerContext* 
   Caller caller;
   if (auto* rejected = RejectUnauthenticated("ListKernels", ctx, &caller)) return rejected;
   const auto start = Clock::now();
-  for (const gemm::StepInfo& info : gemm::AllSteps()) {
-    auto* k = resp->add_kernels();
-    k->set_step(info.step);
-    k->set_name(std::string(info.name));
-    k->set_description(std::string(info.description));
-    k->set_poor_fit(std::string(info.poor_fit));
-    k->mutable_limits()->set_max_m(info.max_m);
-    k->mutable_limits()->set_max_n(info.max_n);
-    k->mutable_limits()->set_max_k(info.max_k);
-    auto* caps = k->mutable_capabilities();
-    if (gemm::FormsOf(info.step).every_form) {
-      for (auto t : {gemm::v1::FP16, gemm::v1::BF16, gemm::v1::FP32, gemm::v1::FP8_E4M3, gemm::v1::FP8_E5M2}) {
-        caps->add_operand_types(t);
-      }
-      for (auto t : {gemm::v1::FP16, gemm::v1::BF16, gemm::v1::FP32}) caps->add_d_types(t);
-      for (auto l : {gemm::v1::LAYOUT_K_CONTIGUOUS, gemm::v1::LAYOUT_MN_CONTIGUOUS}) {
-        caps->add_a_layouts(l);
-        caps->add_b_layouts(l);
-      }
-      caps->set_alpha_beta_c(true);
-      caps->set_batches(true);
-    } else {
-      caps->add_operand_types(gemm::v1::FP16);
-      caps->add_d_types(gemm::v1::FP16);
-      if (gemm::FormsOf(info.step).bf16) {  // A and B of one type (gemm::IsLadderForm)
-        caps->add_operand_types(gemm::v1::BF16);
-        caps->add_d_types(gemm::v1::BF16);
-      }
-      caps->add_a_layouts(gemm::v1::LAYOUT_K_CONTIGUOUS);
-      caps->add_b_layouts(gemm::v1::LAYOUT_K_CONTIGUOUS);
-      if (gemm::FormsOf(info.step).mn_contiguous) {
-        caps->add_a_layouts(gemm::v1::LAYOUT_MN_CONTIGUOUS);
-        caps->add_b_layouts(gemm::v1::LAYOUT_MN_CONTIGUOUS);
-      }
-      caps->set_alpha_beta_c(gemm::FormsOf(info.step).alpha_beta_c);  // C of D's type
-      caps->set_batches(gemm::FormsOf(info.step).batches);
-    }
-    const StepAvailability any = AvailabilityOnAnyDevice(engine_, info.step);
-    k->set_available(any.available);
-    k->set_unavailable_reason(any.reason);
-  }
-  for (size_t d = 0; d < devices_.size(); ++d) {
-    const DeviceDescription& desc = devices_[d];
-    auto* dev = resp->add_devices();
-    dev->set_index(static_cast<uint32_t>(d));
-    dev->set_id(desc.id);
-    dev->set_name(desc.name);
-    dev->set_kind(desc.kind);
-    dev->set_arch(desc.arch);
-    dev->set_memory_bytes(desc.memory_bytes);
-    dev->set_healthy(engine_.healthy(static_cast<int>(d)));
-    for (const gemm::StepInfo& info : gemm::AllSteps()) {
-      if (engine_.availability(info.step, static_cast<int>(d)).available) dev->add_available_steps(info.step);
-    }
-  }
-  resp->set_engine(engine_.name());
-  resp->set_server_version(kGemmdVersion);
-  auto* l = resp->mutable_limits();
-  l->set_max_dim(options_.limits.max_dim);
-  l->set_max_request_bytes(options_.limits.max_request_bytes);
-  l->set_max_message_bytes(options_.limits.max_message_bytes);
-  l->set_matrix_quota_bytes(store_.quota_bytes());
-  l->set_max_repeats(options_.limits.max_repeats);
-  l->set_queue_capacity(options_.queue_capacity);
-  l->set_max_matrices(store_.max_matrices());
-  l->set_max_label_bytes(MatrixStore::kMaxLabelBytes);
-  l->set_matrix_overhead_bytes(MatrixStore::kOverheadBytes);
+  ListKernelsOf(engine_, devices_,
+                {options_.limits, options_.queue_capacity, store_.quota_bytes(), store_.max_matrices()}, resp);
   auto* reactor = ctx->DefaultReactor();
   FinishSimple("ListKernels", reactor, absl::OkStatus(), start, "");
   return reactor;

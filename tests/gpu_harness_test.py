@@ -11,7 +11,7 @@ sys.path.insert(0, str(HERE.parent / "scripts" / "gpu"))
 
 from harness import readers  # noqa: E402
 from harness.lab import Lab  # noqa: E402
-from harness.__main__ import PARTS_IN_ORDER, parts_to_run  # noqa: E402
+from harness.__main__ import PARTS, PARTS_IN_ORDER, part_summaries, parts_to_run  # noqa: E402
 from harness import kernel_parts, ladder_targets, ncu_parts  # noqa: E402
 from harness.capacity_parts import limit_text  # noqa: E402
 from harness.kernel_parts import sm100_verdicts  # noqa: E402
@@ -259,6 +259,16 @@ class SummariesTest(unittest.TestCase):
         self.assertEqual(readers.task_ticks(stat), 42)
         own = Path(f"/proc/{os.getpid()}/stat").read_text()
         self.assertGreaterEqual(readers.task_ticks(own), 0)
+
+    def test_every_part_says_what_it_measures(self):
+        # `run.sh --list` prints these: a part without a docstring would be a blank line.
+        summaries = part_summaries()
+        self.assertEqual([name for name, _ in summaries], list(PARTS_IN_ORDER))
+        for name, summary in summaries:
+            self.assertGreater(len(summary.split()), 8, name)
+            self.assertNotIn("\n", summary, name)
+        for name, (function, takes) in PARTS.items():
+            self.assertTrue(set(takes) <= {"gpus", "compute_major"}, name)
 
     def test_parts_keep_their_order_and_a_b200_diagnoses_first(self):
         self.assertEqual(parts_to_run("", 9), list(PARTS_IN_ORDER))

@@ -1,6 +1,7 @@
 """The GPU harness: everything the GPU machine runs in one device call.
 
     PARTS="tests bench" python3 -m harness     (from scripts/gpu; run.sh does this)
+    python3 -m harness --list                  (every part and what it measures)
 
 Runs the parts PARTS names (default all, in the order of PARTS_IN_ORDER),
 writes logs and results under $OUT, and prints a short summary last. On a
@@ -20,8 +21,39 @@ from . import (capacity_parts, form_parts, kernel_parts, ladder_targets, ncu_par
                transport_parts)
 from .lab import Lab
 
-PARTS_IN_ORDER = ("diagnose", "tests", "service", "forms", "formscache", "formbatch", "python", "verify", "cache", "lanes", "scaling", "tiny", "grpcfloor", "firsttouch", "soak", "bench", "bf16", "batch", "accuracy",
-                  "sweep", "targets", "sass", "sanitize", "ncu", "fastncu", "betancu", "stallncu")
+# Every part in the order they run: its function, and what of the machine
+# it takes besides the lab (the GPU count, or the compute capability's
+# major number). Each function's docstring says what the part measures.
+PARTS = {
+    "diagnose": (kernel_parts.diagnose, ("compute_major",)),
+    "tests": (kernel_parts.tests, ()),
+    "service": (service_part.service, ("gpus",)),
+    "forms": (form_parts.forms, ()),
+    "formscache": (form_parts.forms_cache, ()),
+    "formbatch": (form_parts.forms_batching, ()),
+    "python": (form_parts.python_package, ()),
+    "verify": (capacity_parts.verification_cost, ()),
+    "cache": (capacity_parts.device_cache, ()),
+    "lanes": (capacity_parts.lanes, ()),
+    "scaling": (capacity_parts.scaling, ("gpus",)),
+    "tiny": (transport_parts.tiny, ()),
+    "grpcfloor": (transport_parts.grpcfloor, ()),
+    "firsttouch": (startup_parts.firsttouch, ()),
+    "soak": (startup_parts.soak, ()),
+    "bench": (kernel_parts.bench, ()),
+    "bf16": (kernel_parts.bf16, ()),
+    "batch": (kernel_parts.batch, ()),
+    "accuracy": (kernel_parts.accuracy, ()),
+    "sweep": (kernel_parts.sweep, ()),
+    "targets": (ladder_targets.targets, ()),
+    "sass": (kernel_parts.sass, ()),
+    "sanitize": (kernel_parts.sanitize, ()),
+    "ncu": (ncu_parts.ncu, ()),
+    "fastncu": (ncu_parts.fast_check_ncu, ()),
+    "betancu": (ncu_parts.beta_ncu, ()),
+    "stallncu": (ncu_parts.stall_ncu, ()),
+}
+PARTS_IN_ORDER = tuple(PARTS)
 # What $OUT keeps loose (the rest goes into logs.tar.gz).
 KEPT = ("summary.txt", "bench.csv", "bench.md", "bench_bf16.csv", "bench_batch.csv")
 
@@ -58,7 +90,21 @@ def pack_logs(out):
         p.unlink()
 
 
+def part_summaries():
+    """(name, the first paragraph of its function's docstring on one line)
+    for every part, in order: what `--list` prints."""
+    out = []
+    for name, (function, _) in PARTS.items():
+        first = (function.__doc__ or "").strip().split("\n\n")[0]
+        out.append((name, " ".join(first.split())))
+    return out
+
+
 def main():
+    if sys.argv[1:] == ["--list"]:
+        for name, summary in part_summaries():
+            print(f"{name:11s} {summary}")
+        return
     root = Path(__file__).resolve().parents[3]
     os.chdir(root)
     out = Path(os.environ.get("OUT", "/tmp/gemmd-out"))
@@ -70,28 +116,12 @@ def main():
     # The host's kernel names its runtime (a gVisor sandbox reports 4.4.0),
     # and with it what a syscall costs every gRPC call on both sides.
     lab.note(f"host: kernel {os.uname().release}, {os.cpu_count()} cores")
-    runs = {"diagnose": lambda: kernel_parts.diagnose(lab, compute_major), "tests": lambda: kernel_parts.tests(lab),
-            "service": lambda: service_part.service(lab, gpus), "forms": lambda: form_parts.forms(lab),
-            "formscache": lambda: form_parts.forms_cache(lab),
-            "formbatch": lambda: form_parts.forms_batching(lab),
-            "python": lambda: form_parts.python_package(lab),
-            "verify": lambda: capacity_parts.verification_cost(lab),
-            "fastncu": lambda: ncu_parts.fast_check_ncu(lab),
-            "betancu": lambda: ncu_parts.beta_ncu(lab),
-            "stallncu": lambda: ncu_parts.stall_ncu(lab),
-            "cache": lambda: capacity_parts.device_cache(lab),
-            "scaling": lambda: capacity_parts.scaling(lab, gpus),
-            "lanes": lambda: capacity_parts.lanes(lab), "tiny": lambda: transport_parts.tiny(lab),
-            "grpcfloor": lambda: transport_parts.grpcfloor(lab), "firsttouch": lambda: startup_parts.firsttouch(lab),
-            "soak": lambda: startup_parts.soak(lab), "bench": lambda: kernel_parts.bench(lab),
-            "bf16": lambda: kernel_parts.bf16(lab), "batch": lambda: kernel_parts.batch(lab),
-            "accuracy": lambda: kernel_parts.accuracy(lab), "sweep": lambda: kernel_parts.sweep(lab),
-            "sass": lambda: kernel_parts.sass(lab), "sanitize": lambda: kernel_parts.sanitize(lab),
-            "ncu": lambda: ncu_parts.ncu(lab), "targets": lambda: ladder_targets.targets(lab)}
+    machine = {"gpus": gpus, "compute_major": compute_major}
     for name in parts_to_run(os.environ.get("PARTS", " ".join(sys.argv[1:])), compute_major):
         lab.note(f"---- {name} (at {lab.elapsed()} s)")
+        function, takes = PARTS[name]
         try:
-            runs[name]()
+            function(lab, *(machine[t] for t in takes))
         except Exception as e:  # one part's failure must not cost the others' results
             import traceback
             (out / f"harness_error_{name}.txt").write_text(traceback.format_exc())

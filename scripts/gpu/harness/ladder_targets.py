@@ -100,7 +100,10 @@ def verdicts(rows, sweep):
 
 
 def targets(lab):
-    """The part: every target's verdict in the summary."""
+    """The ladder's performance targets (kernels/README.md, "Targets") judged
+    from the gemm-bench CSVs this call's bench, bf16, batch and sweep parts
+    wrote: met, missed with its worst case, or not measured, each in the
+    summary."""
     rows, sweep = read_rows(lab.out)
     results = verdicts(rows, sweep)
     met = sum(1 for _, _, ok in results if ok)

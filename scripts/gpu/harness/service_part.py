@@ -51,6 +51,11 @@ def bench_row(lab, name):
 
 
 def service(lab, gpus):
+    """The server end to end on every GPU, each figure beside its floor
+    measured in the same call: first requests against steady ones, the
+    service path against bare gRPC and pinned DMA, tiny and inline 4096^3
+    requests, a server with --matrix-dir, every step served and verified,
+    requests spread over the GPUs, keep-warm and batching."""
     with lab.gemmd("main", "--workers", "2", "--max-message-bytes", "256M") as main:
         log = main.log.read_text(errors="replace")
         lab.note(*[f"  {l}" for l in log.splitlines() if re.search(r"warm in|unavailable|serving", l)])

@@ -121,7 +121,11 @@ def fast_check_ncu(lab):
 # instruction issued (the WarpStateStats section's metrics).
 STALL_METRICS = r"regex:^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio$"
 STALL_NAME = re.compile(r"^smsp__average_warps_issue_stalled_([a-z_]+)_per_issue_active\.ratio$")
-# The ladder's kernels of the cases below; cuBLAS's and the helpers' are left out.
+# The ladder's kernels of the cases below, and cuBLAS's (nvjet_*: gemm-bench
+# times it beside every step, and its beta·C kernel pays about 2% where step
+# 10 pays 8%); the helpers' are left out.
+STALL_KERNEL_NAMES = "regex:^(TwoConsumers|WarpSpecialized|ClusterMulticast|nvjet)"
+# The source page only for ours: cuBLAS's SASS carries no names to read.
 LADDER_KERNEL_NAMES = "regex:^(TwoConsumers|WarpSpecialized|ClusterMulticast)"
 # (tag, shape, steps, gemm-bench's options): what C's read changes in step
 # 10, and why step 9 trails step 8 on the H100 (kernels/README.md).
@@ -159,9 +163,10 @@ def stall_ncu(lab):
     """Where the warps of steps 8-10 wait, clocks aside: ncu's stall reasons
     (warps stalled per issued instruction, by reason) for step 10 at bf16
     4096^3 with beta 0 and with beta 1 (D += A·B in place), the change beta
-    1 brings, and steps 8 and 9 at fp16 4096^3. Each case's source page,
-    the stall samples by SASS instruction (ncu --page source), goes to the
-    logs as ncu_source_*.csv."""
+    1 brings, and steps 8 and 9 at fp16 4096^3, each beside cuBLAS's kernel
+    of the same run. Each case's source page, the stall samples by SASS
+    instruction of our kernels (ncu --page source), goes to the logs as
+    ncu_source_*.csv."""
     if not shutil.which("ncu"):
         lab.note("ncu: not here")
         return
@@ -173,7 +178,7 @@ def stall_ncu(lab):
                    "--layout", "pitched", "--no-autotune", *extra]
             log = lab.out / f"ncu_stalls_{name}.csv"
             lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
-                     "--kernel-name-base", "function", "--kernel-name", LADDER_KERNEL_NAMES,
+                     "--kernel-name-base", "function", "--kernel-name", STALL_KERNEL_NAMES,
                      "--metrics", f"{CYCLES},{STALL_METRICS}", *run], out=f"ncu_stalls_{name}.log", timeout=200)
             try:
                 reasons = stall_reasons(readers.ncu_csv(log.read_text(errors="replace")))
@@ -182,7 +187,7 @@ def stall_ncu(lab):
             if not reasons:
                 lab.note(f"stalls {name}: no counters read (see ncu_stalls_{name}.log)")
             for kernel, by_reason in reasons.items():
-                lab.note(f"stalls {name} {kernel}: " +
+                lab.note(f"stalls {name} {kernel[:60]}: " +
                          ", ".join(f"{r} {v:.2f}" for r, v in list(by_reason.items())[:STALLS_SHOWN]))
             by_case[tag] = reasons
             report = lab.work / f"ncu_source_{name}"

@@ -24,10 +24,10 @@ def run_delivered(lab, name, size, in_flight, *options):
                "--duration", "3", *options, "--json", lab.out / f"{name}.json", out=f"{name}.txt")
 
 
-def delivered_tflops(lab, name, size):
-    """What run_delivered's NAME delivered: requests a second times each
-    one's 2·size³ operations, in TFLOPS."""
-    return bench_row(lab, name)["rate"] * 2 * size ** 3 / 1e12
+def delivered_tflops(rate, size):
+    """What size^3 GEMMs at `rate` requests a second deliver: the rate
+    times each one's 2·size³ operations, in TFLOPS."""
+    return rate * 2 * size ** 3 / 1e12
 
 
 def step10_capacity(lab, name):
@@ -101,7 +101,8 @@ def verification_cost(lab):
     for build in builds:
         for size in (4096, 8192):
             for mode in DELIVERED_MODES:
-                tflops = [delivered_tflops(lab, f"delivered_{build}_{size}{mode}_{r}", size) for r in (1, 2)]
+                tflops = [delivered_tflops(bench_row(lab, f"delivered_{build}_{size}{mode}_{r}")["rate"], size)
+                          for r in (1, 2)]
                 lab.note(f"delivered, {build:12s} {size}^3 step 10, 8 in flight, {DELIVERED_MODES[mode]}:"
                          f" {', '.join(f'{t:.0f}' for t in tflops)} TFLOPS in two rounds: "
                          + limit_text(statistics.median(tflops), size, capacity, limits))
@@ -207,7 +208,7 @@ def lanes(lab):
                     name = f"lanes_{build}_{workers}_{size}{verify}"
                     run_delivered(lab, name, size, 8, *([verify] if verify else []))
                     row = bench_row(lab, name)
-                    tflops = delivered_tflops(lab, name, size)
+                    tflops = delivered_tflops(row["rate"], size)
                     lab.note(f"{build:12s} lanes {workers}, {size}^3 step 10, 8 in flight, "
                              f"{'verified' if verify else 'unverified'}: {tflops:.0f} TFLOPS, "
                              + limit_text(tflops, size, capacity, limits)
@@ -236,7 +237,7 @@ def scaling(lab, gpus):
                             name = f"scaling_{used}gpu_{in_flight}_{size}{mode}_{round_}"
                             run_delivered(lab, name, size, in_flight, *([mode] if mode else []))
                             tflops.setdefault((used, in_flight, size, mode), []).append(
-                                delivered_tflops(lab, name, size))
+                                delivered_tflops(bench_row(lab, name)["rate"], size))
             finally:
                 lab.env.pop("CUDA_VISIBLE_DEVICES", None)
     lab.note(f"delivered TFLOPS, step 10, rounds 1 and 2; {gpus} GPUs over one (medians):",

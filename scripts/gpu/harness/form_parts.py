@@ -8,6 +8,7 @@ import re
 import statistics
 
 from . import readers
+from .capacity_parts import delivered_tflops
 from .service_part import bench_row, docs
 
 # (label, shape, gemm-client options). The plain fp16 row is the baseline:
@@ -139,7 +140,7 @@ def forms_cache(lab):
                 row = bench_row(lab, name)
                 rates[cache].append((row["rate"], row["server"]))
     for cache in ("on", "off"):
-        tflops = ", ".join(f"{r * 2 * 4096 ** 3 / 1e12:.0f}" for r, _ in rates[cache])
+        tflops = ", ".join(f"{delivered_tflops(r, 4096):.0f}" for r, _ in rates[cache])
         lab.note(f"bf16 x @ W by stored handles, 4096^3, 8 in flight, device cache {cache}: {tflops} TFLOPS "
                  f"in two rounds; {rates[cache][-1][1]}")
 

@@ -114,6 +114,12 @@ PURPOSES = {
     "beta_c_chunk_a_k_tile": "the GPU harness's betancu part, gemm-bench --beta 0 and 1 and ncu's warp states, "
                              "step 10 with C's pairs loaded one chunk a k-tile (measured, not kept) beside the "
                              "loads as they are",
+    "beta_c_vector_loads": "the GPU harness's betancu and stallncu parts and gemm-bench --beta 0 and 1, step 10 "
+                           "with C read 16 bytes a lane and transposed within each quad (measured, not kept) "
+                           "beside the 4-byte pair loads",
+    "beta_c_by_tma": "every GPU test of the kernels, the GPU harness's betancu, stallncu and sass parts and "
+                     "gemm-bench --beta 0 and 1, step 10 with C by TMA through the D staging read inside the K "
+                     "loop, beside the 4-byte pair loads",
     "beta_c_loads": "the GPU harness's betancu part (ncu cycles of step 10 with and without beta·C) for two ways "
                     "of reading C not kept: by TMA through the D staging, and evict-first loads",
     "form_reference": "the GPU harness's tests and forms parts with the forms' full check against the other "

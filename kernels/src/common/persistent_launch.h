@@ -19,17 +19,25 @@
 namespace gemm::common {
 
 // kKernel(a_map, b_map, d_map, m, n, k, epilogue, batch) with kThreads threads, kSmemBytes of
-// dynamic shared memory and compile-time clusters of kClusterSize CTAs.
+// dynamic shared memory and compile-time clusters of kClusterSize CTAs;
+// with kCMap, kKernel(a_map, b_map, d_map, c_map, c_mapped, m, n, k,
+// epilogue, batch) for a kernel that reads C by TMA where c_mapped
+// (TmaProblem::c_mapped) and by its own loads elsewhere.
 // `work_ctas`: CTAs that would each get at least one tile.
-template <auto kKernel, int kThreads, int kSmemBytes, int kClusterSize = 1>
+template <auto kKernel, int kThreads, int kSmemBytes, int kClusterSize = 1, bool kCMap = false>
 std::string LaunchOnResidentGrid(const Problem& p, const DeviceContext& ctx, cudaStream_t stream, int work_ctas,
                                  TmaBoxRows boxes = {}) {
   static ResidentGrid grid(reinterpret_cast<const void*>(kKernel), kThreads, kSmemBytes, kClusterSize);
   TmaProblem tma;
-  if (auto err = tma.Prepare(p, stream, boxes); !err.empty()) return err;
+  if (auto err = tma.Prepare(p, stream, boxes, /*d_map=*/true, kCMap); !err.empty()) return err;
   const int ctas = std::min(work_ctas, grid.Ctas(ctx.device, ctx.sm_count));
-  kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n, p.k, EpilogueOf(p),
-                                                  BatchOf(p));
+  if constexpr (kCMap) {
+    kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), tma.c(), tma.c_mapped(), p.m, p.n,
+                                                    p.k, EpilogueOf(p), BatchOf(p));
+  } else {
+    kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n, p.k, EpilogueOf(p),
+                                                    BatchOf(p));
+  }
   if (auto err = LaunchError(); !err.empty()) return err;
   return tma.Finish(stream);
 }

@@ -87,8 +87,9 @@ void TmaProblem::Release() {
   a_pad_ = b_pad_ = d_pad_ = nullptr;
 }
 
-std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes, bool d_map) {
+std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes, bool d_map, bool c_map) {
   p_ = p;
+  c_mapped_ = false;
   stream_ = stream;
   // A batch arrives ready for its maps (gemm::Launch runs any other entry by entry).
   if (p.batch > 1) {
@@ -138,7 +139,21 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
     if (auto err = PitchedCopy(&d_pad_, &ldd_pad_, nullptr, p.m, p.n, p.ldd, stream); !err.empty()) return err;
     d = d_pad_;
   }
-  return Encode(&d_, p.result, d, p.m, p.n, ldd_pad_, p.batch, p.stride_d, kTileK, boxes.d);
+  if (auto err = Encode(&d_, p.result, d, p.m, p.n, ldd_pad_, p.batch, p.stride_d, kTileK, boxes.d); !err.empty()) {
+    return err;
+  }
+  // C is never copied: one TMA cannot take in place falls back to the
+  // kernel's own loads. A C the batch shares is a map of one entry.
+  const int64_t c_entries = p.stride_c != 0 ? p.batch : 1;
+  if (!c_map || p.beta == 0.0f || p.c == nullptr || !Vectorizable(p.c, p.ldc) ||
+      (c_entries > 1 && p.stride_c % 8 != 0)) {
+    return "";
+  }
+  if (auto err = Encode(&c_, p.result, p.c, p.m, p.n, p.ldc, c_entries, p.stride_c, kTileK, boxes.d); !err.empty()) {
+    return err;
+  }
+  c_mapped_ = true;
+  return "";
 }
 
 std::string TmaProblem::Finish(cudaStream_t stream) {

@@ -33,14 +33,19 @@ class TmaProblem {
   ~TmaProblem();
 
   // Stages what needs staging and encodes the maps; "" on success. A
-  // kernel that writes D without TMA (split-K's sum) asks for no D map.
-  std::string Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes = {}, bool d_map = true);
+  // kernel that writes D without TMA (split-K's sum) asks for no D map. A
+  // kernel that can read C by TMA asks for a C map (D's box), made where C
+  // is read (beta not 0) and TMA can take it in place: c_mapped() says so.
+  std::string Prepare(const Problem& p, cudaStream_t stream, TmaBoxRows boxes = {}, bool d_map = true,
+                      bool c_map = false);
   // After the kernel: copies a padded D back and frees the staging.
   std::string Finish(cudaStream_t stream);
 
   const CUtensorMap& a() const { return a_; }
   const CUtensorMap& b() const { return b_; }
   const CUtensorMap& d() const { return d_; }
+  const CUtensorMap& c() const { return c_; }
+  bool c_mapped() const { return c_mapped_; }
 
  private:
   void Release();  // frees the staging on stream_
@@ -49,7 +54,8 @@ class TmaProblem {
   cudaStream_t stream_ = nullptr;
   __half *a_pad_ = nullptr, *b_pad_ = nullptr, *d_pad_ = nullptr;
   int64_t ldd_pad_ = 0;  // D's pitch as the kernel writes it
-  CUtensorMap a_{}, b_{}, d_{};
+  CUtensorMap a_{}, b_{}, d_{}, c_{};
+  bool c_mapped_ = false;
 };
 
 }  // namespace gemm::common

@@ -205,6 +205,44 @@ __device__ inline void LoadCPairs(uint32_t (&packed)[kPackedRegs], const Epilogu
   }
 }
 
+// C by TMA, where the launch could map it (TmaProblem::c_mapped): one
+// warpgroup's C rows come into its two staging chunks, two 64×64 chunks at
+// a time, while its tile multiplies, and each thread takes its pairs from
+// where StoreChunk puts D's. LoadCPairs' 64 loads a thread, each touching
+// eight rows in halves of sectors, queued ahead of the consumers' next
+// barrier wait in the load pipe; one TMA instruction a chunk does not.
+//
+// The leader: chunks `first` and `first` + 1 (those below kChunks) of C's
+// rows [row0, row0 + 64) from column n0, batch entry `entry`, into staging
+// chunk (chunk % 2), arriving on `bar`. The staging must have been read
+// out (TmaStoreWaitRead, and every thread past its reads).
+template <int kChunks>
+__device__ inline void RequestCChunks(int first, char* staging, const CUtensorMap* c_map, int64_t row0, int64_t n0,
+                                      int entry, uint64_t* bar) {
+  const int count = first + 1 < kChunks ? 2 : 1;
+  ArriveExpectTx(bar, count * kDChunkBytes);
+  for (int j = first; j < first + count; ++j) {
+    TmaLoad(staging + (j % 2) * kDChunkBytes, c_map, static_cast<int32_t>(n0 + 64 * j), static_cast<int32_t>(row0),
+            entry, bar);
+  }
+}
+
+// Every thread of the warpgroup, once `bar` completes the phase of
+// `parity`: its C pairs of chunks kFirst and kFirst + 1 (those the tile
+// has) into `packed`, as LoadCPairs would have put them.
+template <int kFirst, int kPackedRegs>
+__device__ inline void ReadCChunks(uint32_t (&packed)[kPackedRegs], char* staging, uint64_t* bar, uint32_t parity) {
+  constexpr int kChunks = kPackedRegs / 16;
+  Wait(bar, parity);
+#pragma unroll
+  for (int j = kFirst; j < kFirst + 2 && j < kChunks; ++j) {
+#pragma unroll
+    for (int i = j * 32; i < j * 32 + 32; i += 2) {
+      packed[i / 2] = *reinterpret_cast<const uint32_t*>(PairInChunk(staging + (j % 2) * kDChunkBytes, i, j * 64));
+    }
+  }
+}
+
 // Chunk `chunk` (columns 64·chunk..+63) of one warpgroup's packed 64 rows
 // to D at (row0, n0) of batch entry `entry`, through staging chunk chunk % 2 (2 × kDChunkBytes
 // at `staging`): waiting for all but the newest store frees exactly the

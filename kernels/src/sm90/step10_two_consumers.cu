@@ -12,9 +12,10 @@
 // a consumer packs its 64 rows to 16 bits (freeing the accumulators for the
 // next tile) and stores one 64-column chunk of them every other k-tile of
 // the next tile, while its wgmma run; consumer 1 stores on the k-tiles in
-// between, so the two never pause at once. With β·C, C's pairs come into
-// the same registers once the last tile's D has left them, many k-tiles
-// before they are needed, so the epilogue never waits for C. Two 8 KB
+// between, so the two never pause at once. With β·C, once the last tile's
+// D has left the staging, C's chunks come into it by TMA, two at a time,
+// and each consumer takes its pairs into the registers D left, many
+// k-tiles before they are needed, so the epilogue never waits for C. Two 8 KB
 // staging chunks per consumer leave shared memory for four 48 KB stages.
 //
 // Shapes the idea does not fit: when M·N makes fewer cluster tiles than
@@ -30,6 +31,8 @@
 // 64×64×64 one multiplies a quarter as much padding (the wide tile's wgmma
 // alone take about 2,000 cycles of a 12,000-cycle kernel) and pays no
 // cluster launch or handshake.
+#include <climits>
+
 #include "common/barrier.h"
 #include "common/cluster.h"
 #include "cluster_pair_tiles.h"
@@ -49,6 +52,9 @@ constexpr int kConsumerRows = kTileRows / kConsumers;  // 64: one wgmma's M
 static_assert(kConsumerRows == kDChunkRows, "a consumer stores its rows as one row of D chunks");
 constexpr int kATileBytes = kTileBytes;  // 128×64
 constexpr int kStagingBytes = kConsumers * 2 * kDChunkBytes;
+// K-tiles between asking the TMA for two chunks of C and reading them: about
+// 2 µs of wide-tile wgmma, a DRAM round trip under full load.
+constexpr int kCGap = 4;
 
 // A CTA tile of kTileRows × kCols on clusters of kCtas, kStageCount stages
 // deep: the wide pair tile of the step's idea, or a narrower one for
@@ -79,10 +85,13 @@ struct Partials {
   int splits = 1;
 };
 
+// c_mapped: C comes in by TMA through c_map (D's box); elsewhere a fused
+// epilogue loads its pairs itself (LoadCPairs).
 template <typename Form, typename Shape, bool kSplitK>
 __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUtensorMap* b_map,
-                                             const CUtensorMap* d_map, int64_t m, int64_t n, int64_t k,
-                                             Partials partials, const EpilogueArgs& e, BatchArgs batch) {
+                                             const CUtensorMap* d_map, const CUtensorMap* c_map, bool c_mapped,
+                                             int64_t m, int64_t n, int64_t k, Partials partials,
+                                             const EpilogueArgs& e, BatchArgs batch) {
   constexpr int kStages = Shape::kStages, kTileCols = Shape::kTileCols, kStageBytes = Shape::kStageBytes;
   constexpr int kDChunks = Shape::kDChunks, kStoringKTiles = Shape::kStoringKTiles;
   using PairTiles = typename Shape::template Tiles<kSplitK>;
@@ -91,6 +100,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
   char* staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];
   __shared__ uint64_t empty[kStages];  // both consumers of both CTAs are done
+  __shared__ uint64_t c_full[kConsumers];  // a consumer's chunks of C are in its staging
   const PairTiles pair(m, n, k, partials.splits, batch);
   const int warpgroup = threadIdx.x / 128;
 
@@ -99,6 +109,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
       BarrierInit(&full[s], 1);
       BarrierInit(&empty[s], PairTiles::EmptyArrivals(kConsumers));
     }
+    for (int c = 0; c < kConsumers; ++c) BarrierInit(&c_full[c], 1);
     FenceBarrierInit();
   }
   PairTiles::SyncBarrierInit();
@@ -116,6 +127,8 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
     int64_t pending_row = m, pending_n0 = 0;  // pending_row >= m: nothing to store
     int pending_entry = 0;
     int it = 0;  // this CTA's (tile, k-tile) iteration, as the producer counts them
+    const bool c_by_tma = Form::kFused && c_mapped;
+    uint32_t c_reads = 0;  // phases of c_full[consumer] waited for
     auto multiply = [&](int kt) {
       const int s = it % kStages;
       Wait(&full[s], (it / kStages) % 2);
@@ -148,8 +161,42 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
           if (kt < k_tiles) multiply(kt);
           if (kt % kConsumers == consumer) store_chunk(kt / kConsumers);
         }
-        LoadCPairs<Form>(pending, e.ForEntry(entry), m0 + consumer * kConsumerRows, n0);
-        for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
+        // C by TMA in steps kCGap k-tiles apart, from the k-tile after the
+        // last store (whose staging it reuses): ask for chunks 0-1; read
+        // them (and ask for 2-3); read 2-3. A short K runs on past its last
+        // k-tile for the steps it has not reached.
+        constexpr int kCSteps = kDChunks > 2 ? 3 : 2;
+        int c_step = 0;
+        int c_due = c_by_tma ? kStoringKTiles + 1 : INT_MAX;  // the k-tile after which the next step runs
+        auto c_advance = [&] {
+          if constexpr (Form::kFused) {
+            if (c_step == 0) {
+              if (leader) {
+                TmaStoreWaitRead<0>();
+                RequestCChunks<kDChunks>(0, my_staging, c_map, m0 + consumer * kConsumerRows, n0,
+                                         e.c_stride != 0 ? entry : 0, &c_full[consumer]);
+              }
+            } else if (c_step == 1) {
+              ReadCChunks<0>(pending, my_staging, &c_full[consumer], c_reads++ % 2);
+              if constexpr (kDChunks > 2) {
+                NamedBarrierSync(1 + consumer, 128);  // every thread has its pairs of chunks 0-1
+                if (leader) {
+                  RequestCChunks<kDChunks>(2, my_staging, c_map, m0 + consumer * kConsumerRows, n0,
+                                           e.c_stride != 0 ? entry : 0, &c_full[consumer]);
+                }
+              }
+            } else if constexpr (kDChunks > 2) {
+              ReadCChunks<2>(pending, my_staging, &c_full[consumer], c_reads++ % 2);
+            }
+          }
+          c_due = ++c_step < kCSteps ? c_due + kCGap : INT_MAX;
+        };
+        if (!c_by_tma) LoadCPairs<Form>(pending, e.ForEntry(entry), m0 + consumer * kConsumerRows, n0);
+        const int loop_end = c_by_tma ? max(k_tiles, kStoringKTiles + 2 + (kCSteps - 1) * kCGap) : k_tiles;
+        for (int kt = kStoringKTiles; kt < loop_end; ++kt) {
+          if (kt < k_tiles) multiply(kt);
+          if (kt == c_due) c_advance();
+        }
         WaitForMma<0>(acc);
         if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
         pending_row = m0 + consumer * kConsumerRows;
@@ -170,25 +217,25 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
 template <typename Form>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                       const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                       EpilogueArgs e, BatchArgs batch) {
-  TwoConsumers<Form, Wide, false>(&a_map, &b_map, &d_map, m, n, k, {}, e, batch);
+                       const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
+                       bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
+  TwoConsumers<Form, Wide, false>(&a_map, &b_map, &d_map, &c_map, c_mapped, m, n, k, {}, e, batch);
 }
 
 template <typename Form>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
     TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
-  TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, m, n, k, {sums, ldw, splits}, {}, {});
+  TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {}, {});
 }
 
 // The medium and narrow tiles: one CTA, no cluster.
 template <typename Form, typename Shape>
 __global__ void __launch_bounds__(kThreads, 1)
     TwoConsumersSoloKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                           EpilogueArgs e, BatchArgs batch) {
-  TwoConsumers<Form, Shape, false>(&a_map, &b_map, &d_map, m, n, k, {}, e, batch);
+                           const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
+                           bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
+  TwoConsumers<Form, Shape, false>(&a_map, &b_map, &d_map, &c_map, c_mapped, m, n, k, {}, e, batch);
 }
 
 }  // namespace
@@ -221,15 +268,15 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
     const int narrow_ctas = NarrowTiles::WorkCtas(p.m, p.n, 1, entries);
     switch (ChooseTileWidth(wide_ctas, medium_ctas, narrow_ctas, ctx.sm_count)) {
       case TileWidth::kNarrow:
-        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes>(
+        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes, 1, true>(
             p, ctx, stream, narrow_ctas, {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
       case TileWidth::kMedium:
-        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Medium>, kThreads, Medium::kSmemBytes>(
+        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Medium>, kThreads, Medium::kSmemBytes, 1, true>(
             p, ctx, stream, medium_ctas, {kTileRows, MediumTiles::kBShareRows, kDChunkRows});
       case TileWidth::kWide:
         break;
     }
-    return LaunchOnResidentGrid<TwoConsumersKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
+    return LaunchOnResidentGrid<TwoConsumersKernel<Form>, kThreads, Wide::kSmemBytes, kPair, true>(
         p, ctx, stream, wide_ctas, {kTileRows, WideTiles::kBShareRows, kDChunkRows});
   });
 }

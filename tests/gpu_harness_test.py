@@ -362,6 +362,16 @@ class LadderTargetsTest(unittest.TestCase):
         self.assertTrue(ok)
         self.assertIn(f"lowest {680.0 / 710.0:.3f} (K,K)", text)
 
+    def test_beta_cost_comes_from_the_beta_run_itself_where_it_timed_both(self):
+        rows, sweep = self.every_row()
+        for r in rows:
+            if r["beta"] == "1":
+                r["ratio_to_beta0"] = "0.960" if r["b_layout"] == "K-contiguous" else "0.940"
+        results = dict((label, (text, ok)) for label, text, ok in ladder_targets.verdicts(rows, sweep))
+        text, ok = next(v for label, v in results.items() if "beta = 1" in label)
+        self.assertFalse(ok)
+        self.assertIn("lowest 0.940 (K,MN)", text)
+
     def test_a_target_without_its_rows_is_not_measured_never_met(self):
         rows, sweep = self.every_row()
         rows = [r for r in rows if r["batch"] == "1"]

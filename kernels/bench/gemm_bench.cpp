@@ -15,7 +15,9 @@
 // A, B and D in bf16 (cuBLAS too); --a-layout mn stores A k×m and
 // --b-layout mn B k×n (x @ W's W), cuBLAS reading them the same way;
 // --beta B adds B·C (C random, of D's type; timed with C being D, in
-// place) in the steps' epilogue and cuBLAS's, --alpha A scales the product. Those
+// place) in the steps' epilogue and cuBLAS's, each step also timed
+// without C between those runs (the "vs beta 0" column: what C costs, in
+// one process), --alpha A scales the product. Those
 // check each D against an fp64 product under the form's bound
 // (gemm/form.h; pitched operands through dense copies for the reference);
 // the autotuned column tunes cuBLASLt for the same form. --batch N times
@@ -96,6 +98,7 @@ struct Row {
   std::string status;  // "ok", "FAIL (n mismatches)", or why skipped
   double ms = 0, ms_min = 0, tflops = 0, ratio = 0;
   double ratio_to_autotuned = 0;  // autotuned cuBLASLt's time / this one's
+  double ratio_to_beta0 = 0;      // with --beta: the same step's time without C / this one's
 };
 
 std::vector<std::string> Split(const std::string& s, char sep) {
@@ -451,24 +454,36 @@ int main(int argc, char** argv) {
     }
 
     // Warm-up, then interleaved timing: every step sees the same conditions.
-    std::vector<std::vector<float>> times(shape_rows.size());
+    // With --beta, each step (the autotuned pick aside, chosen for C) also
+    // runs without C between its runs with C, so that what C costs is a
+    // ratio of one process and one stretch of clocks.
+    std::vector<std::vector<float>> times(shape_rows.size()), times_beta0(shape_rows.size());
+    const auto time_one = [&](Row& r, const gemm::Problem& q, std::vector<float>* out, bool keep) {
+      CHECK_CUDA(l2_flush.Run(stream));
+      CHECK_CUDA(cudaEventRecord(start, stream));
+      if (auto err = launch(r.step, q); !err.empty()) {
+        r.ran = false;
+        r.status = "FAIL: timed run: " + err;
+      }
+      CHECK_CUDA(cudaEventRecord(stop, stream));
+      CHECK_CUDA(cudaEventSynchronize(stop));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      if (keep) out->push_back(ms);
+      return 0;
+    };
     for (int it = -opt.warmup; it < opt.iters; ++it) {
       for (size_t i = 0; i < shape_rows.size(); ++i) {
         if (!shape_rows[i].ran) continue;
         // Timed in place, C being D (D += A·B): cuBLAS reads C from D's own
         // memory, and a C elsewhere would time its copy there too.
-        const gemm::Problem q = problem(d, d, ldd);
-        CHECK_CUDA(l2_flush.Run(stream));
-        CHECK_CUDA(cudaEventRecord(start, stream));
-        if (auto err = launch(shape_rows[i].step, q); !err.empty()) {
-          shape_rows[i].ran = false;
-          shape_rows[i].status = "FAIL: timed run: " + err;
+        if (time_one(shape_rows[i], problem(d, d, ldd), &times[i], it >= 0) != 0) return 1;
+        if (opt.beta != 0 && shape_rows[i].step != kAutotunedStep && shape_rows[i].ran) {
+          gemm::Problem plain = problem(d, d, ldd);
+          plain.beta = 0;
+          plain.c = nullptr;
+          if (time_one(shape_rows[i], plain, &times_beta0[i], it >= 0) != 0) return 1;
         }
-        CHECK_CUDA(cudaEventRecord(stop, stream));
-        CHECK_CUDA(cudaEventSynchronize(stop));
-        float ms = 0;
-        CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-        if (it >= 0) times[i].push_back(ms);
       }
     }
     CHECK_CUDA(cudaGetLastError());
@@ -482,6 +497,7 @@ int main(int argc, char** argv) {
       r.tflops = flops / (r.ms * 1e-3) / 1e12;
       if (r.step == 0) cublas_ms = r.ms;
       r.ratio = cublas_ms > 0 ? cublas_ms / r.ms : 0;
+      if (!times_beta0[i].empty()) r.ratio_to_beta0 = Median(times_beta0[i]) / r.ms;
     }
     for (Row& r : shape_rows) {
       for (const Row& t : shape_rows) {
@@ -505,27 +521,33 @@ int main(int argc, char** argv) {
      << " warm-ups, fresh random inputs, L2 flushed before every run, " << layout << " "
      << gemm::ElementName(opt.dtype) << " operands and D, A " << gemm::LayoutName(opt.a_layout) << ", B "
      << gemm::LayoutName(opt.b_layout) << (opt.alpha != 1 ? ", alpha " + std::to_string(opt.alpha) : "")
-     << (opt.beta != 0 ? ", plus beta·C, beta " + std::to_string(opt.beta) : "")
+     << (opt.beta != 0 ? ", plus beta·C, beta " + std::to_string(opt.beta) +
+                             " (vs beta 0: the same step without C, timed between its runs with C)"
+                       : "")
      << (opt.batch > 1 ? ", batches of " + std::to_string(opt.batch) + (opt.shared_b ? " sharing B" : "") : "")
      << "\n\n";
   if (opt.sweep > 0) {
     md << "Sweep: " << opt.sweep << " shapes from seed " << opt.seed << "; ratio = cuBLAS time / step time\n\n"
        << SweepSummary(rows, opt.steps) << "\n";
   }
-  md << "| shape | class | step | name | ms | TFLOPS | vs cuBLAS | vs autotuned cuBLASLt | check |\n"
-        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- |\n";
+  const bool with_c = opt.beta != 0;
+  md << "| shape | class | step | name | ms | TFLOPS | vs cuBLAS | vs autotuned cuBLASLt |"
+     << (with_c ? " vs beta 0 |" : "") << " check |\n"
+     << "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |" << (with_c ? " ---: |" : "") << " --- |\n";
   for (const Row& r : rows) {
     char buf[320];
     const std::string shape = std::to_string(r.shape.m) + "x" + std::to_string(r.shape.n) + "x" + std::to_string(r.shape.k);
     const std::string name = NameOf(r.step);
     const std::string vs_tuned = r.ratio_to_autotuned > 0 ? std::to_string(r.ratio_to_autotuned).substr(0, 5) : "-";
+    const std::string vs_beta0 =
+        !with_c ? "" : r.ratio_to_beta0 > 0 ? " " + std::to_string(r.ratio_to_beta0).substr(0, 5) + " |" : " - |";
     if (r.ran) {
-      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | %.4f | %.1f | %.3f | %s | %s |\n", shape.c_str(),
+      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | %.4f | %.1f | %.3f | %s |%s %s |\n", shape.c_str(),
                     r.shape.shape_class.c_str(), r.step, name.c_str(), r.ms, r.tflops, r.ratio, vs_tuned.c_str(),
-                    r.status.c_str());
+                    vs_beta0.c_str(), r.status.c_str());
     } else {
-      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | - | - | - | - | %s |\n", shape.c_str(),
-                    r.shape.shape_class.c_str(), r.step, name.c_str(), r.status.c_str());
+      std::snprintf(buf, sizeof buf, "| %s | %s | %d | %s | - | - | - | - |%s %s |\n", shape.c_str(),
+                    r.shape.shape_class.c_str(), r.step, name.c_str(), with_c ? " - |" : "", r.status.c_str());
     }
     md << buf;
   }
@@ -536,14 +558,14 @@ int main(int argc, char** argv) {
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
     f << "gpu,date,step,name,m,n,k,ms_median,ms_min,tflops,ratio_to_cublas,status,class,layout,"
-         "ratio_to_autotuned,dtype,a_layout,b_layout,beta,batch,shared_b,alpha\n";
+         "ratio_to_autotuned,dtype,a_layout,b_layout,beta,batch,shared_b,alpha,ratio_to_beta0\n";
     for (const Row& r : rows) {
       f << '"' << prop.name << "\"," << date << ',' << r.step << ',' << NameOf(r.step) << ',' << r.shape.m << ','
         << r.shape.n << ',' << r.shape.k << ',' << r.ms << ',' << r.ms_min << ',' << r.tflops << ',' << r.ratio
         << ",\"" << r.status << "\"," << r.shape.shape_class << ',' << layout << ',' << r.ratio_to_autotuned << ','
         << gemm::ElementName(opt.dtype) << ',' << gemm::LayoutName(opt.a_layout) << ','
         << gemm::LayoutName(opt.b_layout) << ',' << opt.beta << ',' << opt.batch << ',' << opt.shared_b << ','
-        << opt.alpha << "\n";
+        << opt.alpha << ',' << r.ratio_to_beta0 << "\n";
     }
   }
   bool failed = false;

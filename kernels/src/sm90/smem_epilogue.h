@@ -156,10 +156,27 @@ __device__ inline void DrainChunkStores(bool leader) {
 //
 // Fused, `packed` holds C's pairs on entry (LoadCPairs), and each is
 // replaced by its fused result; plain, the pairs are only rounded.
+//
+// The packing runs between a tile's last wgmma and the next tile's first,
+// with the tensor pipe idle: with α = 1 and C read (D += β·C, the common
+// fused form) each element takes one FFMA, as FuseWithC's α·acc + β·c
+// rounds it when α is 1, and the choice is made once a tile, not a pair.
 template <typename Form, int kRegs>
 __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&packed)[kRegs / 2],
                                         const EpilogueArgs& e) {
   using Rounding = common::Rounding<Form::kResult>;
+  if constexpr (Form::kFused) {
+    if (e.alpha == 1.0f && e.beta != 0.0f) {
+#pragma unroll
+      for (int i = 0; i < kRegs; i += 2) {
+        const float2 c = WidenCPair<Form>(packed[i / 2]);
+        const typename Rounding::Pair h =
+            Rounding::RoundPair(fmaf(e.beta, c.x, acc[i]), fmaf(e.beta, c.y, acc[i + 1]));
+        packed[i / 2] = *reinterpret_cast<const uint32_t*>(&h);
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int i = 0; i < kRegs; i += 2) {
     typename Rounding::Pair h;

@@ -109,7 +109,9 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
       BarrierInit(&full[s], 1);
       BarrierInit(&empty[s], PairTiles::EmptyArrivals(kConsumers));
     }
-    for (int c = 0; c < kConsumers; ++c) BarrierInit(&c_full[c], 1);
+    if constexpr (Form::kFused && !kSplitK) {
+      for (int c = 0; c < kConsumers; ++c) BarrierInit(&c_full[c], 1);
+    }
     FenceBarrierInit();
   }
   PairTiles::SyncBarrierInit();
@@ -161,15 +163,15 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
           if (kt < k_tiles) multiply(kt);
           if (kt % kConsumers == consumer) store_chunk(kt / kConsumers);
         }
-        // C by TMA in steps kCGap k-tiles apart, from the k-tile after the
-        // last store (whose staging it reuses): ask for chunks 0-1; read
-        // them (and ask for 2-3); read 2-3. A short K runs on past its last
-        // k-tile for the steps it has not reached.
-        constexpr int kCSteps = kDChunks > 2 ? 3 : 2;
-        int c_step = 0;
-        int c_due = c_by_tma ? kStoringKTiles + 1 : INT_MAX;  // the k-tile after which the next step runs
-        auto c_advance = [&] {
-          if constexpr (Form::kFused) {
+        if constexpr (Form::kFused) {
+          // C by TMA in steps kCGap k-tiles apart, from the k-tile after the
+          // last store (whose staging it reuses): ask for chunks 0-1; read
+          // them (and ask for 2-3); read 2-3. A short K runs on past its
+          // last k-tile for the steps it has not reached.
+          constexpr int kCSteps = kDChunks > 2 ? 3 : 2;
+          int c_step = 0;
+          int c_due = c_by_tma ? kStoringKTiles + 1 : INT_MAX;  // the k-tile after which the next step runs
+          auto c_advance = [&] {
             if (c_step == 0) {
               if (leader) {
                 TmaStoreWaitRead<0>();
@@ -188,14 +190,16 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
             } else if constexpr (kDChunks > 2) {
               ReadCChunks<2>(pending, my_staging, &c_full[consumer], c_reads++ % 2);
             }
+            c_due = ++c_step < kCSteps ? c_due + kCGap : INT_MAX;
+          };
+          if (!c_by_tma) LoadCPairs<Form>(pending, e.ForEntry(entry), m0 + consumer * kConsumerRows, n0);
+          const int loop_end = c_by_tma ? max(k_tiles, kStoringKTiles + 2 + (kCSteps - 1) * kCGap) : k_tiles;
+          for (int kt = kStoringKTiles; kt < loop_end; ++kt) {
+            if (kt < k_tiles) multiply(kt);
+            if (kt == c_due) c_advance();
           }
-          c_due = ++c_step < kCSteps ? c_due + kCGap : INT_MAX;
-        };
-        if (!c_by_tma) LoadCPairs<Form>(pending, e.ForEntry(entry), m0 + consumer * kConsumerRows, n0);
-        const int loop_end = c_by_tma ? max(k_tiles, kStoringKTiles + 2 + (kCSteps - 1) * kCGap) : k_tiles;
-        for (int kt = kStoringKTiles; kt < loop_end; ++kt) {
-          if (kt < k_tiles) multiply(kt);
-          if (kt == c_due) c_advance();
+        } else {
+          for (int kt = kStoringKTiles; kt < k_tiles; ++kt) multiply(kt);
         }
         WaitForMma<0>(acc);
         if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);

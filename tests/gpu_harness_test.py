@@ -308,6 +308,25 @@ class SummariesTest(unittest.TestCase):
                 self.assertEqual(sum(n.startswith("| ") and n[2].isdigit() for n in lab.notes), printed, lab.notes)
 
 
+class BenchRowLineTest(unittest.TestCase):
+    """A gemm-bench CSV row as the summary prints it."""
+
+    ROW = {"m": "4096", "n": "4096", "k": "4096", "step": "10", "tflops": "760.4", "ratio_to_cublas": "0.971",
+           "ratio_to_autotuned": "0.969"}
+
+    def test_a_row_without_c_gives_its_ratios_to_the_vendor(self):
+        line = kernel_parts.bench_row_line("bf16 A k B k beta 0", dict(self.ROW, ratio_to_beta0="0"))
+        self.assertEqual(line, "bf16 A k B k beta 0 4096x4096x4096 step 10: 760.4 TFLOPS, 0.971 of cuBLAS, "
+                               "0.969 of autotuned cuBLASLt")
+
+    def test_a_row_with_c_also_gives_its_cost_within_the_process(self):
+        line = kernel_parts.bench_row_line("bf16 A k B k beta 1", dict(self.ROW, ratio_to_beta0="0.9533"))
+        self.assertTrue(line.endswith(", 0.953 of itself without C"), line)
+
+    def test_a_csv_from_before_the_column_reads_as_without_c(self):
+        self.assertNotIn("without C", kernel_parts.bench_row_line("fp16", self.ROW))
+
+
 class LadderTargetsTest(unittest.TestCase):
     """The targets judged from gemm-bench's CSV rows (its --csv columns)."""
 

@@ -114,11 +114,20 @@ def bench_rows(lab, name, args, what, steps, timeout):
         rows = []
     failed = [f'{r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}' for r in rows if "FAIL" in r["status"]]
     lab.note(f"gemm-bench {what} rc={rc}, failed checks: {failed or 'none'}")
-    lab.note(*[f'{what} {r["m"]}x{r["n"]}x{r["k"]} step {r["step"]}: {float(r["tflops"]):.1f} TFLOPS, '
-               f'{float(r["ratio_to_cublas"]):.3f} of cuBLAS, '
-               f'{float(r["ratio_to_autotuned"] or 0):.3f} of autotuned cuBLASLt'
-               for r in rows if r["step"] in steps and r["tflops"]])
+    lab.note(*[bench_row_line(what, r) for r in rows if r["step"] in steps and r["tflops"]])
     return rows
+
+
+def bench_row_line(what, row):
+    """One gemm-bench CSV row as a summary line: TFLOPS, the ratios to
+    cuBLAS and the autotuned cuBLASLt, and with beta·C the TFLOPS over the
+    same step's without C in that process (ratio_to_beta0)."""
+    line = (f'{what} {row["m"]}x{row["n"]}x{row["k"]} step {row["step"]}: {float(row["tflops"]):.1f} TFLOPS, '
+            f'{float(row["ratio_to_cublas"]):.3f} of cuBLAS, '
+            f'{float(row["ratio_to_autotuned"] or 0):.3f} of autotuned cuBLASLt')
+    if float(row.get("ratio_to_beta0") or 0) > 0:
+        line += f', {float(row["ratio_to_beta0"]):.3f} of itself without C'
+    return line
 
 
 def write_rows(path, rows):

@@ -120,6 +120,8 @@ PURPOSES = {
     "beta_c_by_tma": "every GPU test of the kernels, the GPU harness's betancu, stallncu and sass parts and "
                      "gemm-bench --beta 0 and 1, step 10 with C by TMA through the D staging read inside the K "
                      "loop, beside the 4-byte pair loads",
+    "beta_c_evict_first": "step 10's GPU tests, gemm-bench --beta 1 and ncu's DRAM and L2 counts, with C's TMA "
+                          "loads marked evict-first in L2 (measured, not kept) beside the loads as they are",
     "beta_c_loads": "the GPU harness's betancu part (ncu cycles of step 10 with and without beta·C) for two ways "
                     "of reading C not kept: by TMA through the D staging, and evict-first loads",
     "form_reference": "the GPU harness's tests and forms parts with the forms' full check against the other "

@@ -142,8 +142,8 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
   if (auto err = Encode(&d_, p.result, d, p.m, p.n, ldd_pad_, p.batch, p.stride_d, kTileK, boxes.d); !err.empty()) {
     return err;
   }
-  // C is never copied: one TMA cannot take in place falls back to the
-  // kernel's own loads. A C the batch shares is a map of one entry.
+  // C is never copied: where TMA cannot take it in place, the kernel loads
+  // it itself. A C the batch shares is a map of one entry.
   const int64_t c_entries = p.stride_c != 0 ? p.batch : 1;
   if (!c_map || p.beta == 0.0f || p.c == nullptr || !Vectorizable(p.c, p.ldc) ||
       (c_entries > 1 && p.stride_c % 8 != 0)) {

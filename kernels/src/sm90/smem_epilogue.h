@@ -154,7 +154,7 @@ __device__ inline void DrainChunkStores(bool leader) {
 // used in turn.
 // The accumulators' rows start at D's row `row0`, their columns at `n0`.
 //
-// Fused, `packed` holds C's pairs on entry (LoadCPairs), and each is
+// Fused, `packed` holds C's pairs on entry (ReadCChunks or LoadCPairs), and each is
 // replaced by its fused result; plain, the pairs are only rounded.
 //
 // The packing runs between a tile's last wgmma and the next tile's first,

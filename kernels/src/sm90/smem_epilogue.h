@@ -191,11 +191,12 @@ __device__ inline void PackAccumulators(const float (&acc)[kRegs], uint32_t (&pa
 
 // Fused, C's pairs for the accumulators PackAccumulators will pack (one
 // warpgroup's kDChunkRows rows from row0, 4 · kPackedRegs columns from
-// n0), read into `packed` as bits, not yet widened. Step 10 calls it once
-// the last tile's D has left those registers, many k-tiles before the tile
-// ends, so that no load's round trip falls between one tile's last wgmma
-// and the next tile's first. A tile wholly inside C whose rows are 4-byte
-// aligned, the common case, takes one load per pair from two row pointers;
+// n0), read into `packed` as bits, not yet widened: step 10's way where
+// TMA cannot map C (ReadCChunks elsewhere). It calls it once the last
+// tile's D has left those registers, many k-tiles before the tile ends, so
+// that no load's round trip falls between one tile's last wgmma and the
+// next tile's first. A tile wholly inside C whose rows are 4-byte aligned
+// takes one load per pair from two row pointers;
 // checking each pair's bounds and alignment cost about 25 instructions a
 // pair, issued by the warps that must also issue the wgmma.
 template <typename Form, int kPackedRegs>

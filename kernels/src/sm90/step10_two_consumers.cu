@@ -171,21 +171,21 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
           constexpr int kCSteps = kDChunks > 2 ? 3 : 2;
           int c_step = 0;
           int c_due = c_by_tma ? kStoringKTiles + 1 : INT_MAX;  // the k-tile after which the next step runs
+          auto request = [&](int first) {  // the leader's; a shared C is a map of one entry
+            RequestCChunks<kDChunks>(first, my_staging, c_map, m0 + consumer * kConsumerRows, n0,
+                                     e.c_stride != 0 ? entry : 0, &c_full[consumer]);
+          };
           auto c_advance = [&] {
             if (c_step == 0) {
               if (leader) {
                 TmaStoreWaitRead<0>();
-                RequestCChunks<kDChunks>(0, my_staging, c_map, m0 + consumer * kConsumerRows, n0,
-                                         e.c_stride != 0 ? entry : 0, &c_full[consumer]);
+                request(0);
               }
             } else if (c_step == 1) {
               ReadCChunks<0>(pending, my_staging, &c_full[consumer], c_reads++ % 2);
               if constexpr (kDChunks > 2) {
                 NamedBarrierSync(1 + consumer, 128);  // every thread has its pairs of chunks 0-1
-                if (leader) {
-                  RequestCChunks<kDChunks>(2, my_staging, c_map, m0 + consumer * kConsumerRows, n0,
-                                           e.c_stride != 0 ? entry : 0, &c_full[consumer]);
-                }
+                if (leader) request(2);
               }
             } else if constexpr (kDChunks > 2) {
               ReadCChunks<2>(pending, my_staging, &c_full[consumer], c_reads++ % 2);

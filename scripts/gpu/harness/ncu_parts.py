@@ -123,7 +123,7 @@ STALL_METRICS = r"regex:^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_act
 STALL_NAME = re.compile(r"^smsp__average_warps_issue_stalled_([a-z_]+)_per_issue_active\.ratio$")
 # The ladder's kernels of the cases below, and cuBLAS's (nvjet_*: gemm-bench
 # times it beside every step, and its beta·C kernel pays about 2% where step
-# 10 pays 8%); the helpers' are left out.
+# 10 pays about 5%); the helpers' are left out.
 STALL_KERNEL_NAMES = "regex:^(TwoConsumers|WarpSpecialized|ClusterMulticast|nvjet)"
 # The source page only for ours: cuBLAS's SASS carries no names to read.
 LADDER_KERNEL_NAMES = "regex:^(TwoConsumers|WarpSpecialized|ClusterMulticast)"

@@ -29,14 +29,21 @@ inline std::string TileGridError(const Problem& p, int step) {
 
 // Steps 4-5: kKernel(a_map, b_map, d_map, n, k, epilogue, batch) over the tile grid, with
 // 128 threads and kSmemBytes of dynamic shared memory; the tensor maps, and
-// any padded staging, from TmaProblem.
-template <auto kKernel, int kSmemBytes>
+// any padded staging, from TmaProblem. With kCMap, kKernel(a_map, b_map,
+// d_map, c_map, c_mapped, n, k, epilogue, batch), C mapped with D's box
+// where TMA can take it in place (TmaProblem::c_mapped).
+template <auto kKernel, int kSmemBytes, bool kCMap = false>
 std::string LaunchTmaOnTileGrid(const Problem& p, cudaStream_t stream, int step) {
   if (auto err = TileGridError(p, step); !err.empty()) return err;
   TmaProblem tma;
-  if (auto err = tma.Prepare(p, stream); !err.empty()) return err;
-  kKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.n, p.k, EpilogueOf(p),
-                                                    BatchOf(p));
+  if (auto err = tma.Prepare(p, stream, {}, /*d_map=*/true, kCMap); !err.empty()) return err;
+  if constexpr (kCMap) {
+    kKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), tma.c(), tma.c_mapped(), p.n, p.k,
+                                                      EpilogueOf(p), BatchOf(p));
+  } else {
+    kKernel<<<TileGrid(p), 128, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.n, p.k, EpilogueOf(p),
+                                                      BatchOf(p));
+  }
   if (auto err = LaunchError(); !err.empty()) return err;
   return tma.Finish(stream);
 }

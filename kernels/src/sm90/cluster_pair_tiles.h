@@ -27,6 +27,7 @@
 #include "common/tile_scheduler.h"
 #include "common/tma.h"
 #include "planted_fault.h"
+#include "smem_epilogue.h"
 
 namespace gemm::sm90 {
 
@@ -103,9 +104,14 @@ class ClusterPairTiles {
   // consumer waited for each one), so the CTA may exit: the tail is what
   // keeps its shared memory alive for the peer, where a cluster-wide barrier
   // at exit cost about 3% (ncu, H100, 4096³: 289K cycles without, 298K with).
-  template <int kStages, typename Form>
+  //
+  // kTileC (step 9's fused form): where c_by_tma, each tile's C follows its
+  // k-tiles into the next stage (CTileLoad, smem_epilogue.h). Both CTAs of
+  // the pair load theirs at the same iteration, so the stage's release
+  // counts as every other's.
+  template <int kStages, typename Form, bool kTileC = false>
   __device__ void Produce(const CUtensorMap* a_map, const CUtensorMap* b_map, char* stages, uint64_t* full,
-                          uint64_t* empty) const {
+                          uint64_t* empty, bool c_by_tma = false, const CTileLoad& load_c = {}) const {
     // Until iteration `i`'s stage is free; the first round finds every stage free.
     auto wait_until_free = [&](int i) { Wait(&empty[i % kStages], ((i / kStages) % 2) ^ 1); };
     int it = 0;
@@ -134,6 +140,13 @@ class ClusterPairTiles {
           }
         }
         if (load_a) TmaLoadTile<Form::kALayout, kTileRows>(a_tile, a_map, kt * kTileK, a_row, a_entry, &full[s]);
+      }
+      if constexpr (kTileC) {
+        if (c_by_tma) {
+          wait_until_free(it);
+          load_c(stages + (it % kStages) * kStageBytes, m0, n0, entry, &full[it % kStages]);
+          ++it;
+        }
       }
     }
     for (int tail = 0; tail < kStages; ++tail, ++it) wait_until_free(it);

@@ -15,10 +15,12 @@ namespace gemm::sm90 {
 // acc[mb] (wgmma layout, wgmma.h) of the warpgroup `threadIdx.x / 128 % groups`
 // into its rows of `d_tile`, fused as Form says (common::Fuse; the tile
 // is D's at (m0, n0)) and rounded to Form::kResult: the warpgroup's first
-// row is `row_base`.
+// row is `row_base`. Fused with `c_in_tile`, `d_tile` holds C's tile
+// (LoadCTile), and each thread reads its pair where it writes D's.
 template <typename Form, int kMBlocks>
 __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char* d_tile, int row_base,
-                                          const EpilogueArgs& e, int64_t m0, int64_t n0) {
+                                          const EpilogueArgs& e, int64_t m0, int64_t n0, bool c_in_tile = false) {
+  using Pair = typename Rounding<Form::kResult>::Pair;
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
 #pragma unroll
   for (int mb = 0; mb < kMBlocks; ++mb) {
@@ -28,9 +30,30 @@ __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char
       const int col = 8 * (i / 4) + 2 * (lane % 4);  // 0..127
       char* half_tile = d_tile + (col / 64) * kTileBytes;
       const int c = col % 64;
-      *reinterpret_cast<typename Rounding<Form::kResult>::Pair*>(half_tile + SwizzledChunkOffset(row, c / 8) +
-                                                                 (c % 8) * 2) =
+      if constexpr (Form::kFused) {
+        if (c_in_tile) {
+          Pair* at = reinterpret_cast<Pair*>(half_tile + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2);
+          *at = FuseWithC<Form>(acc[mb][i], acc[mb][i + 1], WidenCPair<Form>(*reinterpret_cast<uint32_t*>(at)), e);
+          continue;
+        }
+      }
+      *reinterpret_cast<Pair*>(half_tile + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2) =
           FusePair<Form>(acc[mb][i], acc[mb][i + 1], e, m0 + row, n0 + col);
+    }
+  }
+}
+
+// Steps 4-5 with C by TMA (TmaProblem::c_mapped), after the last wgmma
+// has read the stages: the leader asks for C's 128×128 tile at (m0, n0) of
+// batch entry `entry` into `d_tile`, as the two swizzled 128×64 halves
+// StoreDTile stores (a half wholly right of n is not loaded; TMA zero-fills
+// the ragged ones), arriving on `bar`.
+__device__ inline void LoadCTile(const CUtensorMap* c_map, char* d_tile, int64_t m0, int64_t n0, int64_t n,
+                                 int32_t entry, uint64_t* bar) {
+  ArriveExpectTx(bar, (n0 + 64 < n ? 2 : 1) * kTileBytes);
+  for (int h = 0; h < 2; ++h) {
+    if (n0 + 64 * h < n) {
+      TmaLoad(d_tile + h * kTileBytes, c_map, static_cast<int32_t>(n0 + 64 * h), static_cast<int32_t>(m0), entry, bar);
     }
   }
 }
@@ -43,7 +66,8 @@ inline constexpr int kDChunkBytes = kDChunkRows * 64 * 2;
 // Where this thread's accumulators i and i + 1 (the wgmma layout, wgmma.h:
 // one row, two adjacent columns) go in `chunk`, the 64×64 swizzled chunk
 // that holds columns [col0, col0 + 64) of its warpgroup's 64 rows.
-__device__ inline char* PairInChunk(char* chunk, int i, int col0) {
+template <typename Byte>  // char, or const char where C is read
+__device__ inline Byte* PairInChunk(Byte* chunk, int i, int col0) {
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   const int row = warp * 16 + PlantedQuadRow(lane / 4) + 8 * ((i / 2) % 2);
   const int c = 8 * (i / 4) + 2 * (lane % 4) - col0;  // 0..63
@@ -63,12 +87,24 @@ __device__ inline int PairColumn(int i) { return 8 * (i / 4) + 2 * (threadIdx.x 
 // 64×64 swizzled chunk: the box of D that a warpgroup stores at a time.
 // The warpgroup's rows start at D's row `row0`, its columns at `n0`.
 // `col0` must be a compile-time constant after unrolling, so that the
-// accumulators stay in registers.
+// accumulators stay in registers. Fused, C's pairs come from `c_chunk`
+// where the TMA brought C's chunk of the same place (CTileLoad), and
+// from global memory where it is null.
 template <typename Form, int kRegs, int kCGroup = 16>
 __device__ inline void AccumulatorColumnsToSmem(const float (&acc)[kRegs], int col0, char* chunk,
-                                                const EpilogueArgs& e, int64_t row0, int64_t n0) {
+                                                const EpilogueArgs& e, int64_t row0, int64_t n0,
+                                                const char* c_chunk = nullptr) {
   using Rounding = common::Rounding<Form::kResult>;
   if constexpr (Form::kFused) {
+    if (c_chunk != nullptr) {
+#pragma unroll
+      for (int i = col0 / 2; i < col0 / 2 + 32; i += 2) {
+        const uint32_t c = *reinterpret_cast<const uint32_t*>(PairInChunk(c_chunk, i, col0));
+        *reinterpret_cast<typename Rounding::Pair*>(PairInChunk(chunk, i, col0)) =
+            FuseWithC<Form>(acc[i], acc[i + 1], WidenCPair<Form>(c), e);
+      }
+      return;
+    }
     // The chunk's 16 C pairs, kCGroup in flight before any is used
     // (PackAccumulators). Step 6's three CTAs an SM leave no registers for
     // a group: even two at once spilled a kilobyte a thread (ptxas -v).
@@ -123,16 +159,18 @@ __device__ inline void StoreStagedChunk(char* buffer, Write write, int barrier_i
 // One warpgroup's 64 rows × kCols columns of accumulators (the wgmma
 // layout) to D at (row0, n0) of batch entry `entry` (`e` that entry's), one 64×64 chunk at a time through `chunk`
 // (kDChunkBytes). Small staging leaves shared memory to the pipeline. The
-// D map's box is 64×64.
+// D map's box is 64×64. Fused, `c_rows` (if not null) holds C's chunks of
+// these rows, one kDChunkBytes after another.
 template <typename Form, int kCols, int kCGroup = 16>
 __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* chunk, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t row0, int64_t n0, int entry, int64_t n,
-                                         const EpilogueArgs& e) {
+                                         const EpilogueArgs& e, const char* c_rows = nullptr) {
 #pragma unroll
   for (int c = 0; c < kCols / 64; ++c) {
     auto write = [&](char* buffer) {
       if constexpr (Form::kFused) {
-        AccumulatorColumnsToSmem<Form, kCols / 2, kCGroup>(acc, c * 64, buffer, e, row0, n0);
+        AccumulatorColumnsToSmem<Form, kCols / 2, kCGroup>(acc, c * 64, buffer, e, row0, n0,
+                                                           c_rows == nullptr ? nullptr : c_rows + c * kDChunkBytes);
       } else {  // the plain epilogue reads no C, and its code is what it was before the fused one
         AccumulatorColumnsToSmem<Form>(acc, c * 64, buffer, {}, 0, 0);
       }
@@ -283,17 +321,53 @@ __device__ inline void StoreChunk(const uint32_t (&packed)[kPackedRegs], int chu
 // A warpgroup's 128×128 tile (acc[2][64]) to D at (m0, n0) of batch entry
 // `entry` (`e` that entry's), one 64×64 chunk
 // at a time through `chunk`; 64-row halves at or below row m are skipped
-// (the lower CTA of a cluster pair on the last tile-row has none).
+// (the lower CTA of a cluster pair on the last tile-row has none). Fused,
+// `c_tile` (if not null) holds C's tile as CTileLoad put it.
 template <typename Form, int kCGroup = 16>
 __device__ inline void StoreTileInChunks(const float (&acc)[2][64], char* chunk, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t m0, int64_t n0, int entry, int64_t m,
-                                         int64_t n, const EpilogueArgs& e) {
+                                         int64_t n, const EpilogueArgs& e, const char* c_tile = nullptr) {
 #pragma unroll
   for (int mb = 0; mb < 2; ++mb) {
     if (m0 + 64 * mb >= m) continue;
     StoreRowsInChunks<Form, kTileRows, kCGroup>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, entry,
-                                                n, e);
+                                                n, e, c_tile == nullptr ? nullptr : c_tile + mb * 2 * kDChunkBytes);
   }
 }
+
+// Steps 7-9 take C by TMA where the launch could map it (TmaProblem::
+// c_mapped): the producer loads a tile's C into the stage after the
+// tile's last k-tile, as if it were one more k-tile, and the consumer
+// fuses it from there (StoreTileInChunks) and frees the stage. The load
+// runs while the tile's last k-tiles multiply, as the operands' loads do,
+// where the consumer's own loads of C waited out their round trips at the
+// tile's end with the tensor cores of its warpgroup idle.
+struct CTileLoad {
+  static_assert(kTileRows == 2 * kDChunkRows, "a 128×128 tile is two rows of two chunks");
+  const CUtensorMap* map = nullptr;
+  int64_t m = 0, n = 0;
+  bool shared = false;  // one C for every batch entry: a map of one entry
+
+  // The producer thread: C's 128×128 tile at (m0, n0) of batch entry
+  // `entry` into `stage` as four 64×64 chunks, chunk 2·mb + c holding rows
+  // half mb and columns half c (the layout StoreStagedChunk gives D), all
+  // arriving on `full`. A chunk wholly outside m×n is not loaded (nor
+  // stored); TMA zero-fills the ragged ones.
+  __device__ void operator()(char* stage, int64_t m0, int64_t n0, int entry, uint64_t* full) const {
+    uint32_t bytes = 0;
+    for (int chunk = 0; chunk < 4; ++chunk) bytes += Inside(m0, n0, chunk) ? kDChunkBytes : 0;
+    ArriveExpectTx(full, bytes);
+    for (int chunk = 0; chunk < 4; ++chunk) {
+      if (!Inside(m0, n0, chunk)) continue;
+      TmaLoad(stage + chunk * kDChunkBytes, map, static_cast<int32_t>(n0 + 64 * (chunk % 2)),
+              static_cast<int32_t>(m0 + 64 * (chunk / 2)), shared ? 0 : entry, full);
+    }
+  }
+
+ private:
+  __device__ bool Inside(int64_t m0, int64_t n0, int chunk) const {
+    return m0 + 64 * (chunk / 2) < m && n0 + 64 * (chunk % 2) < n;
+  }
+};
 
 }  // namespace gemm::sm90

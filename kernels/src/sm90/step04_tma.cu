@@ -1,7 +1,9 @@
 // Step 4 = step 3 with its data movement handed to the TMA: one thread asks
 // for the A and B tiles, which land on an mbarrier told the byte count
 // (expect_tx), and D leaves through shared memory with a TMA store. Edges
-// need no predication: TMA zero-fills loads and clips stores.
+// need no predication: TMA zero-fills loads and clips stores. With β·C,
+// C's tile comes by TMA into D's staging, where each thread fuses its pairs
+// in place.
 #include "common/barrier.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
@@ -18,8 +20,9 @@ constexpr int kSmemBytes = 2 * kTileBytes + kSmemAlignSlack;
 template <typename Form>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
-                                                 const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k,
-                                                 EpilogueArgs e, BatchArgs batch) {
+                                                 const __grid_constant__ CUtensorMap d_map,
+                                                 const __grid_constant__ CUtensorMap c_map, bool c_mapped, int64_t n,
+                                                 int64_t k, EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* a_tile = AlignTo1024(smem_raw);
   char* b_tile = a_tile + kTileBytes;
@@ -54,7 +57,12 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     __syncthreads();  // every warp is done with the tiles before the next TMA overwrites them
   }
 
-  AccumulatorsToSmem<Form>(acc, d_tile, 0, e.ForEntry(entry), m0, n0);
+  const bool c_by_tma = Form::kFused && c_mapped;
+  if (c_by_tma) {
+    if (leader) LoadCTile(&c_map, d_tile, m0, n0, n, e.c_stride != 0 ? entry : 0, &full);
+    Wait(&full, phase);
+  }
+  AccumulatorsToSmem<Form>(acc, d_tile, 0, e.ForEntry(entry), m0, n0, c_by_tma);
   FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) StoreDTile(&d_map, d_tile, m0, n0, n, entry);
@@ -70,7 +78,7 @@ cudaError_t PrepareTma() {
 
 std::string LaunchTma(const Problem& p, const DeviceContext&, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
-    return LaunchTmaOnTileGrid<TmaKernel<decltype(form)>, kSmemBytes>(p, stream, 4);
+    return LaunchTmaOnTileGrid<TmaKernel<decltype(form)>, kSmemBytes, /*kCMap=*/true>(p, stream, 4);
   });
 }
 

@@ -1,6 +1,7 @@
 // Step 5 = step 4 + a 2-stage software pipeline: two sets of A/B tiles, each
 // with its own full barrier. While the warpgroup multiplies tile k, the TMA
-// is already filling the other stage with tile k+1.
+// is already filling the other stage with tile k+1. C, where read by TMA,
+// comes as in step 4, on the barrier whose turn is next.
 #include "common/barrier.h"
 #include "smem_epilogue.h"
 #include "step_common.h"
@@ -18,8 +19,9 @@ constexpr int kSmemBytes = kStages * kStageBytes + kSmemAlignSlack;
 template <typename Form>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
-                                                       const __grid_constant__ CUtensorMap d_map, int64_t n,
-                                                       int64_t k, EpilogueArgs e, BatchArgs batch) {
+                                                       const __grid_constant__ CUtensorMap d_map,
+                                                       const __grid_constant__ CUtensorMap c_map, bool c_mapped,
+                                                       int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_tile = stages;  // reused once the last MMA is done
@@ -59,7 +61,13 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     if (leader && kt + kStages < k_tiles) issue(kt + kStages);
   }
 
-  AccumulatorsToSmem<Form>(acc, d_tile, 0, e.ForEntry(entry), m0, n0);
+  const bool c_by_tma = Form::kFused && c_mapped;
+  if (c_by_tma) {  // every load issued has been waited for: full[k_tiles % kStages] is free for one more
+    uint64_t* bar = &full[k_tiles % kStages];
+    if (leader) LoadCTile(&c_map, d_tile, m0, n0, n, e.c_stride != 0 ? entry : 0, bar);
+    Wait(bar, (k_tiles / kStages) % 2);
+  }
+  AccumulatorsToSmem<Form>(acc, d_tile, 0, e.ForEntry(entry), m0, n0, c_by_tma);
   FenceSharedForAsyncProxy();
   __syncthreads();
   if (leader) StoreDTile(&d_map, d_tile, m0, n0, n, entry);
@@ -76,7 +84,7 @@ cudaError_t PreparePipelined() {
 
 std::string LaunchPipelined(const Problem& p, const DeviceContext&, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
-    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(form)>, kSmemBytes>(p, stream, 5);
+    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(form)>, kSmemBytes, /*kCMap=*/true>(p, stream, 5);
   });
 }
 

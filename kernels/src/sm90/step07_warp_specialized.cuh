@@ -11,8 +11,10 @@
 // As in step 6, the grid holds as many CTAs as fit at once and D leaves in
 // 64×64 chunks. The registers allow two CTAs per SM now, not three (the
 // consumer gets 216, the producer 40), so one CTA's epilogue and k-tile
-// drains hide behind the other's wgmma. A template on the pipeline depth:
-// step 7 runs 2 stages, step 8 runs 3.
+// drains hide behind the other's wgmma. With β·C, the producer loads the
+// tile's C by TMA into the stage after its last k-tile (CTileLoad), where
+// C can be mapped. A template on the pipeline depth: step 7 runs 2
+// stages, step 8 runs 3.
 #pragma once
 
 #include "common/barrier.h"
@@ -39,8 +41,8 @@ struct WarpSpecialized {
 template <int kStages, typename Form>
 __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasPerSm)
     WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                          const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                          EpilogueArgs e, BatchArgs batch) {
+                          const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
+                          bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
   using Config = WarpSpecialized<kStages>;
   constexpr int kStageBytes = Config::kStageBytes;
   extern __shared__ char smem_raw[];
@@ -51,7 +53,10 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
   const TileScheduler scheduler(m, n, kTileRows, kTileRows, batch.entries);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   const int my_tiles = (scheduler.tiles() - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
-  const int iterations = my_tiles * k_tiles;
+  const bool c_by_tma = Form::kFused && c_mapped;
+  int tile_items = k_tiles;  // what a tile passes through the stages: its k-tiles, then its C if by TMA
+  if constexpr (Form::kFused) tile_items += c_by_tma ? 1 : 0;
+  const int iterations = my_tiles * tile_items;
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -70,9 +75,16 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
         const int s = it % kStages;
         Wait(&empty[s], ((it / kStages) % 2) ^ 1);  // the first round finds every stage empty
         int tile_m, tile_n, entry;
-        scheduler.Coordinates(blockIdx.x + (it / k_tiles) * gridDim.x, &tile_m, &tile_n, &entry);
-        const int kt = it % k_tiles;
+        scheduler.Coordinates(blockIdx.x + (it / tile_items) * gridDim.x, &tile_m, &tile_n, &entry);
+        const int kt = it % tile_items;
         char* a_tile = stages + s * kStageBytes;
+        if constexpr (Form::kFused) {
+          if (kt == k_tiles) {
+            const CTileLoad load_c{&c_map, m, n, e.c_stride == 0};
+            load_c(a_tile, int64_t{tile_m} * kTileRows, int64_t{tile_n} * kTileRows, entry, &full[s]);
+            continue;
+          }
+        }
         ArriveExpectTx(&full[s], kStageBytes);
         TmaLoadTile<Form::kALayout, kTileRows>(a_tile, &a_map, kt * kTileK, tile_m * kTileRows,
                                                batch.EntryOfA(entry), &full[s]);
@@ -90,7 +102,9 @@ __global__ void __launch_bounds__(kWarpSpecializedThreads, kWarpSpecializedCtasP
       int tile_m, tile_n, entry;
       scheduler.Coordinates(blockIdx.x + tile * gridDim.x, &tile_m, &tile_n, &entry);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      StoreTileInChunks<Form>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry));
+      const char* c_tile = c_by_tma ? WaitForTileC<kStages, kStageBytes>(stages, full, it) : nullptr;
+      StoreTileInChunks<Form>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry), c_tile);
+      if (c_by_tma) ReleaseTileC<kStages>(empty, it, leader, Arrive);
     }
     DrainChunkStores(leader);
   }
@@ -108,7 +122,7 @@ template <int kStages>
 std::string LaunchWarpSpecialized(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
     return LaunchOnResidentGrid<WarpSpecializedKernel<kStages, decltype(form)>, kWarpSpecializedThreads,
-                                WarpSpecialized<kStages>::kSmemBytes>(
+                                WarpSpecialized<kStages>::kSmemBytes, 1, /*kCMap=*/true>(
         p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows, BatchOf(p).entries).tiles(),
         TmaBoxRows{kTileRows, kTileRows, kDChunkRows});
   });

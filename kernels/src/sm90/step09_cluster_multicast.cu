@@ -30,8 +30,8 @@ constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlac
 template <typename Form>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, kCtasPerSm)
     ClusterMulticastKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                           const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                           EpilogueArgs e, BatchArgs batch) {
+                           const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
+                           bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_staging = stages + kStages * kStageBytes;
@@ -39,6 +39,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
   __shared__ uint64_t empty[kStages];  // MMA -> TMA: both CTAs' consumers are done
   const PairTiles pair(m, n, k, 1, batch);
   const int warpgroup = threadIdx.x / 128;
+  const bool c_by_tma = Form::kFused && c_mapped;  // as in step 8
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -51,7 +52,10 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
     ReleaseRegisters<kProducerRegisters>();
-    if (threadIdx.x == 0) pair.template Produce<kStages, Form>(&a_map, &b_map, stages, full, empty);
+    if (threadIdx.x == 0) {
+      pair.template Produce<kStages, Form, Form::kFused>(&a_map, &b_map, stages, full, empty, c_by_tma,
+                                                         CTileLoad{&c_map, m, n, e.c_stride == 0});
+    }
   } else {  // ------------------------------------------------------ consumer
     ClaimRegisters<ConsumerRegisters(kCtasPerSm)>();
     const bool leader = threadIdx.x % 128 == 0;
@@ -63,7 +67,9 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
       int64_t m0, n0;
       int entry;
       pair.Origin(tile, &m0, &n0, &entry);
-      StoreTileInChunks<Form>(acc, d_staging, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry));
+      const char* c_tile = c_by_tma ? WaitForTileC<kStages, kStageBytes>(stages, full, it) : nullptr;
+      StoreTileInChunks<Form>(acc, d_staging, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry), c_tile);
+      if (c_by_tma) ReleaseTileC<kStages>(empty, it, leader, PairTiles::Release);
     }
     DrainChunkStores(leader);
   }
@@ -82,7 +88,8 @@ cudaError_t PrepareClusterMulticast() {
 
 std::string LaunchClusterMulticast(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
-    return LaunchOnResidentGrid<ClusterMulticastKernel<decltype(form)>, kThreads, kSmemBytes, kClusterSize>(
+    return LaunchOnResidentGrid<ClusterMulticastKernel<decltype(form)>, kThreads, kSmemBytes, kClusterSize,
+                                /*kCMap=*/true>(
         p, ctx, stream, PairTiles::WorkCtas(p.m, p.n, 1, BatchOf(p).entries),
         TmaBoxRows{kTileRows, PairTiles::kBShareRows, kDChunkRows});
   });

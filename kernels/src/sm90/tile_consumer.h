@@ -1,6 +1,7 @@
 // Steps 7-9: a consumer warpgroup's k-loop over one 128×128 output tile,
 // fed by a ring of kStages stages (A tile, then B tile) that a producer
-// fills in (tile, k-tile) order.
+// fills in (tile, k-tile) order, and where C comes by TMA, the tile's C
+// in the stage after its last k-tile.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,22 @@ __device__ inline void MultiplyTile(float (&acc)[2][64], const char* stages, uin
     WaitForTileMma<0>(acc);
     if (leader) release(&empty[s]);
   }
+}
+
+// Where C comes by TMA (CTileLoad), the stage after a tile's k-tiles holds
+// the tile's C: WaitForTileC waits until it is full and returns it for the
+// epilogue (StoreTileInChunks); once every thread has read it, by the
+// epilogue's last barrier (StoreStagedChunk), ReleaseTileC lets the leader
+// hand it back. Both move `it` on as the producer counts.
+template <int kStages, int kStageBytes>
+__device__ inline const char* WaitForTileC(const char* stages, uint64_t* full, int it) {
+  Wait(&full[it % kStages], (it / kStages) % 2);
+  return stages + (it % kStages) * kStageBytes;
+}
+template <int kStages, typename Release>
+__device__ inline void ReleaseTileC(uint64_t* empty, int& it, bool leader, Release release) {
+  if (leader) release(&empty[it % kStages]);
+  ++it;
 }
 
 }  // namespace gemm::sm90

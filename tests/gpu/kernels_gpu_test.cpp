@@ -813,6 +813,7 @@ std::vector<TypedStepShape> AllTypedStepShapes() {
       {128, 128, 64}, {77, 100, 50},     {1, 1, 1},         {1000, 1000, 1000}, {2048, 2048, 2048},
       {4096, 4096, 4096}, {4097, 129, 77}, {129, 4095, 8},   {3001, 1999, 517},  {2432, 4000, 192},
       {1100, 1500, 136},  // step 10's medium tile
+      {1040, 1032, 200},  // C by TMA (n a multiple of 8) with tiles whose lower rows or right columns lie outside
       {56, 151, 16853}, {300, 700, 20000}};
   const gemm::ElementType kF16 = gemm::ElementType::kF16, kBF16 = gemm::ElementType::kBF16;
   const gemm::Layout kK = gemm::Layout::kKContiguous, kMn = gemm::Layout::kMnContiguous;

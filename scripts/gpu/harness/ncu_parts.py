@@ -51,17 +51,19 @@ def ncu_cycles(lab, bench, shape, steps, extra=(), tag=""):
 
 
 def beta_ncu(lab):
-    """What beta·C costs step 10, clocks aside: bf16 at 4096^3 with beta 0
+    """What beta·C costs the ladder, clocks aside: bf16 at 4096^3 with beta 0
     and with beta 1 (D += A·B in place, as gemm-bench times it), for
     gemm-bench and every bin/gemm-bench-before* (earlier builds added by
-    hand), each twice."""
+    hand), each twice. BETA_NCU_STEPS: the steps (default 10; steps 7 and
+    8 share a kernel name, so name one of them)."""
     if not shutil.which("ncu"):
         lab.note("ncu: not here")
         return
+    steps = os.environ.get("BETA_NCU_STEPS", "10")
     for bench in ["gemm-bench"] + lab.tools_like("gemm-bench-before*"):
         for round_ in (1, 2):
             for beta in ("0", "1"):
-                ncu_cycles(lab, bench, "4096x4096x4096", "10", ("--dtype", "bf16", "--beta", beta),
+                ncu_cycles(lab, bench, "4096x4096x4096", steps, ("--dtype", "bf16", "--beta", beta),
                            f"_{bench}_beta{beta}_{round_}")
 
 

@@ -57,7 +57,7 @@ __device__ inline void MultiplyTile(float (&acc)[2][64], const char* stages, uin
 // the tile's C: WaitForTileC waits until it is full and returns it for the
 // epilogue (StoreTileInChunks); once every thread has read it, by the
 // epilogue's last barrier (StoreStagedChunk), ReleaseTileC lets the leader
-// hand it back. Both move `it` on as the producer counts.
+// hand it back and moves `it` past it, as the producer counts.
 template <int kStages, int kStageBytes>
 __device__ inline const char* WaitForTileC(const char* stages, uint64_t* full, int it) {
   Wait(&full[it % kStages], (it / kStages) % 2);

@@ -30,6 +30,9 @@ __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char
       const int col = 8 * (i / 4) + 2 * (lane % 4);  // 0..127
       char* half_tile = d_tile + (col / 64) * kTileBytes;
       const int c = col % 64;
+      // The pair's address is written out in both paths, not computed once
+      // above them: computed once, it changed the plain instantiation's PTX
+      // (scripts/ptx_same_code.py), whose code is to stay as it was.
       if constexpr (Form::kFused) {
         if (c_in_tile) {
           Pair* at = reinterpret_cast<Pair*>(half_tile + SwizzledChunkOffset(row, c / 8) + (c % 8) * 2);

@@ -22,9 +22,12 @@ namespace gemm::common {
 // dynamic shared memory and compile-time clusters of kClusterSize CTAs;
 // with kCMap, kKernel(a_map, b_map, d_map, c_map, c_mapped, m, n, k,
 // epilogue, batch) for a kernel that reads C by TMA where c_mapped
-// (TmaProblem::c_mapped) and by its own loads elsewhere.
+// (TmaProblem::c_mapped) and by its own loads elsewhere, or kMappedCKernel
+// in its place where C is mapped, if the two ways are two kernels (of the
+// same threads, shared memory and residency).
 // `work_ctas`: CTAs that would each get at least one tile.
-template <auto kKernel, int kThreads, int kSmemBytes, int kClusterSize = 1, bool kCMap = false>
+template <auto kKernel, int kThreads, int kSmemBytes, int kClusterSize = 1, bool kCMap = false,
+          auto kMappedCKernel = kKernel>
 std::string LaunchOnResidentGrid(const Problem& p, const DeviceContext& ctx, cudaStream_t stream, int work_ctas,
                                  TmaBoxRows boxes = {}) {
   static ResidentGrid grid(reinterpret_cast<const void*>(kKernel), kThreads, kSmemBytes, kClusterSize);
@@ -32,8 +35,9 @@ std::string LaunchOnResidentGrid(const Problem& p, const DeviceContext& ctx, cud
   if (auto err = tma.Prepare(p, stream, boxes, /*d_map=*/true, kCMap); !err.empty()) return err;
   const int ctas = std::min(work_ctas, grid.Ctas(ctx.device, ctx.sm_count));
   if constexpr (kCMap) {
-    kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), tma.c(), tma.c_mapped(), p.m, p.n,
-                                                    p.k, EpilogueOf(p), BatchOf(p));
+    const auto kernel = tma.c_mapped() ? kMappedCKernel : kKernel;
+    kernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), tma.c(), tma.c_mapped(), p.m, p.n, p.k,
+                                                   EpilogueOf(p), BatchOf(p));
   } else {
     kKernel<<<ctas, kThreads, kSmemBytes, stream>>>(tma.a(), tma.b(), tma.d(), p.m, p.n, p.k, EpilogueOf(p),
                                                     BatchOf(p));

@@ -159,21 +159,50 @@ __device__ inline void StoreStagedChunk(char* buffer, Write write, int barrier_i
   }
 }
 
+// Step 6's C by TMA, where the launch could map it (TmaProblem::c_mapped):
+// a 64×64 chunk at a time into the staging chunk D is about to leave
+// through, and each thread writes its D pair over its C pair. Step 6 has
+// no producer to fetch C ahead and no registers to hold it (168 a thread
+// at three CTAs an SM), so each chunk waits out one TMA round trip, while
+// the SM's other two CTAs multiply; the threads' own loads, one pair at a
+// time, waited out sixteen.
+struct CChunkLoad {
+  const CUtensorMap* map = nullptr;
+  uint64_t* full = nullptr;  // one arrival a chunk, so a chunk's phase is its parity
+  int32_t entry = 0;         // the map's batch entry
+
+  // The leader, once the staging is read out: C's chunk at (row0, col)
+  // into `buffer`, or no bytes where the chunk starts past column n (no D
+  // is stored there either; rows past m are the caller's to skip).
+  __device__ void Request(char* buffer, int64_t row0, int64_t col, int64_t n) const {
+    ArriveExpectTx(full, col < n ? kDChunkBytes : 0);
+    if (col < n) TmaLoad(buffer, map, static_cast<int32_t>(col), static_cast<int32_t>(row0), entry, full);
+  }
+};
+
 // One warpgroup's 64 rows × kCols columns of accumulators (the wgmma
 // layout) to D at (row0, n0) of batch entry `entry` (`e` that entry's), one 64×64 chunk at a time through `chunk`
 // (kDChunkBytes). Small staging leaves shared memory to the pipeline. The
 // D map's box is 64×64. Fused, `c_rows` (if not null) holds C's chunks of
-// these rows, one kDChunkBytes after another.
-template <typename Form, int kCols, int kCGroup = 16>
+// these rows, one kDChunkBytes after another; or, with kCChunkLoads,
+// `c_load` brings each chunk of C into `chunk` as its turn comes.
+template <typename Form, int kCols, int kCGroup = 16, bool kCChunkLoads = false>
 __device__ inline void StoreRowsInChunks(const float (&acc)[kCols / 2], char* chunk, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t row0, int64_t n0, int entry, int64_t n,
-                                         const EpilogueArgs& e, const char* c_rows = nullptr) {
+                                         const EpilogueArgs& e, const char* c_rows = nullptr,
+                                         const CChunkLoad& c_load = {}) {
+  static_assert(!kCChunkLoads || kCols / 64 % 2 == 0, "even chunks a call: a chunk's C phase is its parity");
 #pragma unroll
   for (int c = 0; c < kCols / 64; ++c) {
     auto write = [&](char* buffer) {
       if constexpr (Form::kFused) {
-        AccumulatorColumnsToSmem<Form, kCols / 2, kCGroup>(acc, c * 64, buffer, e, row0, n0,
-                                                           c_rows == nullptr ? nullptr : c_rows + c * kDChunkBytes);
+        const char* c_chunk = c_rows == nullptr ? nullptr : c_rows + c * kDChunkBytes;
+        if constexpr (kCChunkLoads) {
+          if (leader) c_load.Request(buffer, row0, n0 + c * 64, n);
+          Wait(c_load.full, c % 2);
+          c_chunk = buffer;
+        }
+        AccumulatorColumnsToSmem<Form, kCols / 2, kCGroup>(acc, c * 64, buffer, e, row0, n0, c_chunk);
       } else {  // the plain epilogue reads no C, and its code is what it was before the fused one
         AccumulatorColumnsToSmem<Form>(acc, c * 64, buffer, {}, 0, 0);
       }
@@ -324,17 +353,20 @@ __device__ inline void StoreChunk(const uint32_t (&packed)[kPackedRegs], int chu
 // A warpgroup's 128×128 tile (acc[2][64]) to D at (m0, n0) of batch entry
 // `entry` (`e` that entry's), one 64×64 chunk
 // at a time through `chunk`; 64-row halves at or below row m are skipped
-// (the lower CTA of a cluster pair on the last tile-row has none). Fused,
-// `c_tile` (if not null) holds C's tile as CTileLoad put it.
-template <typename Form, int kCGroup = 16>
+// (the lower CTA of a cluster pair on the last tile-row has none), and so
+// is their C. Fused, `c_tile` (if not null) holds C's tile as CTileLoad
+// put it, or with kCChunkLoads `c_load` brings it a chunk at a time (step 6).
+template <typename Form, int kCGroup = 16, bool kCChunkLoads = false>
 __device__ inline void StoreTileInChunks(const float (&acc)[2][64], char* chunk, int barrier_id, bool leader,
                                          const CUtensorMap* d_map, int64_t m0, int64_t n0, int entry, int64_t m,
-                                         int64_t n, const EpilogueArgs& e, const char* c_tile = nullptr) {
+                                         int64_t n, const EpilogueArgs& e, const char* c_tile = nullptr,
+                                         const CChunkLoad& c_load = {}) {
 #pragma unroll
   for (int mb = 0; mb < 2; ++mb) {
     if (m0 + 64 * mb >= m) continue;
-    StoreRowsInChunks<Form, kTileRows, kCGroup>(acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, entry,
-                                                n, e, c_tile == nullptr ? nullptr : c_tile + mb * 2 * kDChunkBytes);
+    StoreRowsInChunks<Form, kTileRows, kCGroup, kCChunkLoads>(
+        acc[mb], chunk, barrier_id, leader, d_map, m0 + 64 * mb, n0, entry, n, e,
+        c_tile == nullptr ? nullptr : c_tile + mb * 2 * kDChunkBytes, c_load);
   }
 }
 

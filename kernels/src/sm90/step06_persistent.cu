@@ -8,6 +8,8 @@
 // CTAs still share each SM as in step 5: while one waits on its wgmma or
 // writes D, the others keep the tensor cores busy. (A whole 32 KB D tile
 // allowed two CTAs per SM, and this step then ran 5-20% slower than step 5.)
+// With β·C, each chunk of C comes by TMA into that buffer just before D's
+// pairs are written over it (CChunkLoad), where C can be mapped.
 #include "common/barrier.h"
 #include "common/persistent_launch.h"
 #include "smem_epilogue.h"
@@ -25,15 +27,19 @@ constexpr int kStageBytes = 2 * kTileBytes;  // A and B
 constexpr int kCtasPerSm = 3;  // as step 5: 168 registers and 73 KB of shared memory each
 constexpr int kSmemBytes = kStages * kStageBytes + kDChunkBytes + kSmemAlignSlack;
 
-template <typename Form>
+// kCByTma: the launch mapped C (TmaProblem::c_mapped). Each way is its own
+// kernel: with both in one, the loads' path left no registers for the
+// other and the fused epilogue spilled a kilobyte a thread (ptxas -v).
+template <typename Form, bool kCByTma>
 __global__ void __launch_bounds__(128, kCtasPerSm)
     PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k, EpilogueArgs e,
-                     BatchArgs batch) {
+                     const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
+                     bool /*c_mapped: kCByTma*/, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_chunk = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];
+  __shared__ uint64_t c_full;  // C's chunk has landed in d_chunk
   const TileScheduler scheduler(m, n, kTileRows, kTileRows, batch.entries);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   // This CTA's tiles: blockIdx.x, blockIdx.x + gridDim.x, ...
@@ -65,6 +71,7 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
 
   if (leader) {
     for (int s = 0; s < kStages; ++s) BarrierInit(&full[s], 1);
+    if constexpr (kCByTma) BarrierInit(&c_full, 1);
     FenceBarrierInit();
     origin.tile = -1;
     for (int s = 0; s < kStages && s < iterations; ++s) issue_ahead(blockIdx.x, s - kStages, s);
@@ -87,8 +94,14 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
       int tile_m, tile_n, entry;
       scheduler.Coordinates(tile, &tile_m, &tile_n, &entry);
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-      // C a pair at a time: three CTAs an SM leave no registers for more.
-      StoreTileInChunks<Form, 1>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry));
+      // Where C is not mapped, a pair at a time: three CTAs an SM leave no registers for more.
+      if constexpr (kCByTma) {
+        const CChunkLoad c_load{&c_map, &c_full, e.c_stride != 0 ? entry : 0};
+        StoreTileInChunks<Form, 1, true>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry),
+                                         nullptr, c_load);
+      } else {
+        StoreTileInChunks<Form, 1>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry));
+      }
       kt = 0, tile += gridDim.x;
     }
   }
@@ -99,14 +112,20 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
 
 cudaError_t PreparePersistent() {
   return ForEachStepForm([](auto form) {
-    return cudaFuncSetAttribute(PersistentKernel<decltype(form)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    using Form = decltype(form);
+    cudaError_t e = cudaFuncSetAttribute(PersistentKernel<Form, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         kSmemBytes);
+    if (e != cudaSuccess || !Form::kFused) return e;
+    return cudaFuncSetAttribute(PersistentKernel<Form, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 kSmemBytes);
   });
 }
 
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
-    return LaunchOnResidentGrid<PersistentKernel<decltype(form)>, 128, kSmemBytes>(
+    using Form = decltype(form);
+    return LaunchOnResidentGrid<PersistentKernel<Form, false>, 128, kSmemBytes, 1, /*kCMap=*/true,
+                                PersistentKernel<Form, Form::kFused>>(
         p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows, BatchOf(p).entries).tiles(),
         TmaBoxRows{kTileRows, kTileRows, kDChunkRows});
   });

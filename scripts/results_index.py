@@ -117,6 +117,8 @@ PURPOSES = {
     "beta_c_vector_loads": "the GPU harness's betancu and stallncu parts and gemm-bench --beta 0 and 1, step 10 "
                            "with C read 16 bytes a lane and transposed within each quad (measured, not kept) "
                            "beside the 4-byte pair loads",
+    "c_chunks_steps_7_8": "kernels_gpu_test and gemm-bench --beta 1 (bf16, B k and mn) for steps 7 and 8 with C a "
+                          "chunk at a time into D's staging (not kept), beside the stage-ring C",
     "c_by_tma_step_6": "kernels_gpu_test and forms_gpu_test, gemm-bench --beta 1 (bf16, B k and mn) and the betancu "
                        "part for step 6, with C by TMA a chunk at a time, beside the build that loads C's pairs",
     "c_by_tma_steps_4_to_9": "every GPU test of the kernels, gemm-bench --beta 1 (bf16, B k and mn) and the betancu "

@@ -59,6 +59,9 @@ struct EpilogueArgs {
     e.c = c + entry * c_stride;
     return e;
   }
+  // Batch entry `entry`'s C in the C tensor map: a C every entry shares is
+  // a map of one entry (TmaProblem).
+  GEMM_HOST_DEVICE int CMapEntry(int entry) const { return c_stride != 0 ? entry : 0; }
 };
 
 GEMM_HOST_DEVICE inline EpilogueArgs EpilogueOf(const Problem& p) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "common/barrier.h"
 #include "common/tile_layout.h"
 #include "gemm/form.h"
 
@@ -98,6 +99,22 @@ __device__ inline void StoreDTile(const CUtensorMap* d_map, const char* d_tile, 
     }
   }
   TmaStoreCommitAndWait();
+}
+
+// With C by TMA (TmaProblem::c_mapped), once the stages D's staging
+// reuses are read, or the last tile's D has left it: the leader asks for
+// C's 128×128 tile at (m0, n0) of the map's batch entry `entry` into
+// `d_tile`, as the two swizzled halves StoreDTile stores (a half wholly
+// right of n is not loaded; TMA zero-fills the ragged ones), arriving on
+// `bar`.
+__device__ inline void LoadCTile(const CUtensorMap* c_map, char* d_tile, int64_t m0, int64_t n0, int64_t n,
+                                 int32_t entry, uint64_t* bar) {
+  ArriveExpectTx(bar, (n0 + 64 < n ? 2 : 1) * kTileBytes);
+  for (int h = 0; h < 2; ++h) {
+    if (n0 + 64 * h < n) {
+      TmaLoad(d_tile + h * kTileBytes, c_map, static_cast<int32_t>(n0 + 64 * h), static_cast<int32_t>(m0), entry, bar);
+    }
+  }
 }
 
 }  // namespace gemm::common

@@ -46,21 +46,6 @@ __device__ inline void AccumulatorsToSmem(const float (&acc)[kMBlocks][64], char
   }
 }
 
-// Steps 4-5 with C by TMA (TmaProblem::c_mapped), after the last wgmma
-// has read the stages: the leader asks for C's 128×128 tile at (m0, n0) of
-// batch entry `entry` into `d_tile`, as the two swizzled 128×64 halves
-// StoreDTile stores (a half wholly right of n is not loaded; TMA zero-fills
-// the ragged ones), arriving on `bar`.
-__device__ inline void LoadCTile(const CUtensorMap* c_map, char* d_tile, int64_t m0, int64_t n0, int64_t n,
-                                 int32_t entry, uint64_t* bar) {
-  ArriveExpectTx(bar, (n0 + 64 < n ? 2 : 1) * kTileBytes);
-  for (int h = 0; h < 2; ++h) {
-    if (n0 + 64 * h < n) {
-      TmaLoad(d_tile + h * kTileBytes, c_map, static_cast<int32_t>(n0 + 64 * h), static_cast<int32_t>(m0), entry, bar);
-    }
-  }
-}
-
 // kDChunkRows is also the rows of the D map's box (TmaBoxRows::d) for every
 // step that stores in chunks.
 inline constexpr int kDChunkRows = 64;

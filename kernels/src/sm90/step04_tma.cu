@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
 
   const bool c_by_tma = Form::kFused && c_mapped;
   if (c_by_tma) {
-    if (leader) LoadCTile(&c_map, d_tile, m0, n0, n, e.c_stride != 0 ? entry : 0, &full);
+    if (leader) LoadCTile(&c_map, d_tile, m0, n0, n, e.CMapEntry(entry), &full);
     Wait(&full, phase);
   }
   AccumulatorsToSmem<Form>(acc, d_tile, 0, e.ForEntry(entry), m0, n0, c_by_tma);

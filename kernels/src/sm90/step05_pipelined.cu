@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
   const bool c_by_tma = Form::kFused && c_mapped;
   if (c_by_tma) {  // every load issued has been waited for: full[k_tiles % kStages] is free for one more
     uint64_t* bar = &full[k_tiles % kStages];
-    if (leader) LoadCTile(&c_map, d_tile, m0, n0, n, e.c_stride != 0 ? entry : 0, bar);
+    if (leader) LoadCTile(&c_map, d_tile, m0, n0, n, e.CMapEntry(entry), bar);
     Wait(bar, (k_tiles / kStages) % 2);
   }
   AccumulatorsToSmem<Form>(acc, d_tile, 0, e.ForEntry(entry), m0, n0, c_by_tma);

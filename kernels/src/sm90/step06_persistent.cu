@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(128, kCtasPerSm)
       const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
       // Where C is not mapped, a pair at a time: three CTAs an SM leave no registers for more.
       if constexpr (kCByTma) {
-        const CChunkLoad c_load{&c_map, &c_full, e.c_stride != 0 ? entry : 0};
+        const CChunkLoad c_load{&c_map, &c_full, e.CMapEntry(entry)};
         StoreTileInChunks<Form, 1, true>(acc, d_chunk, 1, leader, &d_map, m0, n0, entry, m, n, e.ForEntry(entry),
                                          nullptr, c_load);
       } else {

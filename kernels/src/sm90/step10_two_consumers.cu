@@ -171,9 +171,9 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
           constexpr int kCSteps = kDChunks > 2 ? 3 : 2;
           int c_step = 0;
           int c_due = c_by_tma ? kStoringKTiles + 1 : INT_MAX;  // the k-tile after which the next step runs
-          auto request = [&](int first) {  // the leader's; a shared C is a map of one entry
+          auto request = [&](int first) {  // the leader's
             RequestCChunks<kDChunks>(first, my_staging, c_map, m0 + consumer * kConsumerRows, n0,
-                                     e.c_stride != 0 ? entry : 0, &c_full[consumer]);
+                                     e.CMapEntry(entry), &c_full[consumer]);
           };
           auto c_advance = [&] {
             if (c_step == 0) {

@@ -6,7 +6,10 @@
 // the TMA stores them. Edges need no predication: TMA zero-fills loads and
 // clips stores. Why it pays on Blackwell as on Hopper: the copies no
 // longer take the threads' instructions or registers, and with tcgen05
-// the loads, the MMA issue and the waits are all one thread's.
+// the loads, the MMA issue and the waits are all one thread's. With β·C,
+// C's tile comes by TMA into D's staging once the MMAs have read the
+// operands there, where C can be mapped, and each thread fuses its
+// elements in place.
 #include "common/tile_grid.h"
 #include "common/tma.h"
 #include "step_common.h"
@@ -24,8 +27,9 @@ constexpr int kSmemBytes = TmemBoundSmemBytes(2 * kTileBytes + kSmemAlignSlack, 
 template <typename Form>
 __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtensorMap a_map,
                                                  const __grid_constant__ CUtensorMap b_map,
-                                                 const __grid_constant__ CUtensorMap d_map, int64_t n, int64_t k,
-                                                 EpilogueArgs e, BatchArgs batch) {
+                                                 const __grid_constant__ CUtensorMap d_map,
+                                                 const __grid_constant__ CUtensorMap c_map, bool c_mapped, int64_t n,
+                                                 int64_t k, EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   __shared__ uint64_t full;      // "the A and B tiles have landed"
   __shared__ uint64_t mma_done;  // "the k-tile's MMAs are complete" (tcgen05.commit)
@@ -61,8 +65,13 @@ __global__ void __launch_bounds__(128) TmaKernel(const __grid_constant__ CUtenso
     }
     TmemFenceBeforeSync();
   }
-  // The leader has seen the last MMAs complete.
-  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, entry, leader, e.ForEntry(entry));
+  // The leader has seen the last MMAs complete. Every load issued has
+  // been waited for: `full` takes one more, C's.
+  const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
+  const CTileByTma c_tile = Form::kFused && c_mapped ? CTileByTma{&c_map, &full, static_cast<uint32_t>(k_tiles % 2),
+                                                                  e.CMapEntry(entry)}
+                                                     : CTileByTma{};
+  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, entry, leader, e.ForEntry(entry), c_tile);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
@@ -76,7 +85,7 @@ cudaError_t PrepareTma() {
 
 std::string LaunchTma(const Problem& p, const DeviceContext&, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
-    return LaunchTmaOnTileGrid<TmaKernel<decltype(form)>, kSmemBytes>(p, stream, 4);
+    return LaunchTmaOnTileGrid<TmaKernel<decltype(form)>, kSmemBytes, /*kCMap=*/true>(p, stream, 4);
   });
 }
 

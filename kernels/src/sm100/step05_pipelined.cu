@@ -21,8 +21,9 @@ constexpr int kSmemBytes = kStages * kStageBytes + kSmemAlignSlack;
 template <typename Form>
 __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ CUtensorMap a_map,
                                                        const __grid_constant__ CUtensorMap b_map,
-                                                       const __grid_constant__ CUtensorMap d_map, int64_t n,
-                                                       int64_t k, EpilogueArgs e, BatchArgs batch) {
+                                                       const __grid_constant__ CUtensorMap d_map,
+                                                       const __grid_constant__ CUtensorMap c_map, bool c_mapped,
+                                                       int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_tile = stages;                 // reused once the last MMAs are done
@@ -65,7 +66,13 @@ __global__ void __launch_bounds__(128) PipelinedKernel(const __grid_constant__ C
     TmemFenceAfterSync();
     TmemFenceBeforeSync();
   }
-  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, entry, leader, e.ForEntry(entry));
+  // Every load issued has been waited for: full[k_tiles % kStages] is free
+  // for one more, C's.
+  const CTileByTma c_tile = Form::kFused && c_mapped
+                                ? CTileByTma{&c_map, &full[k_tiles % kStages],
+                                             static_cast<uint32_t>((k_tiles / kStages) % 2), e.CMapEntry(entry)}
+                                : CTileByTma{};
+  StoreAccumulatorTile<Form>(tmem, d_tile, &d_map, m0, n0, n, entry, leader, e.ForEntry(entry), c_tile);
   ReleaseAccumulator<kTileTmemColumns>(tmem);
 }
 
@@ -79,7 +86,7 @@ cudaError_t PreparePipelined() {
 
 std::string LaunchPipelined(const Problem& p, const DeviceContext&, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
-    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(form)>, kSmemBytes>(p, stream, 5);
+    return LaunchTmaOnTileGrid<PipelinedKernel<decltype(form)>, kSmemBytes, /*kCMap=*/true>(p, stream, 5);
   });
 }
 

@@ -6,7 +6,9 @@
 // staging tile of its own, whose TMA stores are waited for only before the
 // next tile's D overwrites it. The accumulator is one 128-column TMEM
 // buffer: the next tile's first MMAs (which overwrite it) are issued only
-// after every thread has read it out.
+// after every thread has read it out. With β·C, the issuing thread asks
+// for C's tile into that staging by TMA as it issues the tile's last
+// MMAs, where C can be mapped, and each thread fuses its elements in place.
 #include "common/persistent_launch.h"
 #include "common/tile_scheduler.h"
 #include "common/tma.h"
@@ -25,14 +27,16 @@ constexpr int kSmemBytes = kStages * kStageBytes + kDStagingBytes + kSmemAlignSl
 template <typename Form>
 __global__ void __launch_bounds__(128)
     PersistentKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                     const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k, EpilogueArgs e,
-                     BatchArgs batch) {
+                     const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
+                     bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* d_staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];   // the stage's A and B have landed
   __shared__ uint64_t empty[kStages];  // the MMAs that read the stage are done
+  __shared__ uint64_t c_full;          // C's tile has landed in the staging
   __shared__ uint32_t tmem_slot;
+  const bool c_by_tma = Form::kFused && c_mapped;
   const TileScheduler scheduler(m, n, kTileRows, kTileRows, batch.entries);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   // This CTA's tiles: blockIdx.x, blockIdx.x + gridDim.x, ...
@@ -41,6 +45,7 @@ __global__ void __launch_bounds__(128)
   const bool leader = threadIdx.x == 0;
 
   if (leader) InitStageBarriers(full, empty);
+  if (leader && c_by_tma) BarrierInit(&c_full, 1);
   const uint32_t tmem = SetUpAccumulator<kTileTmemColumns>(&tmem_slot);
 
   // Leader only: the next iteration to load, counted rather than divided
@@ -66,6 +71,13 @@ __global__ void __launch_bounds__(128)
     if (leader) {
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int it = t * k_tiles + kt, s = it % kStages;
+        if (c_by_tma && kt == k_tiles - 1) {  // the previous tile's D has long left the staging
+          int c_m, c_n, c_entry;
+          scheduler.Coordinates(tile, &c_m, &c_n, &c_entry);
+          TmaStoreWaitRead<0>();
+          LoadCTile(&c_map, d_staging, int64_t{c_m} * kTileRows, int64_t{c_n} * kTileRows, n, e.CMapEntry(c_entry),
+                    &c_full);
+        }
         Wait(&full[s], (it / kStages) % 2);
         TmemFenceAfterSync();
         IssueTileMma<Form>(tmem, stages + s * kStageBytes, stages + s * kStageBytes + kTileBytes,
@@ -90,7 +102,8 @@ __global__ void __launch_bounds__(128)
     int tile_m, tile_n, entry;  // the tile's origin: for the stores, and a fused epilogue's C
     scheduler.Coordinates(tile, &tile_m, &tile_n, &entry);
     const int64_t m0 = int64_t{tile_m} * kTileRows, n0 = int64_t{tile_n} * kTileRows;
-    TmemTileToSmem<Form>(tmem, d_staging, e.ForEntry(entry), m0, n0);
+    if (c_by_tma) Wait(&c_full, t % 2);
+    TmemTileToSmem<Form>(tmem, d_staging, e.ForEntry(entry), m0, n0, c_by_tma);
     TmemFenceBeforeSync();  // every TMEM read is done before the next tile's MMAs overwrite it
     FenceSharedForAsyncProxy();
     __syncthreads();
@@ -119,7 +132,7 @@ cudaError_t PreparePersistent() {
 
 std::string LaunchPersistent(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
   return WithStepForm(p, [&](auto form) {
-    return LaunchOnResidentGrid<PersistentKernel<decltype(form)>, 128, kSmemBytes>(
+    return LaunchOnResidentGrid<PersistentKernel<decltype(form)>, 128, kSmemBytes, 1, /*kCMap=*/true>(
         p, ctx, stream, TileScheduler(p.m, p.n, kTileRows, kTileRows, BatchOf(p).entries).tiles());
   });
 }

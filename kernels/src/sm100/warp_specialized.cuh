@@ -50,11 +50,15 @@ class WarpSpecializedOps {
     uint64_t* ld2mma;
   };
 
+  // `c_map`: C's map where the launch mapped it (TmaProblem::c_mapped),
+  // else null; `c_full`: a barrier per writeback warpgroup for it.
   __device__ WarpSpecializedOps(Barriers bars, char* stages, char* staging, uint32_t tmem, const CUtensorMap* a_map,
                                 const CUtensorMap* b_map, const CUtensorMap* d_map, const ClusterTiles& tiles,
-                                int64_t m, int64_t n, uint32_t rank, const EpilogueArgs& epilogue, BatchArgs batch)
+                                int64_t m, int64_t n, uint32_t rank, const EpilogueArgs& epilogue, BatchArgs batch,
+                                const CUtensorMap* c_map = nullptr, uint64_t* c_full = nullptr)
       : bars_(bars), stages_(stages), staging_(staging), tmem_(tmem), a_map_(a_map), b_map_(b_map), d_map_(d_map),
-        tiles_(tiles), m_(m), n_(n), rank_(rank), batch_(batch), epilogue_(epilogue) {}
+        c_map_(c_map), c_full_(c_full), tiles_(tiles), m_(m), n_(n), rank_(rank), batch_(batch),
+        epilogue_(epilogue) {}
 
   // Waits for the round of `parity`; an MMA issue or a TMEM read after it
   // needs the tcgen05 fence, and a warp's TMEM read needs the whole warp.
@@ -122,7 +126,10 @@ class WarpSpecializedOps {
 
   // The chunk in registers to a staging tile (swizzled, as the operands),
   // then one TMA store of its 128×64 box, waited for only when the staging
-  // comes round again.
+  // comes round again. Fused with C mapped, the leader first brings C's box
+  // of the same place into the staging by TMA, and each thread writes D
+  // over its C: the wait is the writeback warps' alone (kernels/README.md,
+  // "How each epilogue reads C").
   __device__ void StoreChunk(int consumer, int tile, int chunk) {
     constexpr WarpSpecializedProtocol P = Config::kProtocol;
     const bool leader = threadIdx.x % 128 == 0;
@@ -133,14 +140,30 @@ class WarpSpecializedOps {
     const int row = threadIdx.x % 128;
     int64_t d_row0 = 0, d_col0 = 0;  // D's element of this thread's first value, for a fused epilogue's C
     EpilogueArgs epilogue = epilogue_;
+    bool c_in_buffer = false;
     if constexpr (Form::kFused) {
       SetTile(tile);
       d_row0 = P.ARow(m0_, static_cast<int>(rank_), consumer) + row;
       d_col0 = n0_ + int64_t{chunk} * kTileK;
       epilogue = epilogue_.ForEntry(entry_);
+      c_in_buffer = c_map_ != nullptr;
+      if (c_in_buffer) {  // one arrival a chunk, so the chunk's phase is the parity of stores_
+        if (leader) RequestC(buffer, P.ARow(m0_, static_cast<int>(rank_), consumer), d_col0, c_full_ + consumer);
+        common::Wait(c_full_ + consumer, static_cast<uint32_t>(stores_ % 2));
+      }
     }
 #pragma unroll
     for (int j = 0; j < 32; j += 8) {
+      if constexpr (Form::kFused) {
+        if (c_in_buffer) {  // the addresses written out in both paths: the plain PTX stays as it was
+          uint4* lo = reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, j / 8));
+          uint4* hi = reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, 4 + j / 8));
+          const uint4 c_lo = *lo, c_hi = *hi;
+          *lo = FuseEight<Form>(lo_, j, {c_lo.x, c_lo.y, c_lo.z, c_lo.w}, epilogue);
+          *hi = FuseEight<Form>(hi_, j, {c_hi.x, c_hi.y, c_hi.z, c_hi.w}, epilogue);
+          continue;
+        }
+      }
       *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, j / 8)) =
           PackEight<Form>(lo_, j, epilogue, d_row0, d_col0 + j);
       *reinterpret_cast<uint4*>(buffer + SwizzledChunkOffset(row, 4 + j / 8)) =
@@ -160,6 +183,17 @@ class WarpSpecializedOps {
   }
 
  private:
+  // The leader, once the staging is read out: C's 128×64 box at (row, col)
+  // into `buffer`, arriving on `full`; no bytes where the box lies outside
+  // m×n (no D is stored there either).
+  __device__ void RequestC(char* buffer, int64_t row, int64_t col, uint64_t* full) const {
+    const bool inside = row < m_ && col < n_;
+    ArriveExpectTx(full, inside ? kTileBytes : 0);
+    if (inside) {
+      TmaLoad(buffer, c_map_, static_cast<int32_t>(col), static_cast<int32_t>(row), epilogue_.CMapEntry(entry_), full);
+    }
+  }
+
   __device__ uint64_t* Bar(Barrier b) const {
     switch (b) {
       case Barrier::kTma2Mma: return bars_.tma2mma;
@@ -191,7 +225,8 @@ class WarpSpecializedOps {
   Barriers bars_;
   char *stages_, *staging_;
   uint32_t tmem_;
-  const CUtensorMap *a_map_, *b_map_, *d_map_;
+  const CUtensorMap *a_map_, *b_map_, *d_map_, *c_map_;
+  uint64_t* c_full_;
   ClusterTiles tiles_;
   int64_t m_, n_;
   uint32_t rank_;
@@ -208,8 +243,8 @@ template <int kStep, typename Form>
 __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
     __launch_bounds__(WarpSpecialized<kStep>::kProtocol.Threads(), 1)
         WarpSpecializedKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                              const __grid_constant__ CUtensorMap d_map, int64_t m, int64_t n, int64_t k,
-                              EpilogueArgs e, BatchArgs batch) {
+                              const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
+                              bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
   using Config = WarpSpecialized<kStep>;
   constexpr WarpSpecializedProtocol P = Config::kProtocol;
   constexpr int kCtaGroup = Config::kCtaGroup;
@@ -217,6 +252,8 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
   char* stages = AlignTo1024(smem_raw);
   char* staging = stages + P.stages * P.StageBytes();
   __shared__ uint64_t tma2mma[P.stages], mma2tma[P.stages], mma2ld[P.Slots()], ld2mma[P.Slots()];
+  __shared__ uint64_t c_full[P.consumers];  // C by TMA: a writeback warpgroup's box has landed
+  const bool c_by_tma = Form::kFused && c_mapped;
   __shared__ uint32_t tmem_slot;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warpgroup = warp / 4;
 
@@ -228,6 +265,9 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
     for (int s = 0; s < P.Slots(); ++s) {
       BarrierInit(&mma2ld[s], P.Arrivals(Barrier::kMma2Ld));
       BarrierInit(&ld2mma[s], P.Arrivals(Barrier::kLd2Mma));
+    }
+    if (c_by_tma) {
+      for (int c = 0; c < P.consumers; ++c) BarrierInit(&c_full[c], 1);
     }
     FenceBarrierInit();
   }
@@ -247,7 +287,7 @@ __global__ void __cluster_dims__(WarpSpecialized<kStep>::kCtaGroup, 1, 1)
                            batch.entries);
   const int k_tiles = static_cast<int>((k + kTileK - 1) / kTileK);
   WarpSpecializedOps<kStep, Form> ops({tma2mma, mma2tma, mma2ld, ld2mma}, stages, staging, tmem_slot, &a_map, &b_map,
-                                        &d_map, tiles, m, n, rank, e, batch);
+                                        &d_map, tiles, m, n, rank, e, batch, c_by_tma ? &c_map : nullptr, c_full);
 
   if (warpgroup < P.consumers) {
     WriteBack(P, warpgroup, tiles.count(), ops);
@@ -288,7 +328,7 @@ std::string LaunchWarpSpecializedStep(const Problem& p, const DeviceContext& ctx
   const int cluster_tiles = ClusterTiles(P, p.m, p.n, 0, 1, BatchOf(p).entries).total();
   return WithStepForm(p, [&](auto form) {
     return LaunchOnResidentGrid<WarpSpecializedKernel<kStep, decltype(form)>, P.Threads(), Config::kSmemBytes,
-                                Config::kCtaGroup>(p, ctx, stream, cluster_tiles * Config::kCtaGroup);
+                                Config::kCtaGroup, /*kCMap=*/true>(p, ctx, stream, cluster_tiles * Config::kCtaGroup);
   });
 }
 

@@ -7,6 +7,8 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -189,15 +191,22 @@ TEST_F(SecondSignalTest, EndGraceCancelsWhatStillRuns) {
   opts.timeout_seconds = 0;
   gemmc::GemmClient once(opts);
   grpc::Status held;
+  std::atomic<bool> answered{false};
   std::thread call([&] {
     gemm::v1::MultiplyResponse resp;
     held = once.Multiply(SeededRequest(8, 8, 8, 1, 1), &resp);
+    answered = true;
   });
   gate_->WaitArrived(1);
   const auto start = std::chrono::steady_clock::now();
   std::thread stop([this] { server().Shutdown(std::chrono::seconds(30)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   server().EndGrace();
+  // The GEMM stays held until the client has its answer: let go at once,
+  // it could finish and answer OK before the cancellation, which gRPC
+  // carries out on its own threads, reached the call.
+  for (int i = 0; i < 500 && !answered; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(answered) << "the call was still running 5 s after the second signal";
   gate_->Open();
   stop.join();
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);

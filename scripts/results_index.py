@@ -119,8 +119,8 @@ PURPOSES = {
                            "beside the 4-byte pair loads",
     "c_chunks_steps_7_8": "kernels_gpu_test and gemm-bench --beta 1 (bf16, B k and mn) for steps 7 and 8 with C a "
                           "chunk at a time into D's staging (not kept), beside the stage-ring C",
-    "c_by_tma_sm100_steps_4_to_6": "every GPU test and the sass part on the build whose sm_100a steps 4-6 read C by "
-                                   "TMA: two more UTMALDG in each fused kernel, no local memory",
+    "c_by_tma_sm100": "the GPU tests and the sass part on the builds whose sm_100a steps 4-10 read C by TMA: one "
+                      "more UTMALDG per load site in each fused kernel, no local memory",
     "c_by_tma_step_6": "kernels_gpu_test and forms_gpu_test, gemm-bench --beta 1 (bf16, B k and mn) and the betancu "
                        "part for step 6, with C by TMA a chunk at a time, beside the build that loads C's pairs",
     "c_by_tma_steps_4_to_9": "every GPU test of the kernels, gemm-bench --beta 1 (bf16, B k and mn) and the betancu "

@@ -101,6 +101,16 @@ __device__ inline void StoreDTile(const CUtensorMap* d_map, const char* d_tile, 
   TmaStoreCommitAndWait();
 }
 
+// One box of `bytes` into `smem` at (x, y) of batch entry `entry`,
+// arriving on `bar`, where `inside`; elsewhere the arrival alone, with no
+// bytes, so that the barrier's phase completes all the same and the
+// waiting threads need not know which boxes lie outside the matrix.
+__device__ inline void TmaLoadBoxOrArrive(char* smem, const CUtensorMap* map, int32_t x, int32_t y, int32_t entry,
+                                          uint64_t* bar, uint32_t bytes, bool inside) {
+  ArriveExpectTx(bar, inside ? bytes : 0);
+  if (inside) TmaLoad(smem, map, x, y, entry, bar);
+}
+
 // With C by TMA (TmaProblem::c_mapped), once the stages D's staging
 // reuses are read, or the last tile's D has left it: the leader asks for
 // C's 128×128 tile at (m0, n0) of the map's batch entry `entry` into

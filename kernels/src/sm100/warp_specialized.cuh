@@ -187,11 +187,8 @@ class WarpSpecializedOps {
   // into `buffer`, arriving on `full`; no bytes where the box lies outside
   // m×n (no D is stored there either).
   __device__ void RequestC(char* buffer, int64_t row, int64_t col, uint64_t* full) const {
-    const bool inside = row < m_ && col < n_;
-    ArriveExpectTx(full, inside ? kTileBytes : 0);
-    if (inside) {
-      TmaLoad(buffer, c_map_, static_cast<int32_t>(col), static_cast<int32_t>(row), epilogue_.CMapEntry(entry_), full);
-    }
+    TmaLoadBoxOrArrive(buffer, c_map_, static_cast<int32_t>(col), static_cast<int32_t>(row),
+                       epilogue_.CMapEntry(entry_), full, kTileBytes, row < m_ && col < n_);
   }
 
   __device__ uint64_t* Bar(Barrier b) const {

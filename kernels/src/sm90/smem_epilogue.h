@@ -160,8 +160,8 @@ struct CChunkLoad {
   // into `buffer`, or no bytes where the chunk starts past column n (no D
   // is stored there either; rows past m are the caller's to skip).
   __device__ void Request(char* buffer, int64_t row0, int64_t col, int64_t n) const {
-    ArriveExpectTx(full, col < n ? kDChunkBytes : 0);
-    if (col < n) TmaLoad(buffer, map, static_cast<int32_t>(col), static_cast<int32_t>(row0), entry, full);
+    TmaLoadBoxOrArrive(buffer, map, static_cast<int32_t>(col), static_cast<int32_t>(row0), entry, full, kDChunkBytes,
+                       col < n);
   }
 };
 

@@ -89,8 +89,11 @@ PURPOSES = {
     "judge_warp_atomics": "the GPU harness's tests part (the fast check's and the forms' GPU suites) and gemm-bench "
                           "--fast-check beside the build before, with the fast check's line verdicts published by "
                           "one atomic a warp; ncu on that kernel",
+    "step10_against_autotuned": "gemm-bench and ncu on step 10 at K = 1024 and 1024^3 beside every cuBLASLt "
+                                "candidate of the autotuned column, and step 10 with consumer 1 a k-tile behind "
+                                "consumer 0 (not kept)",
     "ladder_targets": "the GPU harness's bench, bf16, batch, sweep (bf16 x @ W, pitched) and targets parts: the "
-                      "ladder's performance targets judged from one call's gemm-bench runs, two calls",
+                      "ladder's performance targets judged from one call's gemm-bench runs, three calls",
     "beta_c_no_allocate": "the GPU harness's betancu part and gemm-bench --beta 0 and 1, step 10 with C's pairs "
                           "loaded past L1 (ld.global.L1::no_allocate; measured, not kept) beside the loads as they are",
     "capacity_targets": "the GPU harness's verify part on one build: delivered TFLOPS unverified, full, fast and by "

@@ -5,8 +5,8 @@
 // the previous one left in L2), median of CUDA-event times. Prints a
 // markdown table; writes CSV and markdown files when asked.
 //
-// --layout pitched stores every operand at a 16-byte pitch (lda = ldb = K
-// and ldd = N rounded up to 8) and lets a TMA store write row tails there
+// --layout pitched stores every operand at a 128-byte pitch (lda = ldb = K
+// and ldd = N rounded up to 64: gemm::LinePitch) and lets a TMA store write row tails there
 // (d_tail_is_scratch), as the server does; dense (the default)
 // leaves the TMA steps a pitched copy to make when K or N is not a
 // multiple of 8. --sweep N runs N random shapes from --seed in four classes
@@ -296,9 +296,9 @@ int main(int argc, char** argv) {
     // is K long, or M or N long for an MN-contiguous operand).
     const auto [a_rows, a_cols] = gemm::StoredShapeOf(opt.a_layout, s.m, s.k);
     const auto [b_rows, b_cols] = gemm::StoredShapeOf(opt.b_layout, s.n, s.k);
-    const int64_t lda = opt.pitched ? gemm::SixteenBytePitch(a_cols) : a_cols;
-    const int64_t ldb = opt.pitched ? gemm::SixteenBytePitch(b_cols) : b_cols;
-    const int64_t ldd = opt.pitched ? gemm::SixteenBytePitch(s.n) : s.n;
+    const int64_t lda = opt.pitched ? gemm::LinePitch(a_cols) : a_cols;
+    const int64_t ldb = opt.pitched ? gemm::LinePitch(b_cols) : b_cols;
+    const int64_t ldd = opt.pitched ? gemm::LinePitch(s.n) : s.n;
     // A batch's entries one after another; a shared B is one entry.
     const int64_t entries = opt.batch, b_entries = opt.shared_b ? 1 : entries;
     const uint64_t a_elems = a_rows * lda * entries, b_elems = b_rows * ldb * b_entries, d_elems = s.m * ldd * entries;

@@ -31,14 +31,13 @@ bool IsSticky(cudaError_t e) {
 }
 
 DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes) {
-  const int64_t ld = gemm::SixteenBytePitch(cols);
+  const int64_t ld = gemm::LinePitch(cols);
   return {nullptr, rows, cols, static_cast<uint64_t>(ld) * 2 <= slot_bytes ? ld : cols};
 }
 
 bool PaddedForVendor(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d) {
-  const bool pitched =
-      a.ld == b.ld && a.ld == gemm::SixteenBytePitch(a.cols) && d.ld == gemm::SixteenBytePitch(d.cols);
-  return pitched && (a.ld != a.cols || d.ld != d.cols);
+  const bool pitched = a.ld == b.ld && a.ld == gemm::LinePitch(a.cols) && d.ld == gemm::LinePitch(d.cols);
+  return pitched && (a.cols % 8 != 0 || d.cols % 8 != 0);
 }
 
 DeviceMatrix VendorB(const DeviceMatrix& b, const DeviceMatrix& d) { return {b.data, d.ld, b.cols, b.ld}; }
@@ -59,11 +58,12 @@ cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, cons
 }
 
 uint64_t CachedMatrixBytes(const DeviceMatrix& m) {
-  return static_cast<uint64_t>(std::max<int64_t>(m.rows, gemm::SixteenBytePitch(m.rows))) * m.ld * 2;
+  return static_cast<uint64_t>(std::max<int64_t>(m.rows, gemm::LinePitch(m.rows))) * m.ld * 2;
 }
 
 gemm::Problem VendorProblem(const DeviceMatrix& a, const DeviceMatrix& b, __half* d, int64_t ldd) {
-  return {a.rows, ldd, a.ld, a.data, b.data, d, a.ld, b.ld, ldd, true};
+  return {a.rows, gemm::SixteenBytePitch(b.rows), gemm::SixteenBytePitch(a.cols), a.data, b.data, d, a.ld, b.ld, ldd,
+          true};
 }
 
 namespace {

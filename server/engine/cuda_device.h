@@ -267,9 +267,9 @@ class PoolBuffers {
 };
 
 // A row-major rows×cols matrix on the device, its rows `ld` elements apart.
-// The engine stores operands and D at a 16-byte pitch (K or N rounded up to
-// 8), so that the TMA steps read and write them in place instead of making
-// a padded copy: the host's dense rows are spread to that pitch by the copy
+// The engine stores operands and D at a 128-byte pitch (K or N rounded up
+// to 64, gemm::LinePitch), so that the TMA steps read and write them in
+// place instead of making a padded copy, every row starting a line of L2: the host's dense rows are spread to that pitch by the copy
 // engine on the way up (cudaMemcpy2D) and gathered on the way down, and
 // server-generated inputs are born at it. Rows too long for one staging
 // slot stay dense (the kernel library copies them if it must).
@@ -285,8 +285,8 @@ struct DeviceMatrix {
 // The layout the engine stores a rows×cols matrix in (see DeviceMatrix).
 DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes);
 
-// Step 0 with a cuBLAS plan (gemm/vendor_plan.h) runs on the pitched
-// operands as if K and N were their pitches: the plan's picks come from a
+// Step 0 with a cuBLAS plan (gemm/vendor_plan.h) runs a ragged K or N on
+// the pitched operands as if K and N were rounded up to 8: the plan's picks come from a
 // grid of multiples of 8 and cuBLAS refuses them for a ragged K or N, which
 // would send the request to cublasGemmEx's first-use heuristic and kernel
 // load. The gap columns of A and B, and the rows of B up to D's pitch, are
@@ -301,7 +301,7 @@ DeviceMatrix VendorB(const DeviceMatrix& b, const DeviceMatrix& d);
 cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d, cudaStream_t stream,
                               bool zero_a = true, bool zero_b = true);
 // The bytes of a device copy of a stored matrix laid out as `m`: its rows
-// at m.ld, and rows up to the 16-byte pitch of its row count, so that the
+// at m.ld, and rows up to the line pitch of its row count, so that the
 // same copy serves as A, or as B with the vendor plan's padding rows.
 uint64_t CachedMatrixBytes(const DeviceMatrix& m);
 gemm::Problem VendorProblem(const DeviceMatrix& a, const DeviceMatrix& b, __half* d, int64_t ldd);

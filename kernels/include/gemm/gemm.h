@@ -35,6 +35,13 @@ struct VendorForms;  // gemm/vendor_forms.h
 // in place: a whole number of 16 bytes.
 constexpr int64_t SixteenBytePitch(int64_t row) { return (row + 7) / 8 * 8; }
 
+// The pitch the server's engine stores matrices at: whole 128-byte lines
+// (64 fp16 elements), so that every row of a TMA box starts a line of L2.
+// At a pitch of only whole 16 bytes, most rows start inside a 32-byte
+// sector and each box row reads one sector more (kernels/README.md,
+// "Leading dimensions").
+constexpr int64_t LinePitch(int64_t row) { return (row + 63) / 64 * 64; }
+
 struct Problem {
   int64_t m = 0, n = 0, k = 0;
   // 16-bit elements of the types below; __half is only their storage here.

@@ -63,12 +63,12 @@ std::string Encode(CUtensorMap* map, ElementType type, const void* base, int64_t
   return cache.Get({base, rows, cols, ld, box_cols, box_rows, static_cast<int>(type), entries, stride}, map, make);
 }
 
-// rows×cols at pitch `ld` -> a copy at SixteenBytePitch(cols)
+// rows×cols at pitch `ld` -> a copy at LinePitch(cols)
 // (from the stream-ordered pool). Nothing past `cols` is read, so the
 // padding is left as it is. `src` null: allocation only (D).
 std::string PitchedCopy(__half** out, int64_t* out_ld, const __half* src, int64_t rows, int64_t cols, int64_t ld,
                         cudaStream_t s) {
-  *out_ld = SixteenBytePitch(cols);
+  *out_ld = LinePitch(cols);
   cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(out), static_cast<size_t>(rows) * *out_ld * 2, s);
   if (e == cudaSuccess && src != nullptr) {
     e = cudaMemcpy2DAsync(*out, *out_ld * 2, src, ld * 2, cols * 2, rows, cudaMemcpyDeviceToDevice, s);

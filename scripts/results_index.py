@@ -89,6 +89,8 @@ PURPOSES = {
     "judge_warp_atomics": "the GPU harness's tests part (the fast check's and the forms' GPU suites) and gemm-bench "
                           "--fast-check beside the build before, with the fast check's line verdicts published by "
                           "one atomic a warp; ncu on that kernel",
+    "line_pitch": "gemm-bench --layout pitched, step 10 and cuBLAS with every operand at a 128-byte pitch "
+                  "against the 16-byte pitch before, and the kernels', engine's and forms' GPU tests",
     "step10_against_autotuned": "gemm-bench and ncu on step 10 at K = 1024 and 1024^3 beside every cuBLASLt "
                                 "candidate of the autotuned column, and step 10 with consumer 1 a k-tile behind "
                                 "consumer 0 (not kept)",

@@ -6,8 +6,8 @@
 // markdown table; writes CSV and markdown files when asked.
 //
 // --layout pitched stores every operand at a 128-byte pitch (lda = ldb = K
-// and ldd = N rounded up to 64: gemm::LinePitch) and lets a TMA store write row tails there
-// (d_tail_is_scratch), as the server does; dense (the default)
+// and ldd = N rounded up to 64: gemm::LinePitch) and lets a TMA store
+// write row tails there (d_tail_is_scratch), as the server does; dense (the default)
 // leaves the TMA steps a pitched copy to make when K or N is not a
 // multiple of 8. --sweep N runs N random shapes from --seed in four classes
 // (shape_sweep.h) and reports, per class and overall, each step's median,

@@ -269,9 +269,10 @@ class PoolBuffers {
 // A row-major rows×cols matrix on the device, its rows `ld` elements apart.
 // The engine stores operands and D at a 128-byte pitch (K or N rounded up
 // to 64, gemm::LinePitch), so that the TMA steps read and write them in
-// place instead of making a padded copy, every row starting a line of L2: the host's dense rows are spread to that pitch by the copy
-// engine on the way up (cudaMemcpy2D) and gathered on the way down, and
-// server-generated inputs are born at it. Rows too long for one staging
+// place instead of making a padded copy, every row starting a line of L2:
+// the host's dense rows are spread to that pitch by the copy engine on the
+// way up (cudaMemcpy2D) and gathered on the way down, and server-generated
+// inputs are born at it. Rows too long for one staging
 // slot stay dense (the kernel library copies them if it must).
 struct DeviceMatrix {
   __half* data = nullptr;
@@ -286,10 +287,10 @@ struct DeviceMatrix {
 DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes);
 
 // Step 0 with a cuBLAS plan (gemm/vendor_plan.h) runs a ragged K or N on
-// the pitched operands as if K and N were rounded up to 8: the plan's picks come from a
-// grid of multiples of 8 and cuBLAS refuses them for a ragged K or N, which
-// would send the request to cublasGemmEx's first-use heuristic and kernel
-// load. The gap columns of A and B, and the rows of B up to D's pitch, are
+// the pitched operands as if K and N were rounded up to 8: the plan's
+// picks come from a grid of multiples of 8 and cuBLAS refuses them for a
+// ragged K or N, which would send the request to cublasGemmEx's first-use
+// heuristic and kernel load. The gap columns of A and B, and the rows of B up to D's pitch, are
 // zeros, so the extra products add exact zeros; D's extra columns are the
 // engine's own padding. PaddedForVendor says whether a job's matrices can
 // (pitched, and ragged), VendorB the B to allocate, ZeroVendorPadding

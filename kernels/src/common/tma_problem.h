@@ -1,8 +1,8 @@
 // Host side of every TMA step: tensor maps for A, B and D at their leading
 // dimensions, and the staging TMA needs when a pitch is not a multiple of
 // 16 bytes or a base is misaligned: such an operand goes through a copy at
-// a 128-byte pitch (gemm::LinePitch, from the stream-ordered pool), and D comes back from its
-// copy after the kernel. So does a D whose row tail a TMA store would
+// a 128-byte pitch (gemm::LinePitch, from the stream-ordered pool), and D
+// comes back from its copy after the kernel. So does a D whose row tail a TMA store would
 // overwrite, unless the caller marked that tail as its padding.
 #pragma once
 

@@ -92,8 +92,8 @@ PURPOSES = {
     "line_pitch": "gemm-bench --layout pitched, step 10 and cuBLAS with every operand at a 128-byte pitch "
                   "against the 16-byte pitch before, and the kernels', engine's and forms' GPU tests",
     "step10_against_autotuned": "gemm-bench and ncu on step 10 at K = 1024 and 1024^3 beside every cuBLASLt "
-                                "candidate of the autotuned column, and step 10 with consumer 1 a k-tile behind "
-                                "consumer 0 (not kept)",
+                                "candidate of the autotuned column, step 10 with consumer 1 a k-tile behind "
+                                "consumer 0 and its narrow tile on a pair sharing A (neither kept)",
     "ladder_targets": "the GPU harness's bench, bf16, batch, sweep (bf16 x @ W, pitched) and targets parts: the "
                       "ladder's performance targets judged from one call's gemm-bench runs, three calls",
     "beta_c_no_allocate": "the GPU harness's betancu part and gemm-bench --beta 0 and 1, step 10 with C's pairs "

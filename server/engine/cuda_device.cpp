@@ -40,25 +40,30 @@ bool PaddedForVendor(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceM
   return pitched && (a.cols % 8 != 0 || d.cols % 8 != 0);
 }
 
-DeviceMatrix VendorB(const DeviceMatrix& b, const DeviceMatrix& d) { return {b.data, d.ld, b.cols, b.ld}; }
+DeviceMatrix VendorB(const DeviceMatrix& b) {
+  return {b.data, gemm::SixteenBytePitch(b.rows), b.cols, b.ld};
+}
 
-cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d, cudaStream_t stream,
-                              bool zero_a, bool zero_b) {
+cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, cudaStream_t stream, bool zero_a,
+                              bool zero_b) {
+  // VendorProblem reads K' = SixteenBytePitch(k) columns of both operands
+  // and N' = SixteenBytePitch(n) rows of B: only those gaps are zeroed.
+  const int64_t k_read = gemm::SixteenBytePitch(a.cols), n_read = gemm::SixteenBytePitch(b.rows);
   cudaError_t e = cudaSuccess;
-  if (a.ld > a.cols) {  // the gap columns of A and of B's n rows
-    if (zero_a) e = cudaMemset2DAsync(a.data + a.cols, a.ld * 2, 0, (a.ld - a.cols) * 2, a.rows, stream);
+  if (k_read > a.cols) {  // the gap columns of A and of B's n rows
+    if (zero_a) e = cudaMemset2DAsync(a.data + a.cols, a.ld * 2, 0, (k_read - a.cols) * 2, a.rows, stream);
     if (e == cudaSuccess && zero_b) {
-      e = cudaMemset2DAsync(b.data + b.cols, b.ld * 2, 0, (b.ld - b.cols) * 2, b.rows, stream);
+      e = cudaMemset2DAsync(b.data + b.cols, b.ld * 2, 0, (k_read - b.cols) * 2, b.rows, stream);
     }
   }
-  if (e == cudaSuccess && zero_b && d.ld > b.rows) {  // B's rows from n up to D's pitch, whole
-    e = cudaMemsetAsync(b.data + b.rows * b.ld, 0, (d.ld - b.rows) * b.ld * 2, stream);
+  if (e == cudaSuccess && zero_b && n_read > b.rows) {  // B's rows from n up to N', whole
+    e = cudaMemsetAsync(b.data + b.rows * b.ld, 0, (n_read - b.rows) * b.ld * 2, stream);
   }
   return e;
 }
 
 uint64_t CachedMatrixBytes(const DeviceMatrix& m) {
-  return static_cast<uint64_t>(std::max<int64_t>(m.rows, gemm::LinePitch(m.rows))) * m.ld * 2;
+  return static_cast<uint64_t>(gemm::SixteenBytePitch(m.rows)) * m.ld * 2;
 }
 
 gemm::Problem VendorProblem(const DeviceMatrix& a, const DeviceMatrix& b, __half* d, int64_t ldd) {

@@ -290,20 +290,21 @@ DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes);
 // the pitched operands as if K and N were rounded up to 8: the plan's
 // picks come from a grid of multiples of 8 and cuBLAS refuses them for a
 // ragged K or N, which would send the request to cublasGemmEx's first-use
-// heuristic and kernel load. The gap columns of A and B, and the rows of B up to D's pitch, are
-// zeros, so the extra products add exact zeros; D's extra columns are the
-// engine's own padding. PaddedForVendor says whether a job's matrices can
+// heuristic and kernel load. A's and B's gap columns up to K rounded up to
+// 8, and B's rows up to N rounded up to 8, are zeros, so the extra products
+// add exact zeros; D's extra columns are the engine's own padding (its
+// pitch, rounded up to 64, is wider than N rounded up to 8). PaddedForVendor says whether a job's matrices can
 // (pitched, and ragged), VendorB the B to allocate, ZeroVendorPadding
 // writes the zeros, and VendorProblem is the padded problem.
 bool PaddedForVendor(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d);
-DeviceMatrix VendorB(const DeviceMatrix& b, const DeviceMatrix& d);
+DeviceMatrix VendorB(const DeviceMatrix& b);
 // `zero_a`, `zero_b`: false for an operand whose padding is zero already
 // (a cached copy, zeroed whole when it was filled).
-cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d, cudaStream_t stream,
-                              bool zero_a = true, bool zero_b = true);
+cudaError_t ZeroVendorPadding(const DeviceMatrix& a, const DeviceMatrix& b, cudaStream_t stream, bool zero_a = true,
+                              bool zero_b = true);
 // The bytes of a device copy of a stored matrix laid out as `m`: its rows
-// at m.ld, and rows up to the line pitch of its row count, so that the
-// same copy serves as A, or as B with the vendor plan's padding rows.
+// at m.ld, and rows up to a multiple of 8, so that the same copy serves as
+// A, or as B with the vendor plan's padding rows (VendorB).
 uint64_t CachedMatrixBytes(const DeviceMatrix& m);
 gemm::Problem VendorProblem(const DeviceMatrix& a, const DeviceMatrix& b, __half* d, int64_t ldd);
 

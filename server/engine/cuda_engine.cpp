@@ -462,7 +462,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   }
   PoolBuffers buffers(dev.pool, input_stream, lane->compute, lane->scratch, kLaneScratchBytes);
   cudaError_t e = cached[0] ? cudaSuccess : buffers.Allocate(&a.data, a.elements());
-  if (e == cudaSuccess && !cached[1]) e = buffers.Allocate(&b.data, (vendor_padded ? VendorB(b, d) : b).elements());
+  if (e == cudaSuccess && !cached[1]) e = buffers.Allocate(&b.data, (vendor_padded ? VendorB(b) : b).elements());
   if (e == cudaSuccess) e = buffers.Allocate(&d.data, d.elements());
   const bool fast_check = job.verify && job.verify_fast, full_check = job.verify && !job.verify_fast;
   // VERIFICATION_FAST's view of the pitched operands, where they now are.
@@ -483,7 +483,7 @@ absl::StatusOr<GemmReport> CudaEngine::Run(int device, const GemmJob& job) {
   }
   if (e != cudaSuccess) return dev.Fail("allocation", e);
   if (input_stream == lane->compute) cudaEventRecord(lane->inputs_start, lane->compute);
-  if (vendor_padded && (e = ZeroVendorPadding(a, b, d, input_stream, !cached[0], !cached[1])) != cudaSuccess) {
+  if (vendor_padded && (e = ZeroVendorPadding(a, b, input_stream, !cached[0], !cached[1])) != cudaSuccess) {
     return dev.Fail("padding", e);
   }
   // Generated operands in one launch, as RunBatch does; the others staged up.

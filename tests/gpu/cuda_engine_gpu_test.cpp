@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/cuda_device.h"
 #include "engine/cuda_engine.h"
 #include "engine_test_util.h"
 #include "gemm/random_fill.h"
@@ -416,6 +417,47 @@ TEST(CudaEngineGpu, PlannedStepZeroIsVerifiedAndAPlantedFaultIsCaught) {
   gemm::testing::PlantVendorFault(false);
   ASSERT_TRUE(faulty.ok()) << faulty.status();
   EXPECT_FALSE(faulty->verification.passed);
+}
+
+// Step 0's plan on a ragged K or N reads A and B as if K and N were
+// rounded up to 8 (VendorProblem). On B's buffer poisoned with NaNs,
+// ZeroVendorPadding must leave zeros wherever the plan reads past the
+// matrix, and the buffers (VendorB, a cached copy) must hold what it reads.
+TEST(CudaEngineGpu, VendorPaddingIsZeroWhereverThePlanReadsPastTheMatrix) {
+  SKIP_WITHOUT_GPU();
+  constexpr uint64_t kSlot = 64 << 20;
+  for (const auto& [m, n, k] :
+       std::vector<std::array<int64_t, 3>>{{333, 77, 999}, {1001, 999, 1003}, {64, 3, 5}, {9, 130, 64}, {7, 64, 65}}) {
+    const DeviceMatrix a = Pitched(m, k, kSlot), b = Pitched(n, k, kSlot), d = Pitched(m, n, kSlot);
+    ASSERT_TRUE(PaddedForVendor(a, b, d)) << m << "x" << n << "x" << k;
+    const gemm::Problem p = VendorProblem(a, b, nullptr, d.ld);
+    const DeviceMatrix vendor_b = VendorB(b);
+    EXPECT_GE(vendor_b.rows, p.n);
+    EXPECT_LE(p.k, a.ld);
+    EXPECT_LE(p.n, d.ld) << "D's columns up to N' are the engine's padding";
+    EXPECT_GE(CachedMatrixBytes(b), vendor_b.elements() * 2) << "a cached copy serves as B";
+    for (const DeviceMatrix* operand : {&a, &vendor_b}) {
+      const int64_t rows = operand == &a ? a.rows : p.n;
+      std::vector<uint16_t> host(operand->elements(), 0x7e00);  // fp16 NaN
+      __half* dev = nullptr;
+      ASSERT_EQ(cudaMalloc(&dev, host.size() * 2), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dev, host.data(), host.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+      DeviceMatrix placed = operand == &a ? a : b;
+      placed.data = dev;
+      const bool is_a = operand == &a;
+      ASSERT_EQ(ZeroVendorPadding(is_a ? placed : a, is_a ? b : placed, nullptr, is_a, !is_a), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(host.data(), dev, host.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      cudaFree(dev);
+      int64_t nonzero = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < p.k; ++c) {
+          const bool inside = r < placed.rows && c < placed.cols;
+          if (!inside && host[r * operand->ld + c] != 0) ++nonzero;
+        }
+      }
+      EXPECT_EQ(nonzero, 0) << (is_a ? "A " : "B ") << m << "x" << n << "x" << k;
+    }
+  }
 }
 
 // A warmed engine with small staging (so that a 1001×1003 operand takes

@@ -1,6 +1,7 @@
 // Which tile step 10 takes (kernels/src/common/tile_width.h), on the CPU,
-// with an H100's 132 SMs: wide while it gives work to over half the SMs,
-// else the widest narrower tile that does within one wave.
+// with an H100's 132 SMs: wide while it gives work to over half the SMs and
+// no narrower tile takes as few waves, else the widest narrower tile that
+// does within one wave.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -20,7 +21,7 @@ int WideCtas(int64_t m, int64_t n) { return static_cast<int>(2 * CeilDiv(m, 256)
 int MediumCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 128) * CeilDiv(n, 128)); }
 int NarrowCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 128) * CeilDiv(n, 64)); }
 TileWidth Width(int64_t m, int64_t n) {
-  return ChooseTileWidth(WideCtas(m, n), MediumCtas(m, n), NarrowCtas(m, n), kSms);
+  return ChooseTileWidth(WideCtas(m, n), MediumCtas(m, n), NarrowCtas(m, n), kSms, m <= 128);
 }
 
 TEST(TileWidth, TinyAndSmallProblemsTakeTheNarrowTile) {
@@ -49,15 +50,46 @@ TEST(TileWidth, ProblemsThatFillTheGpuKeepTheWideTile) {
   EXPECT_EQ(Width(8192, 8192), TileWidth::kWide);
   EXPECT_EQ(Width(2000, 2000), TileWidth::kWide);  // 128 wide: most SMs busy
   EXPECT_EQ(Width(1536, 1536), TileWidth::kWide);  // 72 wide; 144 medium would need a second wave
-  EXPECT_EQ(Width(20330, 14), TileWidth::kWide);   // 160 wide
+}
+
+TEST(TileWidth, ANarrowerTileInNoMoreWavesTakesOver) {
+  // n <= 64: as many narrow CTAs as wide ones, a quarter of the columns each.
+  EXPECT_EQ(Width(20330, 14), TileWidth::kNarrow);  // 160 wide, 159 narrow: two waves either way
+  EXPECT_EQ(Width(9161, 64), TileWidth::kNarrow);   // 72 and 72
+  // 1408 rounds up to 1536 in the wide tile: 72 wide CTAs, one wave, or 121
+  // medium ones, one wave too (242 narrow: two).
+  EXPECT_EQ(Width(1408, 1408), TileWidth::kMedium);
+  EXPECT_EQ(Width(356, 4869), TileWidth::kMedium);  // 80 wide, 117 medium, 231 narrow
+  EXPECT_EQ(Width(8600, 330), TileWidth::kMedium);  // 136 wide and 204 medium: two waves each
+}
+
+TEST(TileWidth, ASingleRowOfTilesKeepsTheWideTileOverTheMediumOne) {
+  EXPECT_EQ(WideCtas(2, 11346), 90);
+  EXPECT_EQ(MediumCtas(2, 11346), 89);
+  EXPECT_EQ(Width(2, 11346), TileWidth::kWide);
+  EXPECT_EQ(Width(128, 20000), TileWidth::kWide);
+  // Only a single row of tiles makes about as many medium CTAs as wide ones
+  // (the pair tile is 256 rows): two rows make twice as many, a wave more.
+  EXPECT_EQ(Width(129, 10000), TileWidth::kWide);  // 80 wide, one wave; 158 medium, two
+}
+
+TEST(TileWidth, WavesCountPairsOnHalfTheSms) {
+  EXPECT_EQ(gemm::common::WideWaves(132, kSms), 1);
+  EXPECT_EQ(gemm::common::WideWaves(134, kSms), 2);
+  EXPECT_EQ(gemm::common::WideWaves(512, kSms), 4);
+  EXPECT_EQ(gemm::common::SoloWaves(132, kSms), 1);
+  EXPECT_EQ(gemm::common::SoloWaves(133, kSms), 2);
 }
 
 TEST(TileWidth, TheBoundariesAreInclusive) {
-  EXPECT_EQ(ChooseTileWidth(67, 134, 268, kSms), TileWidth::kWide);
-  EXPECT_EQ(ChooseTileWidth(66, 132, 264, kSms), TileWidth::kMedium);
-  EXPECT_EQ(ChooseTileWidth(66, 66, 132, kSms), TileWidth::kNarrow);
-  EXPECT_EQ(ChooseTileWidth(33, 67, 133, kSms), TileWidth::kMedium);
-  EXPECT_EQ(ChooseTileWidth(33, 66, 133, kSms), TileWidth::kMedium);  // no tile fills half; narrow needs two waves
+  EXPECT_EQ(ChooseTileWidth(67, 134, 268, kSms, false), TileWidth::kWide);
+  EXPECT_EQ(ChooseTileWidth(67, 132, 268, kSms, false), TileWidth::kMedium);  // one wave, as the wide tile's
+  EXPECT_EQ(ChooseTileWidth(67, 132, 268, kSms, true), TileWidth::kWide);
+  EXPECT_EQ(ChooseTileWidth(67, 132, 132, kSms, true), TileWidth::kNarrow);
+  EXPECT_EQ(ChooseTileWidth(66, 132, 264, kSms, false), TileWidth::kMedium);
+  EXPECT_EQ(ChooseTileWidth(66, 66, 132, kSms, false), TileWidth::kNarrow);
+  EXPECT_EQ(ChooseTileWidth(33, 67, 133, kSms, false), TileWidth::kMedium);
+  EXPECT_EQ(ChooseTileWidth(33, 66, 133, kSms, false), TileWidth::kMedium);  // no tile fills half; narrow needs two waves
 }
 
 }  // namespace

@@ -11,15 +11,38 @@ namespace gemm::common {
 
 enum class TileWidth { kWide, kMedium, kNarrow };
 
-// The widest tile that gives work to more than half the SMs: wide at any
-// count, the narrower ones only within one wave (one CTA per SM). Beyond
-// one wave a narrower tile's extra L2 traffic per MAC (the narrow tile reads
-// 24 KB per k-tile for a quarter of the wide tile's work) would cost more
-// than the idle SMs it fills. Where none gives work to over half the SMs,
-// the narrow tile if its CTAs fit one wave (the most SMs busy, the least
-// padding multiplied), else the medium one, else wide.
-constexpr TileWidth ChooseTileWidth(int wide_ctas, int medium_ctas, int narrow_ctas, int sm_count) {
-  if (2 * wide_ctas > sm_count) return TileWidth::kWide;
+// How many tiles the busiest work slot takes: each tile is one CTA and
+// each SM holds one, but the wide tile's CTAs come in pairs (a cluster).
+constexpr int WideWaves(int wide_ctas, int sm_count) {
+  const int pairs = (wide_ctas + 1) / 2, slots = sm_count / 2 > 0 ? sm_count / 2 : 1;
+  return (pairs + slots - 1) / slots;
+}
+constexpr int SoloWaves(int ctas, int sm_count) { return (ctas + sm_count - 1) / sm_count; }
+
+// Where the wide tile gives work to more than half the SMs, it stays,
+// unless a narrower tile takes no more waves: then the busiest SM does as
+// many tiles, each a half or a quarter as wide, and the wide tile's extra
+// columns were padding (n <= 64 makes as many narrow CTAs as wide ones;
+// 1408² makes 121 medium CTAs, one wave, against 72 wide ones mostly
+// rounded up from 1408 to 1536). One exception, measured: where M is a
+// single row of tiles (m <= 128), the medium tile was slower at long K
+// (2×11346×8399: 0.83 of the wide tile's speed) though faster at short K,
+// so those stay wide (bench/results/h200_2026-11-28_tile_width_summary.txt).
+//
+// Where the wide tile leaves over half the SMs idle: the medium tile if it
+// busies more than half of them within one wave, else the narrow one if
+// its CTAs fit one wave (the most SMs busy, the least padding multiplied),
+// else the medium one, else wide. Beyond one wave a narrower tile's extra
+// L2 traffic per MAC (the narrow tile reads 24 KB per k-tile for a quarter
+// of the wide tile's work) costs more than the idle SMs it fills.
+constexpr TileWidth ChooseTileWidth(int wide_ctas, int medium_ctas, int narrow_ctas, int sm_count,
+                                    bool single_tile_row) {
+  if (2 * wide_ctas > sm_count) {
+    const int waves = WideWaves(wide_ctas, sm_count);
+    if (SoloWaves(narrow_ctas, sm_count) <= waves) return TileWidth::kNarrow;
+    if (!single_tile_row && SoloWaves(medium_ctas, sm_count) <= waves) return TileWidth::kMedium;
+    return TileWidth::kWide;
+  }
   if (2 * medium_ctas > sm_count && medium_ctas <= sm_count) return TileWidth::kMedium;
   if (narrow_ctas <= sm_count) return TileWidth::kNarrow;
   return medium_ctas <= sm_count ? TileWidth::kMedium : TileWidth::kWide;

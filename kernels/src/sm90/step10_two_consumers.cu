@@ -24,13 +24,14 @@
 // writes fp32 partial sums (split_k_epilogue.h), and a second kernel adds
 // them up in a fixed order. Otherwise the one CTA pair of a 16×16×16K GEMM
 // walks all 256 k-tiles while 65 pairs idle. When K is short and the pair
-// tiles would still leave over half the SMs idle, a tile of half or a
-// quarter the columns takes over (common/tile_width.h): 128×128 (medium) or
-// 128×64 (narrow), each consumer on m64n128 or m64n64, one CTA without a
-// cluster. A 2048×1024 GEMM then keeps 128 SMs busy instead of 64; a
-// 64×64×64 one multiplies a quarter as much padding (the wide tile's wgmma
-// alone take about 2,000 cycles of a 12,000-cycle kernel) and pays no
-// cluster launch or handshake.
+// tiles would still leave over half the SMs idle, or when a narrower tile
+// takes no more waves than they do, a tile of half or a quarter the columns
+// takes over (common/tile_width.h): 128×128 (medium) or 128×64 (narrow),
+// each consumer on m64n128 or m64n64, one CTA without a cluster. A
+// 2048×1024 GEMM then keeps 128 SMs busy instead of 64; a 64×64×64 one
+// multiplies a quarter as much padding (the wide tile's wgmma alone take
+// about 2,000 cycles of a 12,000-cycle kernel) and pays no cluster launch
+// or handshake; a 20330×14 one multiplies 64 columns a k-tile, not 256.
 #include <climits>
 
 #include "common/barrier.h"
@@ -270,7 +271,7 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
     const int wide_ctas = WideTiles::WorkCtas(p.m, p.n, 1, entries);
     const int medium_ctas = MediumTiles::WorkCtas(p.m, p.n, 1, entries);
     const int narrow_ctas = NarrowTiles::WorkCtas(p.m, p.n, 1, entries);
-    switch (ChooseTileWidth(wide_ctas, medium_ctas, narrow_ctas, ctx.sm_count)) {
+    switch (ChooseTileWidth(wide_ctas, medium_ctas, narrow_ctas, ctx.sm_count, p.m <= kTileRows)) {
       case TileWidth::kNarrow:
         return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes, 1, true>(
             p, ctx, stream, narrow_ctas, {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});

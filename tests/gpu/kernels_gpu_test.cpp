@@ -717,8 +717,10 @@ std::vector<StepShape> AllStepShapes() {
       {256, 128, 64},  {128, 256, 64},  {384, 640, 192}, {4096, 8192, 128}, {2432, 4000, 192}, {3001, 1999, 517},
       {2048, 1024, 1024}, {1100, 1500, 136},
       // Long K on few tiles: step 10 splits K (common/split_k.h), into 2 to
-      // 66 ranges on an H100, a range ending mid k-tile where K is ragged.
-      {16, 16, 16384}, {56, 151, 16853}, {1, 1306, 7895}, {872, 644, 14932}, {300, 700, 20000}};
+      // 66 ranges on an H100, a range ending mid k-tile where K is ragged;
+      // where N <= 64 on its narrow tile (the first and the last two).
+      {16, 16, 16384}, {56, 151, 16853}, {1, 1306, 7895}, {872, 644, 14932}, {300, 700, 20000},
+      {8192, 32, 4096}, {300, 37, 12000}};
   std::vector<StepShape> out;
   for (const auto& info : gemm::AllSteps()) {
     for (const auto& s : shapes) {
@@ -1003,7 +1005,8 @@ TEST_F(KernelsGpuTest, AFusedEpilogueNeedsItsCAndABatchTakesNone) {
 // on shapes that split into few ranges and into many.
 TEST_F(KernelsGpuTest, SplitKIsBitIdenticalFromRunToRun) {
   if (!gemm::Supports(10, ctx_).supported) GTEST_SKIP() << "step 10 does not run here";
-  for (const auto& s : std::vector<std::array<int64_t, 3>>{{56, 151, 16853}, {872, 644, 14932}, {1, 1306, 7895}}) {
+  for (const auto& s : std::vector<std::array<int64_t, 3>>{
+           {56, 151, 16853}, {872, 644, 14932}, {1, 1306, 7895}, {300, 37, 12000}}) {
     const int64_t m = s[0], n = s[1], k = s[2];
     __half *a, *b, *d;
     ASSERT_CUDA(cudaMalloc(&a, m * k * 2));

@@ -81,6 +81,16 @@ TEST(TileWidth, WavesCountPairsOnHalfTheSms) {
   EXPECT_EQ(gemm::common::SoloWaves(133, kSms), 2);
 }
 
+TEST(TileWidth, SplitKRunsOnTheTileWithTheLeastPadding) {
+  using gemm::common::SplitKTileWidth;
+  EXPECT_EQ(SplitKTileWidth(16, 16), TileWidth::kNarrow);
+  EXPECT_EQ(SplitKTileWidth(8192, 64), TileWidth::kNarrow);
+  EXPECT_EQ(SplitKTileWidth(128, 65), TileWidth::kMedium);  // one row of tiles: the pair's lower CTA idle
+  EXPECT_EQ(SplitKTileWidth(1, 1306), TileWidth::kMedium);
+  EXPECT_EQ(SplitKTileWidth(129, 65), TileWidth::kWide);
+  EXPECT_EQ(SplitKTileWidth(872, 644), TileWidth::kWide);
+}
+
 TEST(TileWidth, TheBoundariesAreInclusive) {
   EXPECT_EQ(ChooseTileWidth(67, 134, 268, kSms, false), TileWidth::kWide);
   EXPECT_EQ(ChooseTileWidth(67, 132, 268, kSms, false), TileWidth::kMedium);  // one wave, as the wide tile's
@@ -89,7 +99,8 @@ TEST(TileWidth, TheBoundariesAreInclusive) {
   EXPECT_EQ(ChooseTileWidth(66, 132, 264, kSms, false), TileWidth::kMedium);
   EXPECT_EQ(ChooseTileWidth(66, 66, 132, kSms, false), TileWidth::kNarrow);
   EXPECT_EQ(ChooseTileWidth(33, 67, 133, kSms, false), TileWidth::kMedium);
-  EXPECT_EQ(ChooseTileWidth(33, 66, 133, kSms, false), TileWidth::kMedium);  // no tile fills half; narrow needs two waves
+  // No tile fills half; narrow needs two waves.
+  EXPECT_EQ(ChooseTileWidth(33, 66, 133, kSms, false), TileWidth::kMedium);
 }
 
 }  // namespace

@@ -718,9 +718,11 @@ std::vector<StepShape> AllStepShapes() {
       {2048, 1024, 1024}, {1100, 1500, 136},
       // Long K on few tiles: step 10 splits K (common/split_k.h), into 2 to
       // 66 ranges on an H100, a range ending mid k-tile where K is ragged;
-      // where N <= 64 on its narrow tile (the first and the last two).
+      // on the narrow tile where N <= 64 (16x16, 8192x32, 300x37), on the
+      // medium one where M <= 128 (56x151, 1x1306, 100x333), else on the
+      // pair (872x644, 300x700).
       {16, 16, 16384}, {56, 151, 16853}, {1, 1306, 7895}, {872, 644, 14932}, {300, 700, 20000},
-      {8192, 32, 4096}, {300, 37, 12000}};
+      {8192, 32, 4096}, {300, 37, 12000}, {100, 333, 9999}};
   std::vector<StepShape> out;
   for (const auto& info : gemm::AllSteps()) {
     for (const auto& s : shapes) {
@@ -1006,7 +1008,7 @@ TEST_F(KernelsGpuTest, AFusedEpilogueNeedsItsCAndABatchTakesNone) {
 TEST_F(KernelsGpuTest, SplitKIsBitIdenticalFromRunToRun) {
   if (!gemm::Supports(10, ctx_).supported) GTEST_SKIP() << "step 10 does not run here";
   for (const auto& s : std::vector<std::array<int64_t, 3>>{
-           {56, 151, 16853}, {872, 644, 14932}, {1, 1306, 7895}, {300, 37, 12000}}) {
+           {56, 151, 16853}, {872, 644, 14932}, {1, 1306, 7895}, {300, 37, 12000}, {100, 333, 9999}}) {
     const int64_t m = s[0], n = s[1], k = s[2];
     __half *a, *b, *d;
     ASSERT_CUDA(cudaMalloc(&a, m * k * 2));

@@ -7,6 +7,8 @@
 // rule.
 #pragma once
 
+#include <cstdint>
+
 namespace gemm::common {
 
 enum class TileWidth { kWide, kMedium, kNarrow };
@@ -46,6 +48,16 @@ constexpr TileWidth ChooseTileWidth(int wide_ctas, int medium_ctas, int narrow_c
   if (2 * medium_ctas > sm_count && medium_ctas <= sm_count) return TileWidth::kMedium;
   if (narrow_ctas <= sm_count) return TileWidth::kNarrow;
   return medium_ctas <= sm_count ? TileWidth::kMedium : TileWidth::kWide;
+}
+
+// The tile split-K runs on (common/split_k.h): the narrow one where N
+// fits its 64 columns, the medium one where M fits one row of tiles (the
+// pair tile's lower CTA would multiply no rows), else the pair tile. Each
+// keeps about as many SMs busy as the pair tile would, with less padding.
+constexpr TileWidth SplitKTileWidth(int64_t m, int64_t n) {
+  if (n <= 64) return TileWidth::kNarrow;
+  if (m <= 128) return TileWidth::kMedium;
+  return TileWidth::kWide;
 }
 
 }  // namespace gemm::common

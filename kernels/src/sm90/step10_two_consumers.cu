@@ -23,9 +23,10 @@
 // (common/split_k.h): each cluster takes one range of a tile's k-tiles and
 // writes fp32 partial sums (split_k_epilogue.h), and a second kernel adds
 // them up in a fixed order. Otherwise the one CTA pair of a 16×16×16K GEMM
-// walks all 256 k-tiles while 65 pairs idle. For N <= 64 the narrow tile
-// below splits K the same way, a quarter of the columns a unit, the rest
-// of the pair tile's being padding. When K is short and the pair
+// walks all 256 k-tiles while 65 pairs idle. Where most of the pair tile
+// would be padding, a tile of one CTA below splits K the same way: the
+// narrow one for N <= 64, the medium one for M <= 128 (the pair's lower
+// CTA would have no rows). When K is short and the pair
 // tiles would still leave over half the SMs idle, or when a narrower tile
 // takes no more waves than they do, a tile of half or a quarter the columns
 // takes over (common/tile_width.h): 128×128 (medium) or 128×64 (narrow),
@@ -236,13 +237,12 @@ __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
   TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {}, {});
 }
 
-// Split-K on the narrow tile, for N <= 64: as many units as the pair
-// tile's, each a quarter of its columns (the rest would be padding).
-template <typename Form>
+// Split-K on a tile of one CTA (common/tile_width.h: SplitKTileWidth).
+template <typename Form, typename Shape>
 __global__ void __launch_bounds__(kThreads, 1)
-    TwoConsumersNarrowSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                                   int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
-  TwoConsumers<Form, Narrow, true>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {}, {});
+    TwoConsumersSoloSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                                 int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
+  TwoConsumers<Form, Shape, true>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {}, {});
 }
 
 // The medium and narrow tiles: one CTA, no cluster.
@@ -263,7 +263,10 @@ cudaError_t PrepareTwoConsumers() {
     cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel<Form>, kSmem, Wide::kSmemBytes);
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitKKernel<Form>, kSmem, Wide::kSmemBytes);
     if (e == cudaSuccess) {
-      e = cudaFuncSetAttribute(TwoConsumersNarrowSplitKKernel<Form>, kSmem, Narrow::kSmemBytes);
+      e = cudaFuncSetAttribute(TwoConsumersSoloSplitKKernel<Form, Narrow>, kSmem, Narrow::kSmemBytes);
+    }
+    if (e == cudaSuccess) {
+      e = cudaFuncSetAttribute(TwoConsumersSoloSplitKKernel<Form, Medium>, kSmem, Medium::kSmemBytes);
     }
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSoloKernel<Form, Narrow>, kSmem, Narrow::kSmemBytes);
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSoloKernel<Form, Medium>, kSmem, Medium::kSmemBytes);
@@ -278,13 +281,21 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
   return WithStepForm(p, [&](auto form) {
     using Form = decltype(form);
     bool split = false;
-    auto err = p.n <= Narrow::kTileCols
-                   ? LaunchSplitKOnResidentGrid<TwoConsumersNarrowSplitKKernel<Form>, kThreads, Narrow::kSmemBytes, 1>(
-                         p, ctx, stream, Narrow::Tiles<true>::Tiles(p.m, p.n),
-                         {kTileRows, Narrow::Tiles<true>::kBShareRows, kDChunkRows}, &split)
-                   : LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
-                         p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows},
-                         &split);
+    std::string err;
+    switch (SplitKTileWidth(p.m, p.n)) {
+      case TileWidth::kNarrow:
+        err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes, 1>(
+            p, ctx, stream, NarrowTiles::Tiles(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows}, &split);
+        break;
+      case TileWidth::kMedium:
+        err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Medium>, kThreads, Medium::kSmemBytes, 1>(
+            p, ctx, stream, MediumTiles::Tiles(p.m, p.n), {kTileRows, MediumTiles::kBShareRows, kDChunkRows}, &split);
+        break;
+      case TileWidth::kWide:
+        err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
+            p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
+        break;
+    }
     if (split || !err.empty()) return err;
     const int entries = BatchOf(p).entries;
     const int wide_ctas = WideTiles::WorkCtas(p.m, p.n, 1, entries);

@@ -95,6 +95,8 @@ PURPOSES = {
                   "around one wave and on the 150-shape sweeps, then the rule that picks it against the wide tile forced",
     "narrow_split_k": "gemm-bench, step 10 with split-K on the narrow tile where N <= 64 beside the build before it "
                       "(split-K on the pair tile only), on long-K shapes in two forms and on both 150-shape sweeps",
+    "medium_split_k": "gemm-bench, step 10 with split-K also on the medium tile where M <= 128 beside the build "
+                      "before it, on long-K shapes in two forms and on both 150-shape sweeps",
     "step10_against_autotuned": "gemm-bench and ncu on step 10 at K = 1024 and 1024^3 beside every cuBLASLt "
                                 "candidate of the autotuned column, step 10 with consumer 1 a k-tile behind "
                                 "consumer 0 and its narrow tile on a pair sharing A (neither kept)",

@@ -293,9 +293,10 @@ DeviceMatrix Pitched(int64_t rows, int64_t cols, uint64_t slot_bytes);
 // heuristic and kernel load. A's and B's gap columns up to K rounded up to
 // 8, and B's rows up to N rounded up to 8, are zeros, so the extra products
 // add exact zeros; D's extra columns are the engine's own padding (its
-// pitch, rounded up to 64, is wider than N rounded up to 8). PaddedForVendor says whether a job's matrices can
-// (pitched, and ragged), VendorB the B to allocate, ZeroVendorPadding
-// writes the zeros, and VendorProblem is the padded problem.
+// pitch, rounded up to 64, is wider than N rounded up to 8).
+// PaddedForVendor says whether a job's matrices can (pitched, and ragged),
+// VendorB the B to allocate, ZeroVendorPadding writes the zeros, and
+// VendorProblem is the padded problem.
 bool PaddedForVendor(const DeviceMatrix& a, const DeviceMatrix& b, const DeviceMatrix& d);
 DeviceMatrix VendorB(const DeviceMatrix& b);
 // `zero_a`, `zero_b`: false for an operand whose padding is zero already

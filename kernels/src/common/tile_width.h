@@ -9,9 +9,13 @@
 
 #include <cstdint>
 
+#include "common/tile_layout.h"  // kTileRows: every tile's rows
+
 namespace gemm::common {
 
 enum class TileWidth { kWide, kMedium, kNarrow };
+
+inline constexpr int kNarrowTileCols = 64;  // the narrow tile's columns (step 10 builds it so)
 
 // How many tiles the busiest work slot takes: each tile is one CTA and
 // each SM holds one, but the wide tile's CTAs come in pairs (a cluster).
@@ -55,8 +59,8 @@ constexpr TileWidth ChooseTileWidth(int wide_ctas, int medium_ctas, int narrow_c
 // pair tile's lower CTA would multiply no rows), else the pair tile. Each
 // keeps about as many SMs busy as the pair tile would, with less padding.
 constexpr TileWidth SplitKTileWidth(int64_t m, int64_t n) {
-  if (n <= 64) return TileWidth::kNarrow;
-  if (m <= 128) return TileWidth::kMedium;
+  if (n <= kNarrowTileCols) return TileWidth::kNarrow;
+  if (m <= kTileRows) return TileWidth::kMedium;
   return TileWidth::kWide;
 }
 

@@ -80,7 +80,7 @@ struct TileShape {
 constexpr int kPair = 2;  // CTAs in the wide tile's cluster
 using Wide = TileShape<256, kPair, 4>;  // 48 KB stages
 using Medium = TileShape<128, 1, 6>;   // 32 KB stages
-using Narrow = TileShape<64, 1, 8>;    // 24 KB stages
+using Narrow = TileShape<kNarrowTileCols, 1, 8>;  // 24 KB stages
 
 // Where a split-K launch puts each range's fp32 sums (split_k.h).
 struct Partials {

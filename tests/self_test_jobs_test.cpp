@@ -89,16 +89,27 @@ TEST(SelfTestJobs, ThePersistentStepsMeetRaggedEdgesLongKAndSeveralWaves) {
   const gemm::StepInfo* step10 = gemm::FindStep(10);
   ASSERT_NE(step10, nullptr);
   bool ragged = false, long_k = false, waves = false;
+  // Split-K runs on one of three tiles (common/tile_width.h, SplitKTileWidth):
+  // narrow where N <= 64, medium where M <= 128, else the pair.
+  bool split_narrow = false, split_medium = false, split_pair = false;
   for (const GemmJob& j : SelfTestJobs(*step10)) {
     if (!j.form.IsPlain()) continue;
     ragged |= j.m % 128 != 0 && Ragged(j);
     long_k |= j.k >= 4000;
+    if (j.k >= 4000) {
+      split_narrow |= j.n <= 64;
+      split_medium |= j.n > 64 && j.m <= 128;
+      split_pair |= j.n > 64 && j.m > 128;
+    }
     // More 128×256 tiles than two waves of 132 SMs: every persistent CTA
     // takes several, and every stage ring wraps.
     waves |= ((j.m + 127) / 128) * ((j.n + 255) / 256) > 2 * 132;
   }
   EXPECT_TRUE(ragged);
   EXPECT_TRUE(long_k) << "split-K's shape";
+  EXPECT_TRUE(split_narrow) << "split-K on the narrow tile";
+  EXPECT_TRUE(split_medium) << "split-K on the medium tile";
+  EXPECT_TRUE(split_pair) << "split-K on the pair tile";
   EXPECT_TRUE(waves);
   // The single-tile steps are tested within their one tile.
   const gemm::StepInfo* step1 = gemm::FindStep(1);

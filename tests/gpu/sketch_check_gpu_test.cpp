@@ -5,8 +5,11 @@
 // ladder's top step, and a planted step-0 fault caught through the engine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "engine/cuda_engine.h"
 #include "engine_test_util.h"
@@ -85,26 +88,94 @@ TEST(SketchCheckGpu, PlantedFaultsCaughtInAThousandTrialsEach) {
   }
 }
 
-// The GPU and the host run the same passes: on the same D and seed they
-// reach the same verdict, with sums that agree but for the order of fp64
-// additions.
+// `dense` (m×n) with its rows `ld` apart, the padding NaN: as the server
+// stores D and C, and a pass that read past a row would be caught.
+std::vector<uint16_t> Pitched(const std::vector<uint16_t>& dense, int64_t m, int64_t n, int64_t ld) {
+  std::vector<uint16_t> out(m * ld, 0x7e00);
+  for (int64_t i = 0; i < m; ++i) std::copy(dense.begin() + i * n, dense.begin() + (i + 1) * n, out.begin() + i * ld);
+  return out;
+}
+
+// The GPU's check of `p` (its matrices on the host: g's A and B, `d` and
+// `c`) against the host's: the same verdict, with sums that agree but for
+// the order of fp64 additions.
+void ExpectTheGpuAndTheHostAgree(const PlainGemm& g, gemm::SketchProblem p, const std::vector<uint16_t>& d,
+                                 const std::vector<uint16_t>& c) {
+  p.d.data = d.data();
+  p.c.data = c.empty() ? nullptr : c.data();
+  const gemm::SketchResult host = gemm::SketchCheckOnHost(p);
+  std::vector<void*> buffers;
+  auto device = [&](const std::vector<uint16_t>& x) {
+    void* ptr = nullptr;
+    EXPECT_EQ(cudaMalloc(&ptr, x.size() * 2), cudaSuccess);
+    cudaMemcpy(ptr, x.data(), x.size() * 2, cudaMemcpyHostToDevice);
+    buffers.push_back(ptr);
+    return ptr;
+  };
+  p.a.data = device(g.a), p.b.data = device(g.b), p.d.data = device(d);
+  if (!c.empty()) p.c.data = device(c);
+  void* scratch = nullptr;
+  gemm::SketchResult* result = nullptr;
+  EXPECT_EQ(cudaMalloc(&scratch, gemm::SketchScratchBytes(p)), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&result, sizeof(gemm::SketchResult)), cudaSuccess);
+  gemm::SketchResult gpu{};
+  EXPECT_EQ(gemm::SketchCheck(p, scratch, result, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(&gpu, result, sizeof gpu, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (void* ptr : buffers) cudaFree(ptr);
+  cudaFree(scratch);
+  cudaFree(result);
+  EXPECT_EQ(gpu.passed(), host.passed());
+  EXPECT_EQ(gpu.failed_lines, host.failed_lines);
+  EXPECT_EQ(gpu.failed_samples, host.failed_samples);
+  EXPECT_EQ(gpu.non_finite, host.non_finite);
+  EXPECT_EQ(gpu.samples, host.samples);
+  EXPECT_NEAR(gpu.sure_error(), host.sure_error(), 1e-5 * host.sure_error());
+  EXPECT_NEAR(gpu.worst_line_ratio, host.worst_line_ratio, 1e-4 * host.worst_line_ratio + 1e-6);
+}
+
+// With and without C, on a D in whole 128-column tiles, on a ragged one
+// stored as the server stores it (rows 8-aligned, NaN in the padding: a
+// pass that read past a row's last column would see it) and on a ragged
+// dense one.
 TEST(SketchCheckGpu, TheGpuAndTheHostAgree) {
   SKIP_WITHOUT_GPU();
-  const PlainGemm g(200, 136, 264, 9);
-  const DeviceGemm dev(g);
   std::mt19937_64 rng(7);
   uint64_t seed = 1;
-  for (Fault fault : {Fault::kNone, Fault::kElement100x, Fault::kRow, Fault::kNaN}) {
-    const std::vector<uint16_t> d = g.Planted(fault, rng);
-    const gemm::SketchResult gpu = dev.Check(d, ++seed), host = gemm::SketchCheckOnHost(g.Problem(d, seed));
-    SCOPED_TRACE(FaultName(fault));
-    EXPECT_EQ(gpu.passed(), host.passed());
-    EXPECT_EQ(gpu.failed_lines, host.failed_lines);
-    EXPECT_EQ(gpu.failed_samples, host.failed_samples);
-    EXPECT_EQ(gpu.non_finite, host.non_finite);
-    EXPECT_EQ(gpu.samples, host.samples);
-    EXPECT_NEAR(gpu.sure_error(), host.sure_error(), 1e-5 * host.sure_error());
-    EXPECT_NEAR(gpu.worst_line_ratio, host.worst_line_ratio, 1e-4 * host.worst_line_ratio + 1e-6);
+  struct Layout {
+    int64_t m, n, k, ld;
+    const char* what;
+  };
+  for (const Layout& l : {Layout{200, 256, 264, 256, "whole tiles"}, Layout{300, 133, 200, 136, "ragged, pitched"},
+                          Layout{300, 133, 200, 133, "ragged, dense"}}) {
+    const PlainGemm g(l.m, l.n, l.k, 9);
+    // C in [-1, 1], and the D an epilogue with beta = 0.5 would round once.
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<uint16_t> c(l.m * l.n), d_with_c(l.m * l.n);
+    for (auto& x : c) x = gemm::FloatToHalf(u(rng));
+    for (int64_t e = 0; e < l.m * l.n; ++e) {
+      d_with_c[e] = gemm::FloatToHalf(static_cast<float>(g.exact[e] + 0.5 * gemm::HalfToFloat(c[e])));
+    }
+    for (Fault fault : {Fault::kNone, Fault::kElement100x, Fault::kRow, Fault::kNaN}) {
+      for (bool with_c : {false, true}) {
+        SCOPED_TRACE(std::string(l.what) + ", " + FaultName(fault) + (with_c ? ", beta = 0.5" : ""));
+        std::vector<uint16_t> d = g.Planted(fault, rng);
+        if (with_c) {  // the fault moved onto D with C: where it changed D, the changed value plus C
+          for (int64_t e = 0; e < l.m * l.n; ++e) {
+            d[e] = d[e] == g.d[e] ? d_with_c[e]
+                                  : gemm::FloatToHalf(gemm::HalfToFloat(d[e]) + 0.5f * gemm::HalfToFloat(c[e]));
+          }
+        }
+        gemm::SketchProblem p = g.Problem(d, ++seed);
+        p.d.row_stride = l.ld;
+        if (with_c) {
+          p.reads_c = true;
+          p.beta = 0.5;
+          p.c = {nullptr, gemm::ElementType::kF16, l.ld, 1, 0};
+        }
+        ExpectTheGpuAndTheHostAgree(g, p, Pitched(d, l.m, l.n, l.ld), with_c ? Pitched(c, l.m, l.n, l.ld)
+                                                                            : std::vector<uint16_t>{});
+      }
+    }
   }
 }
 

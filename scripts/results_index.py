@@ -70,6 +70,8 @@ PURPOSES = {
                         "lane (not kept) beside one element a lane",
     "fast_check_waves": "the GPU harness's tests and fastncu parts and gemm-bench --fast-check: VERIFICATION_FAST's "
                         "line passes with chunks sized for four waves of blocks (not kept) beside the fixed chunks",
+    "narrow_tile_timeline": "ncu and a per-CTA timeline of step 10's one-CTA tiles against cuBLAS's kernels, and the "
+                            "narrow tile on a pair of CTAs sharing A (not kept)",
     "fast_check_d_tiles": "the GPU tests and fastncu part and gemm-bench --fast-check: VERIFICATION_FAST's two "
                           "passes over D as one tiled read of it (not kept) beside the two passes",
     "split_k_sums": "the GPU harness's tests and forms parts after step 0's forms were held to split-K partial "

@@ -70,6 +70,8 @@ PURPOSES = {
                         "lane (not kept) beside one element a lane",
     "fast_check_waves": "the GPU harness's tests and fastncu parts and gemm-bench --fast-check: VERIFICATION_FAST's "
                         "line passes with chunks sized for four waves of blocks (not kept) beside the fixed chunks",
+    "split_or_narrower": "gemm-bench's steps 0 and 10 where the pair tile would split K but a narrower tile busies "
+                         "half the SMs: K kept whole up to 8192, beside the split, and both builds' 150-shape sweeps",
     "narrow_tile_timeline": "ncu and a per-CTA timeline of step 10's one-CTA tiles against cuBLAS's kernels, and the "
                             "narrow tile on a pair of CTAs sharing A (not kept)",
     "fast_check_d_tiles": "the GPU tests and fastncu part and gemm-bench --fast-check: VERIFICATION_FAST's two "

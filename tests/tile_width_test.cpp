@@ -91,6 +91,33 @@ TEST(TileWidth, SplitKRunsOnTheTileWithTheLeastPadding) {
   EXPECT_EQ(SplitKTileWidth(872, 644), TileWidth::kWide);
 }
 
+TEST(TileWidth, KStaysWholeWhereTheTileAlreadyBusiesHalfTheSmsUnlessItIsLong) {
+  using gemm::common::SplitKMayRun;
+  // 1024²: the pair tile's 32 CTAs would split K four ways (its fp32 sums
+  // 128×256 a CTA); the narrow tile's 128 CTAs keep 128 SMs busy whole.
+  EXPECT_EQ(Width(1024, 1024), TileWidth::kNarrow);
+  EXPECT_FALSE(SplitKMayRun(1024, 1024, NarrowCtas(1024, 1024), 32, kSms));   // K = 2048
+  EXPECT_FALSE(SplitKMayRun(1024, 1024, NarrowCtas(1024, 1024), 128, kSms));  // K = 8192, the longest kept whole
+  EXPECT_TRUE(SplitKMayRun(1024, 1024, NarrowCtas(1024, 1024), 129, kSms));
+  // 2048×1024: 128 medium CTAs.
+  EXPECT_EQ(Width(2048, 1024), TileWidth::kMedium);
+  EXPECT_FALSE(SplitKMayRun(2048, 1024, MediumCtas(2048, 1024), 64, kSms));
+  // Where no tile fills half the SMs, K splits as before: the start-up
+  // self-test's 200×300 (10 narrow CTAs), 8192×32 (64), 16×16 (1).
+  EXPECT_TRUE(SplitKMayRun(200, 300, NarrowCtas(200, 300), 63, kSms));
+  EXPECT_TRUE(SplitKMayRun(8192, 32, NarrowCtas(8192, 32), 64, kSms));
+  EXPECT_TRUE(SplitKMayRun(16, 16, NarrowCtas(16, 16), 256, kSms));
+  EXPECT_TRUE(SplitKMayRun(1024, 1024, 66, 32, kSms));  // half exactly
+  EXPECT_FALSE(SplitKMayRun(1024, 1024, 67, 32, kSms));
+  // The one-CTA tiles split as before though a tile busies half the SMs:
+  // 6×5245 splits on the medium tile, though 82 narrow CTAs would run whole.
+  EXPECT_EQ(Width(6, 5245), TileWidth::kNarrow);
+  EXPECT_TRUE(SplitKMayRun(6, 5245, NarrowCtas(6, 5245), 45, kSms));
+  EXPECT_TRUE(SplitKMayRun(128, 1000, 100, 45, kSms));
+  EXPECT_TRUE(SplitKMayRun(5000, 64, 100, 45, kSms));
+  EXPECT_FALSE(SplitKMayRun(129, 65, 100, 45, kSms));
+}
+
 TEST(TileWidth, TheBoundariesAreInclusive) {
   EXPECT_EQ(ChooseTileWidth(67, 134, 268, kSms, false), TileWidth::kWide);
   EXPECT_EQ(ChooseTileWidth(67, 132, 268, kSms, false), TileWidth::kMedium);  // one wave, as the wide tile's

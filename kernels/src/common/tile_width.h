@@ -54,6 +54,22 @@ constexpr TileWidth ChooseTileWidth(int wide_ctas, int medium_ctas, int narrow_c
   return medium_ctas <= sm_count ? TileWidth::kMedium : TileWidth::kWide;
 }
 
+// Split-K on the pair tile costs a second kernel and a round trip of its
+// fp32 sums, 128×256 a CTA, through a workspace: at 1024²×4096 on an H200
+// its four ranges took 20 µs and their sum 7.7 more, where cuBLAS's whole
+// GEMM took 18. So where the pair tile would split (M > 128, N > 64) but
+// the tile ChooseTileWidth picks already gives over half the SMs work, K
+// stays whole up to kLongestKUnsplit k-tiles: 1.03-1.84x faster at K up to
+// 8192, slower from 12288 (1024² and 2048×1024,
+// bench/results/h200_2026-11-28_split_or_narrower_summary.txt). The
+// one-CTA tiles' splits write one row or column of tiles' sums and stay
+// (6×5245×2866: 23 µs split on the medium tile, 29 on the narrow one
+// whole). `ctas`: the picked tile's CTAs.
+inline constexpr int kLongestKUnsplit = 128;  // k-tiles: K = 8192
+constexpr bool SplitKMayRun(int64_t m, int64_t n, int ctas, int k_tiles, int sm_count) {
+  return m <= kTileRows || n <= kNarrowTileCols || 2 * ctas <= sm_count || k_tiles > kLongestKUnsplit;
+}
+
 // The tile split-K runs on (common/split_k.h): the narrow one where N
 // fits its 64 columns, the medium one where M fits one row of tiles (the
 // pair tile's lower CTA would multiply no rows), else the pair tile. Each

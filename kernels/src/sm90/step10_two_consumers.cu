@@ -23,10 +23,12 @@
 // (common/split_k.h): each cluster takes one range of a tile's k-tiles and
 // writes fp32 partial sums (split_k_epilogue.h), and a second kernel adds
 // them up in a fixed order. Otherwise the one CTA pair of a 16×16×16K GEMM
-// walks all 256 k-tiles while 65 pairs idle. Where most of the pair tile
-// would be padding, a tile of one CTA below splits K the same way: the
-// narrow one for N <= 64, the medium one for M <= 128 (the pair's lower
-// CTA would have no rows). When K is short and the pair
+// walks all 256 k-tiles while 65 pairs idle. Where a narrower tile below
+// already busies over half the SMs, it takes K whole up to 8192 instead
+// of the pair tile split (common/tile_width.h: SplitKMayRun). Where most
+// of the pair tile would be padding, a tile of one CTA below splits K the
+// same way: the narrow one for N <= 64, the medium one for M <= 128 (the
+// pair's lower CTA would have no rows). When K is short and the pair
 // tiles would still leave over half the SMs idle, or when a narrower tile
 // takes no more waves than they do, a tile of half or a quarter the columns
 // takes over (common/tile_width.h): 128×128 (medium) or 128×64 (narrow),
@@ -280,28 +282,33 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
   using NarrowTiles = Narrow::Tiles<false>;
   return WithStepForm(p, [&](auto form) {
     using Form = decltype(form);
-    bool split = false;
-    std::string err;
-    switch (SplitKTileWidth(p.m, p.n)) {
-      case TileWidth::kNarrow:
-        err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes, 1>(
-            p, ctx, stream, NarrowTiles::Tiles(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows}, &split);
-        break;
-      case TileWidth::kMedium:
-        err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Medium>, kThreads, Medium::kSmemBytes, 1>(
-            p, ctx, stream, MediumTiles::Tiles(p.m, p.n), {kTileRows, MediumTiles::kBShareRows, kDChunkRows}, &split);
-        break;
-      case TileWidth::kWide:
-        err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
-            p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
-        break;
-    }
-    if (split || !err.empty()) return err;
     const int entries = BatchOf(p).entries;
     const int wide_ctas = WideTiles::WorkCtas(p.m, p.n, 1, entries);
     const int medium_ctas = MediumTiles::WorkCtas(p.m, p.n, 1, entries);
     const int narrow_ctas = NarrowTiles::WorkCtas(p.m, p.n, 1, entries);
-    switch (ChooseTileWidth(wide_ctas, medium_ctas, narrow_ctas, ctx.sm_count, p.m <= kTileRows)) {
+    const TileWidth width = ChooseTileWidth(wide_ctas, medium_ctas, narrow_ctas, ctx.sm_count, p.m <= kTileRows);
+    const int width_ctas = width == TileWidth::kWide ? wide_ctas : width == TileWidth::kMedium ? medium_ctas : narrow_ctas;
+    const int k_tiles = static_cast<int>(CeilDiv(p.k, kTileK));
+    bool split = false;
+    std::string err;
+    if (SplitKMayRun(p.m, p.n, width_ctas, k_tiles, ctx.sm_count)) {
+      switch (SplitKTileWidth(p.m, p.n)) {
+        case TileWidth::kNarrow:
+          err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes, 1>(
+              p, ctx, stream, NarrowTiles::Tiles(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows}, &split);
+          break;
+        case TileWidth::kMedium:
+          err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Medium>, kThreads, Medium::kSmemBytes, 1>(
+              p, ctx, stream, MediumTiles::Tiles(p.m, p.n), {kTileRows, MediumTiles::kBShareRows, kDChunkRows}, &split);
+          break;
+        case TileWidth::kWide:
+          err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
+              p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
+          break;
+      }
+    }
+    if (split || !err.empty()) return err;
+    switch (width) {
       case TileWidth::kNarrow:
         return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes, 1, true>(
             p, ctx, stream, narrow_ctas, {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});

@@ -103,7 +103,8 @@ TEST(TileWidth, KStaysWholeWhereTheTileAlreadyBusiesHalfTheSmsUnlessItIsLong) {
   EXPECT_EQ(Width(2048, 1024), TileWidth::kMedium);
   EXPECT_FALSE(SplitKMayRun(2048, 1024, MediumCtas(2048, 1024), 64, kSms));
   // Where no tile fills half the SMs, K splits as before: the start-up
-  // self-test's 200×300 (10 narrow CTAs), 8192×32 (64), 16×16 (1).
+  // self-test's 200×300 (10 narrow CTAs), the GPU tests' 8192×32 (64) and
+  // 16×16 (1).
   EXPECT_TRUE(SplitKMayRun(200, 300, NarrowCtas(200, 300), 63, kSms));
   EXPECT_TRUE(SplitKMayRun(8192, 32, NarrowCtas(8192, 32), 64, kSms));
   EXPECT_TRUE(SplitKMayRun(16, 16, NarrowCtas(16, 16), 256, kSms));

@@ -1,10 +1,10 @@
 // Step 10's tile widths (sm90/step10_two_consumers.cu says why each pays).
 // The wide pair tile, 128×256 per CTA, feeds the tensor cores best per byte
-// of L2 traffic, but a problem of few tiles leaves most SMs idle under it.
-// Then a tile of half its columns (medium, 128×128, one CTA without a
-// cluster) or a quarter (narrow, 128×64) spreads the same M·N over two or
-// four times as many SMs. No CUDA types, so that the CPU tests check the
-// rule.
+// its shared memory moves, but a problem of few tiles leaves most SMs idle
+// under it. Then a tile of half its columns (medium, 128×128, one CTA
+// without a cluster) or a quarter (narrow, 128×64) spreads the same M·N
+// over two or four times as many SMs. No CUDA types, so that the CPU tests
+// check the rule.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +39,10 @@ constexpr int SoloWaves(int ctas, int sm_count) { return (ctas + sm_count - 1) /
 // busies more than half of them within one wave, else the narrow one if
 // its CTAs fit one wave (the most SMs busy, the least padding multiplied),
 // else the medium one, else wide. Beyond one wave a narrower tile's extra
-// L2 traffic per MAC (the narrow tile reads 24 KB per k-tile for a quarter
-// of the wide tile's work) costs more than the idle SMs it fills.
+// shared-memory traffic per MAC (the narrow tile's k-tile moves 56 KB for
+// a quarter of the wide tile's work, whose k-tile moves 128 KB; both near
+// 128 bytes a cycle: bench/results/h200_2026-11-28_narrow_tile_timeline_summary.txt)
+// costs more than the idle SMs it fills.
 constexpr TileWidth ChooseTileWidth(int wide_ctas, int medium_ctas, int narrow_ctas, int sm_count,
                                     bool single_tile_row) {
   if (2 * wide_ctas > sm_count) {
@@ -59,7 +61,7 @@ constexpr TileWidth ChooseTileWidth(int wide_ctas, int medium_ctas, int narrow_c
 // its four ranges took 20 µs and their sum 7.7 more, where cuBLAS's whole
 // GEMM took 18. So where the pair tile would split (M > 128, N > 64) but
 // the tile ChooseTileWidth picks already gives over half the SMs work, K
-// stays whole up to kLongestKUnsplit k-tiles: 1.03-1.84x faster at K up to
+// stays whole up to kLongestKUnsplit k-tiles: 1.02-1.84x faster at K up to
 // 8192, slower from 12288 (1024² and 2048×1024,
 // bench/results/h200_2026-11-28_split_or_narrower_summary.txt). The
 // one-CTA tiles' splits write one row or column of tiles' sums and stay

@@ -33,12 +33,13 @@ namespace gemm::sm90 {
 
 using namespace gemm::common;  // the primitives both families share
 
-// A stage holds one kTileRows × kTileK tile of A (kATileBytes) and one
+// A stage holds one kRows × kTileK tile of A (kATileBytes) and one
 // kTileCols × kTileK tile of B (kBTileBytes), B right after A.
-template <int kTileCols, int kATileBytes, int kBTileBytes, bool kSplitK = false, int kCtas = 2>
+template <int kTileCols, int kATileBytes, int kBTileBytes, bool kSplitK = false, int kCtas = 2, int kRows = kTileRows>
 class ClusterPairTiles {
  public:
   static_assert(kCtas == 1 || kCtas == 2, "a pair, or a CTA alone");
+  static_assert(kATileBytes == kRows * kTileK * 2, "A's tile is kRows rows of one k-tile");
   static constexpr int kClusterSize = kCtas;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   static constexpr int kBShareRows = kTileCols / kClusterSize;  // rows of the B tile each CTA loads
@@ -48,7 +49,7 @@ class ClusterPairTiles {
 
   // Cluster tiles of an m×n problem, over a batch's `entries`.
   __host__ __device__ static int Tiles(int64_t m, int64_t n, int entries = 1) {
-    return TileScheduler(m, n, kClusterSize * kTileRows, kTileCols, entries).tiles();
+    return TileScheduler(m, n, kClusterSize * kRows, kTileCols, entries).tiles();
   }
   // CTAs with work for an m×n problem: two per unit.
   __host__ __device__ static int WorkCtas(int64_t m, int64_t n, int splits = 1, int entries = 1) {
@@ -56,7 +57,7 @@ class ClusterPairTiles {
   }
 
   __device__ ClusterPairTiles(int64_t m, int64_t n, int64_t k, int splits = 1, BatchArgs batch = {})
-      : scheduler_(m, n, kClusterSize * kTileRows, kTileCols, batch.entries),
+      : scheduler_(m, n, kClusterSize * kRows, kTileCols, batch.entries),
         batch_(batch),
         rank_(kClusterSize == 1 ? 0 : ClusterRank()),
         cluster_(static_cast<int>(blockIdx.x) / kClusterSize),
@@ -80,7 +81,7 @@ class ClusterPairTiles {
   __device__ void Origin(int tile, int64_t* m0, int64_t* n0, int* entry) const {
     int tile_m, tile_n;
     scheduler_.Coordinates((cluster_ + tile * clusters_) / splits(), &tile_m, &tile_n, entry);
-    *m0 = (int64_t{tile_m} * kClusterSize + rank_) * kTileRows;
+    *m0 = (int64_t{tile_m} * kClusterSize + rank_) * kRows;
     *n0 = int64_t{tile_n} * kTileCols;
   }
   // Which range of K the `tile`-th unit covers, and its k-tiles [begin, end).
@@ -139,7 +140,7 @@ class ClusterPairTiles {
                                                               kt * kTileK, b_row, b_entry, &full[s], kWholeCluster);
           }
         }
-        if (load_a) TmaLoadTile<Form::kALayout, kTileRows>(a_tile, a_map, kt * kTileK, a_row, a_entry, &full[s]);
+        if (load_a) TmaLoadTile<Form::kALayout, kRows>(a_tile, a_map, kt * kTileK, a_row, a_entry, &full[s]);
       }
       if constexpr (kTileC) {
         if (c_by_tma) {
@@ -180,7 +181,7 @@ class ClusterPairTiles {
   // of the pair have rows.
   __device__ int64_t PlantedARows(int64_t m0) const {
     if constexpr (kPlantedFault == PlantedFault::kPairLoads && kClusterSize == 2) {
-      const int64_t peer_m0 = rank_ == 0 ? m0 + kTileRows : m0 - kTileRows;
+      const int64_t peer_m0 = rank_ == 0 ? m0 + kRows : m0 - kRows;
       if (m0 < m_ && peer_m0 < m_) return peer_m0;
     }
     return m0;

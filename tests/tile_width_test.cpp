@@ -119,6 +119,30 @@ TEST(TileWidth, KStaysWholeWhereTheTileAlreadyBusiesHalfTheSmsUnlessItIsLong) {
   EXPECT_FALSE(SplitKMayRun(129, 65, 100, 45, kSms));
 }
 
+TEST(TileWidth, WhereNIsWiderThanTheNarrowTileItsCtasTakeHalfHeightTiles) {
+  using gemm::common::HalfHeightReplacesNarrow;
+  // 64×128 tiles, one CTA each.
+  auto half_height_ctas = [](int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 64) * CeilDiv(n, 128)); };
+  auto replaces = [&](int64_t m, int64_t n) {
+    return HalfHeightReplacesNarrow(n, NarrowCtas(m, n), half_height_ctas(m, n));
+  };
+  EXPECT_TRUE(replaces(1024, 1024));   // 128 CTAs either way
+  EXPECT_TRUE(replaces(1000, 1001));   // 128 either way
+  EXPECT_TRUE(replaces(5580, 117));    // 88 either way
+  EXPECT_TRUE(replaces(1209, 717));    // 114 against 120
+  EXPECT_TRUE(replaces(4, 6021));      // 48 against 95: less padding in M as well
+  EXPECT_TRUE(replaces(64, 65));
+  // N fits the narrow tile: the half-height tile would multiply padding.
+  EXPECT_FALSE(replaces(20330, 14));
+  EXPECT_FALSE(replaces(64, 64));
+  EXPECT_FALSE(replaces(1, 1));
+  // M just past a multiple of 64 in each narrow tile's 128 rows: more CTAs.
+  EXPECT_FALSE(replaces(200, 300));    // 12 against 10
+  EXPECT_FALSE(replaces(65, 129));     // 4 against 3
+  EXPECT_TRUE(replaces(64, 129));      // 2 against 3
+  EXPECT_TRUE(replaces(65, 128));      // 2 against 2: ties go to the half-height tile
+}
+
 TEST(TileWidth, TheBoundariesAreInclusive) {
   EXPECT_EQ(ChooseTileWidth(67, 134, 268, kSms, false), TileWidth::kWide);
   EXPECT_EQ(ChooseTileWidth(67, 132, 268, kSms, false), TileWidth::kMedium);  // one wave, as the wide tile's

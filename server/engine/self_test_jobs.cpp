@@ -10,8 +10,9 @@ std::vector<GemmJob> SelfTestJobs(const gemm::StepInfo& info) {
   // H100 or H200 split K (seven ranges), once on each tile it splits on
   // (common/tile_width.h, SplitKTileWidth): the pair (200×300), the medium
   // tile (100×300) and the narrow one (300×40); 1100×1500×136 takes its
-  // medium tile unsplit, the small ones its narrow tile. The
-  // last one gives every persistent CTA, and every pair of step 10 on a
+  // medium tile unsplit, the small ones its half-height tile (128×128,
+  // 77×100, 256×512, 1×300, 129×257: ragged) or its narrow one (1000×129,
+  // 300×1). The last one gives every persistent CTA, and every pair of step 10 on a
   // B200, several tiles and every stage ring several rounds, so phases wrap
   // and TMEM accumulators are reused as they are under real load.
   struct Shape {

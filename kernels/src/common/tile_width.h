@@ -2,9 +2,9 @@
 // The wide pair tile, 128×256 per CTA, feeds the tensor cores best per byte
 // its shared memory moves, but a problem of few tiles leaves most SMs idle
 // under it. Then a tile of half its columns (medium, 128×128, one CTA
-// without a cluster) or a quarter (narrow, 128×64) spreads the same M·N
-// over two or four times as many SMs. No CUDA types, so that the CPU tests
-// check the rule.
+// without a cluster) or a quarter (narrow, 128×64, or half height, 64×128)
+// spreads the same M·N over two or four times as many SMs. No CUDA types,
+// so that the CPU tests check the rule.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +54,20 @@ constexpr TileWidth ChooseTileWidth(int wide_ctas, int medium_ctas, int narrow_c
   if (2 * medium_ctas > sm_count && medium_ctas <= sm_count) return TileWidth::kMedium;
   if (narrow_ctas <= sm_count) return TileWidth::kNarrow;
   return medium_ctas <= sm_count ? TileWidth::kMedium : TileWidth::kWide;
+}
+
+// Where the narrow tile runs and N is wider than its 64 columns, the same
+// CTAs take tiles of 64×128 instead (half height: one consumer on
+// m64n128). A k-tile of the narrow tile moves 56 KB through shared memory
+// (two consumers' m64n64 wgmma each read all of B's 64 rows: 32 KB; the TMA
+// writes 24 KB); the half-height tile's moves 48 (24 read, 24 written) for
+// the same MACs, with half the warps issuing. 1024²×8192: 59-61K cycles
+// against 67-68K (bench/results/h200_2026-11-28_half_height_tile_summary.txt).
+// It stays where it would make more CTAs than the narrow tile (ragged M
+// just past a multiple of 64), and where N fits the narrow tile's columns.
+inline constexpr int kHalfHeightTileRows = 64;  // step 10 builds it so, 128 columns wide
+constexpr bool HalfHeightReplacesNarrow(int64_t n, int narrow_ctas, int half_height_ctas) {
+  return n > kNarrowTileCols && half_height_ctas <= narrow_ctas;
 }
 
 // Split-K on the pair tile costs a second kernel and a round trip of its

@@ -37,6 +37,10 @@
 // multiplies a quarter as much padding (the wide tile's wgmma alone take
 // about 2,000 cycles of a 12,000-cycle kernel) and pays no cluster launch
 // or handshake; a 20330×14 one multiplies 64 columns a k-tile, not 256.
+// Where N is wider than 64, the narrow tile's CTAs take 64×128 tiles
+// instead, one consumer on m64n128 (half height): B's rows are read once a
+// k-tile, not once per consumer, so the CTA's shared memory, which sets
+// the pace of these small tiles' k-loops, moves 48 KB a k-tile, not 56.
 #include <climits>
 
 #include "common/barrier.h"
@@ -52,12 +56,8 @@
 namespace gemm::sm90 {
 namespace {
 
-constexpr int kConsumers = 2;
-constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kConsumerRows = kTileRows / kConsumers;  // 64: one wgmma's M
+constexpr int kConsumerRows = 64;  // one wgmma's M: each consumer's rows of the tile
 static_assert(kConsumerRows == kDChunkRows, "a consumer stores its rows as one row of D chunks");
-constexpr int kATileBytes = kTileBytes;  // 128×64
-constexpr int kStagingBytes = kConsumers * 2 * kDChunkBytes;
 // K-tiles between asking the TMA for two chunks of C and reading them: about
 // 2 µs of wide-tile wgmma, a DRAM round trip under full load.
 constexpr int kCGap = 4;
@@ -67,22 +67,30 @@ constexpr int kCGap = 4;
 // problems it would leave idle. The narrower tiles' stages are smaller, so
 // more of them fit: their problems have few k-tiles a tile (1024³: 16), and
 // a deeper ring has more of them in flight before the first wgmma.
-template <int kCols, int kCtas, int kStageCount>
+template <int kCols, int kCtas, int kStageCount, int kRows = kTileRows>
 struct TileShape {
   static constexpr int kStages = kStageCount;
-  static constexpr int kTileCols = kCols;  // N of the CTA tile (M stays kTileRows)
+  static constexpr int kTileCols = kCols;  // N of the CTA tile (M: kRows)
+  static constexpr int kConsumers = kRows / kConsumerRows;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kATileBytes = kRows * kTileK * 2;
   static constexpr int kBTileBytes = kCols * kTileK * 2;
   template <bool kSplitK>
-  using Tiles = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes, kSplitK, kCtas>;
+  using Tiles = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes, kSplitK, kCtas, kRows>;
   static constexpr int kStageBytes = Tiles<false>::kStageBytes;
   static constexpr int kDChunks = kTileCols / 64;                 // D chunks (64×64) in a consumer's rows
   static constexpr int kStoringKTiles = kDChunks * kConsumers;  // the k-tiles of a tile that carry the last tile's D
+  static constexpr int kStagingBytes = kConsumers * 2 * kDChunkBytes;
   static constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
+  // setmaxnreg takes at most 256; one consumer needs far fewer.
+  static constexpr int kConsumerRegisters = ConsumerRegisters(1, kConsumers) < 240 ? ConsumerRegisters(1, kConsumers)
+                                                                                     : 240;
 };
 constexpr int kPair = 2;  // CTAs in the wide tile's cluster
 using Wide = TileShape<256, kPair, 4>;  // 48 KB stages
 using Medium = TileShape<128, 1, 6>;   // 32 KB stages
 using Narrow = TileShape<kNarrowTileCols, 1, 8>;  // 24 KB stages
+using HalfHeight = TileShape<128, 1, 8, kHalfHeightTileRows>;  // 64×128, one consumer: 24 KB stages
 
 // Where a split-K launch puts each range's fp32 sums (split_k.h).
 struct Partials {
@@ -100,6 +108,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
                                              const EpilogueArgs& e, BatchArgs batch) {
   constexpr int kStages = Shape::kStages, kTileCols = Shape::kTileCols, kStageBytes = Shape::kStageBytes;
   constexpr int kDChunks = Shape::kDChunks, kStoringKTiles = Shape::kStoringKTiles;
+  constexpr int kConsumers = Shape::kConsumers, kATileBytes = Shape::kATileBytes;
   using PairTiles = typename Shape::template Tiles<kSplitK>;
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
@@ -126,7 +135,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
     ReleaseRegisters<kProducerRegisters>();
     if (threadIdx.x == 0) pair.template Produce<kStages, Form>(a_map, b_map, stages, full, empty);
   } else {  // ----------------------------------------------------- consumers
-    ClaimRegisters<ConsumerRegisters(1, kConsumers)>();
+    ClaimRegisters<Shape::kConsumerRegisters>();
     const int consumer = warpgroup - 1;
     const bool leader = threadIdx.x % 128 == 0;
     char* my_staging = staging + consumer * 2 * kDChunkBytes;
@@ -225,7 +234,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
 }
 
 template <typename Form>
-__global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
+__global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(Wide::kThreads, 1)
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                        const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
                        bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
@@ -233,7 +242,7 @@ __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
 }
 
 template <typename Form>
-__global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
+__global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(Wide::kThreads, 1)
     TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
   TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {}, {});
@@ -241,15 +250,15 @@ __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(kThreads, 1)
 
 // Split-K on a tile of one CTA (common/tile_width.h: SplitKTileWidth).
 template <typename Form, typename Shape>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(Shape::kThreads, 1)
     TwoConsumersSoloSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                                  int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
   TwoConsumers<Form, Shape, true>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {}, {});
 }
 
-// The medium and narrow tiles: one CTA, no cluster.
+// The medium, narrow and half-height tiles: one CTA, no cluster.
 template <typename Form, typename Shape>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(Shape::kThreads, 1)
     TwoConsumersSoloKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                            const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
                            bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
@@ -272,6 +281,9 @@ cudaError_t PrepareTwoConsumers() {
     }
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSoloKernel<Form, Narrow>, kSmem, Narrow::kSmemBytes);
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSoloKernel<Form, Medium>, kSmem, Medium::kSmemBytes);
+    if (e == cudaSuccess) {
+      e = cudaFuncSetAttribute(TwoConsumersSoloKernel<Form, HalfHeight>, kSmem, HalfHeight::kSmemBytes);
+    }
     return e;
   });
 }
@@ -280,6 +292,7 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
   using WideTiles = Wide::Tiles<false>;
   using MediumTiles = Medium::Tiles<false>;
   using NarrowTiles = Narrow::Tiles<false>;
+  using HalfHeightTiles = HalfHeight::Tiles<false>;
   return WithStepForm(p, [&](auto form) {
     using Form = decltype(form);
     const int entries = BatchOf(p).entries;
@@ -294,15 +307,17 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
     if (SplitKMayRun(p.m, p.n, width_ctas, k_tiles, ctx.sm_count)) {
       switch (SplitKTileWidth(p.m, p.n)) {
         case TileWidth::kNarrow:
-          err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes, 1>(
+          err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Narrow>, Narrow::kThreads,
+                                           Narrow::kSmemBytes, 1>(
               p, ctx, stream, NarrowTiles::Tiles(p.m, p.n), {kTileRows, NarrowTiles::kBShareRows, kDChunkRows}, &split);
           break;
         case TileWidth::kMedium:
-          err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Medium>, kThreads, Medium::kSmemBytes, 1>(
+          err = LaunchSplitKOnResidentGrid<TwoConsumersSoloSplitKKernel<Form, Medium>, Medium::kThreads,
+                                           Medium::kSmemBytes, 1>(
               p, ctx, stream, MediumTiles::Tiles(p.m, p.n), {kTileRows, MediumTiles::kBShareRows, kDChunkRows}, &split);
           break;
         case TileWidth::kWide:
-          err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Form>, kThreads, Wide::kSmemBytes, kPair>(
+          err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Form>, Wide::kThreads, Wide::kSmemBytes, kPair>(
               p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
           break;
       }
@@ -310,15 +325,25 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
     if (split || !err.empty()) return err;
     switch (width) {
       case TileWidth::kNarrow:
-        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Narrow>, kThreads, Narrow::kSmemBytes, 1, true>(
+      {
+        const int half_height_ctas = HalfHeightTiles::WorkCtas(p.m, p.n, 1, entries);
+        if (HalfHeightReplacesNarrow(p.n, narrow_ctas, half_height_ctas)) {
+          return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, HalfHeight>, HalfHeight::kThreads,
+                                      HalfHeight::kSmemBytes, 1, true>(
+              p, ctx, stream, half_height_ctas, {kHalfHeightTileRows, HalfHeightTiles::kBShareRows, kDChunkRows});
+        }
+        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Narrow>, Narrow::kThreads, Narrow::kSmemBytes, 1,
+                                    true>(
             p, ctx, stream, narrow_ctas, {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
+      }
       case TileWidth::kMedium:
-        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Medium>, kThreads, Medium::kSmemBytes, 1, true>(
+        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Medium>, Medium::kThreads, Medium::kSmemBytes, 1,
+                                    true>(
             p, ctx, stream, medium_ctas, {kTileRows, MediumTiles::kBShareRows, kDChunkRows});
       case TileWidth::kWide:
         break;
     }
-    return LaunchOnResidentGrid<TwoConsumersKernel<Form>, kThreads, Wide::kSmemBytes, kPair, true>(
+    return LaunchOnResidentGrid<TwoConsumersKernel<Form>, Wide::kThreads, Wide::kSmemBytes, kPair, true>(
         p, ctx, stream, wide_ctas, {kTileRows, WideTiles::kBShareRows, kDChunkRows});
   });
 }

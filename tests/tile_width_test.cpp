@@ -20,6 +20,8 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int WideCtas(int64_t m, int64_t n) { return static_cast<int>(2 * CeilDiv(m, 256) * CeilDiv(n, 256)); }
 int MediumCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 128) * CeilDiv(n, 128)); }
 int NarrowCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 128) * CeilDiv(n, 64)); }
+// Half height, 64×128 per CTA (taken where the narrow tile would run).
+int HalfHeightCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 64) * CeilDiv(n, 128)); }
 TileWidth Width(int64_t m, int64_t n) {
   return ChooseTileWidth(WideCtas(m, n), MediumCtas(m, n), NarrowCtas(m, n), kSms, m <= 128);
 }
@@ -121,10 +123,8 @@ TEST(TileWidth, KStaysWholeWhereTheTileAlreadyBusiesHalfTheSmsUnlessItIsLong) {
 
 TEST(TileWidth, WhereNIsWiderThanTheNarrowTileItsCtasTakeHalfHeightTiles) {
   using gemm::common::HalfHeightReplacesNarrow;
-  // 64×128 tiles, one CTA each.
-  auto half_height_ctas = [](int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 64) * CeilDiv(n, 128)); };
-  auto replaces = [&](int64_t m, int64_t n) {
-    return HalfHeightReplacesNarrow(n, NarrowCtas(m, n), half_height_ctas(m, n));
+  auto replaces = [](int64_t m, int64_t n) {
+    return HalfHeightReplacesNarrow(n, NarrowCtas(m, n), HalfHeightCtas(m, n));
   };
   EXPECT_TRUE(replaces(1024, 1024));   // 128 CTAs either way
   EXPECT_TRUE(replaces(1000, 1001));   // 128 either way

@@ -12,9 +12,10 @@ std::vector<GemmJob> SelfTestJobs(const gemm::StepInfo& info) {
   // tile (100×300) and the narrow one (300×40); 1100×1500×136 takes its
   // medium tile unsplit, the small ones its half-height tile (128×128,
   // 77×100, 256×512, 1×300, 129×257: ragged) or its narrow one (1000×129,
-  // 300×1). The last one gives every persistent CTA, and every pair of step 10 on a
-  // B200, several tiles and every stage ring several rounds, so phases wrap
-  // and TMEM accumulators are reused as they are under real load.
+  // 300×1). The last one gives every persistent CTA, and every pair of
+  // step 10 on a B200, several tiles and every stage ring several rounds,
+  // so phases wrap and TMEM accumulators are reused as they are under real
+  // load.
   struct Shape {
     int64_t m, n, k;
   };

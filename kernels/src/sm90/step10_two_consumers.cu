@@ -82,9 +82,6 @@ struct TileShape {
   static constexpr int kStoringKTiles = kDChunks * kConsumers;  // the k-tiles of a tile that carry the last tile's D
   static constexpr int kStagingBytes = kConsumers * 2 * kDChunkBytes;
   static constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
-  // setmaxnreg takes at most 256; one consumer needs far fewer.
-  static constexpr int kConsumerRegisters = ConsumerRegisters(1, kConsumers) < 240 ? ConsumerRegisters(1, kConsumers)
-                                                                                     : 240;
 };
 constexpr int kPair = 2;  // CTAs in the wide tile's cluster
 using Wide = TileShape<256, kPair, 4>;  // 48 KB stages
@@ -135,7 +132,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
     ReleaseRegisters<kProducerRegisters>();
     if (threadIdx.x == 0) pair.template Produce<kStages, Form>(a_map, b_map, stages, full, empty);
   } else {  // ----------------------------------------------------- consumers
-    ClaimRegisters<Shape::kConsumerRegisters>();
+    ClaimRegisters<ConsumerRegisters(1, kConsumers)>();
     const int consumer = warpgroup - 1;
     const bool leader = threadIdx.x % 128 == 0;
     char* my_staging = staging + consumer * 2 * kDChunkBytes;
@@ -324,8 +321,7 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
     }
     if (split || !err.empty()) return err;
     switch (width) {
-      case TileWidth::kNarrow:
-      {
+      case TileWidth::kNarrow: {
         const int half_height_ctas = HalfHeightTiles::WorkCtas(p.m, p.n, 1, entries);
         if (HalfHeightReplacesNarrow(p.n, narrow_ctas, half_height_ctas)) {
           return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, HalfHeight>, HalfHeight::kThreads,

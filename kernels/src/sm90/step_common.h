@@ -30,10 +30,14 @@ __device__ inline void ClaimRegisters() {
 // The budgets: a producer warpgroup keeps 40 registers; each of a CTA's
 // `consumers` warpgroups gets what the SM's 64K registers leave once every
 // resident CTA's producer has its share, rounded down to setmaxnreg's
-// multiple of 8 (two CTAs of one consumer: 216; one CTA of two: 232).
+// multiple of 8 (two CTAs of one consumer: 216; one CTA of two: 232), and
+// at most kMostConsumerRegisters: setmaxnreg takes no more than 256, and
+// one CTA of one consumer (step 10's half-height tile) would be given 472.
 inline constexpr int kProducerRegisters = 40;
+inline constexpr int kMostConsumerRegisters = 240;
 constexpr int ConsumerRegisters(int ctas_per_sm, int consumers = 1) {
-  return (65536 / ctas_per_sm - 128 * kProducerRegisters) / (128 * consumers) / 8 * 8;
+  const int share = (65536 / ctas_per_sm - 128 * kProducerRegisters) / (128 * consumers) / 8 * 8;
+  return share < kMostConsumerRegisters ? share : kMostConsumerRegisters;
 }
 
 }  // namespace gemm::sm90

@@ -77,6 +77,8 @@ PURPOSES = {
     "half_height_tile": "gemm-bench's steps 0 and 10: step 10's half-height tile (64×128, one consumer) where the "
                         "narrow tile ran with N > 64, beside the narrow tile in the same binary, in five forms; ncu "
                         "at 1024²×8192; both rules' 150-shape sweeps",
+    "direct_d_stores": "gemm-bench and ncu: step 10 storing D from its registers straight to global memory instead "
+                       "of through shared-memory staging and a TMA store (not kept)",
     "half_height_targets": "the GPU harness's bench, bf16, batch, sweep and targets parts on the build with step "
                            "10's half-height tile: the ladder's targets judged once more on an H200",
     "fast_check_d_tiles": "the GPU tests and fastncu part and gemm-bench --fast-check: VERIFICATION_FAST's two "

@@ -33,6 +33,9 @@ namespace gemm::sm90 {
 
 using namespace gemm::common;  // the primitives both families share
 
+// What one producer thread loads (ClusterPairTiles::Produce).
+enum class Loads { kBoth, kA, kB };
+
 // A stage holds one kRows × kTileK tile of A (kATileBytes) and one
 // kTileCols × kTileK tile of B (kBTileBytes), B right after A.
 template <int kTileCols, int kATileBytes, int kBTileBytes, bool kSplitK = false, int kCtas = 2, int kRows = kTileRows>
@@ -46,6 +49,8 @@ class ClusterPairTiles {
   static constexpr int kBShareBytes = kBTileBytes / kClusterSize;
   // Arrivals that free a stage: each consumer warpgroup of both CTAs.
   static constexpr uint32_t EmptyArrivals(int consumers) { return static_cast<uint32_t>(consumers * kClusterSize); }
+  // Arrivals that fill one: each producer thread (Produce's kLoads).
+  static constexpr uint32_t FullArrivals(bool loads_split) { return loads_split ? 2u : 1u; }
 
   // Cluster tiles of an m×n problem, over a batch's `entries`.
   __host__ __device__ static int Tiles(int64_t m, int64_t n, int entries = 1) {
@@ -110,9 +115,19 @@ class ClusterPairTiles {
   // k-tiles into the next stage (CTileLoad, smem_epilogue.h). Both CTAs of
   // the pair load theirs at the same iteration, so the stage's release
   // counts as every other's.
-  template <int kStages, typename Form, bool kTileC = false>
+  //
+  // kLoads: which operands this producer thread loads. A CTA alone whose
+  // k-tiles are short (step 10's half-height tile) has two producer
+  // threads, one per operand, each arriving on the full barrier with its
+  // own bytes (FullArrivals): one thread issuing both operands' loads and
+  // waiting out each stage paced that tile's k-loop (fp16 1024²×8192: 36.2
+  // against 32.5 µs; bf16 x @ W, whose B takes two boxes a k-tile, 22.9
+  // against 19.9 at 1024²×4096;
+  // bench/results/h200_2026-11-29_two_producer_threads_summary.txt).
+  template <int kStages, typename Form, bool kTileC = false, Loads kLoads = Loads::kBoth>
   __device__ void Produce(const CUtensorMap* a_map, const CUtensorMap* b_map, char* stages, uint64_t* full,
                           uint64_t* empty, bool c_by_tma = false, const CTileLoad& load_c = {}) const {
+    static_assert(kLoads == Loads::kBoth || (kClusterSize == 1 && !kTileC), "split loads: a CTA alone, no tile C");
     // Until iteration `i`'s stage is free; the first round finds every stage free.
     auto wait_until_free = [&](int i) { Wait(&empty[i % kStages], ((i / kStages) % 2) ^ 1); };
     int it = 0;
@@ -130,6 +145,18 @@ class ClusterPairTiles {
         const int s = it % kStages;
         wait_until_free(it);
         char* a_tile = stages + s * kStageBytes;
+        if constexpr (kLoads == Loads::kA) {
+          ArriveExpectTx(&full[s], load_a ? kATileBytes : 0);
+          if (load_a) TmaLoadTile<Form::kALayout, kRows>(a_tile, a_map, kt * kTileK, a_row, a_entry, &full[s]);
+          continue;
+        } else if constexpr (kLoads == Loads::kB) {
+          ArriveExpectTx(&full[s], bytes - (load_a ? kATileBytes : 0));
+          if (load_b) {
+            TmaLoadTile<Form::kBLayout, kBShareRows>(a_tile + kATileBytes, b_map, kt * kTileK, b_row, b_entry,
+                                                     &full[s]);
+          }
+          continue;
+        }
         ArriveExpectTx(&full[s], bytes);
         if (load_b) {  // first: the peer's stage waits for this share too
           if constexpr (kClusterSize == 1) {

@@ -41,6 +41,9 @@
 // instead, one consumer on m64n128 (half height): B's rows are read once a
 // k-tile, not once per consumer, so the CTA's shared memory, which sets
 // the pace of these small tiles' k-loops, moves 48 KB a k-tile, not 56.
+// Its k-tiles are then short enough that one producer thread, issuing
+// both operands' loads and waiting out each stage, paced them: two
+// threads load one operand each.
 #include <climits>
 
 #include "common/barrier.h"
@@ -67,9 +70,12 @@ constexpr int kCGap = 4;
 // problems it would leave idle. The narrower tiles' stages are smaller, so
 // more of them fit: their problems have few k-tiles a tile (1024³: 16), and
 // a deeper ring has more of them in flight before the first wgmma.
-template <int kCols, int kCtas, int kStageCount, int kRows = kTileRows>
+// kSplitLoads: two producer threads, one per operand (ClusterPairTiles::
+// Produce), where one thread's loads would pace the k-loop.
+template <int kCols, int kCtas, int kStageCount, int kRows = kTileRows, bool kSplitLoadsOf = false>
 struct TileShape {
   static constexpr int kStages = kStageCount;
+  static constexpr bool kSplitLoads = kSplitLoadsOf;
   static constexpr int kTileCols = kCols;  // N of the CTA tile (M: kRows)
   static constexpr int kConsumers = kRows / kConsumerRows;
   static constexpr int kThreads = 128 * (1 + kConsumers);
@@ -87,7 +93,7 @@ constexpr int kPair = 2;  // CTAs in the wide tile's cluster
 using Wide = TileShape<256, kPair, 4>;  // 48 KB stages
 using Medium = TileShape<128, 1, 6>;   // 32 KB stages
 using Narrow = TileShape<kNarrowTileCols, 1, 8>;  // 24 KB stages
-using HalfHeight = TileShape<128, 1, 8, kHalfHeightTileRows>;  // 64×128, one consumer: 24 KB stages
+using HalfHeight = TileShape<128, 1, 8, kHalfHeightTileRows, true>;  // 64×128, one consumer: 24 KB stages
 
 // Where a split-K launch puts each range's fp32 sums (split_k.h).
 struct Partials {
@@ -118,7 +124,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      BarrierInit(&full[s], 1);
+      BarrierInit(&full[s], PairTiles::FullArrivals(Shape::kSplitLoads));
       BarrierInit(&empty[s], PairTiles::EmptyArrivals(kConsumers));
     }
     if constexpr (Form::kFused && !kSplitK) {
@@ -130,7 +136,12 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
 
   if (warpgroup == 0) {  // ---------------------------------------- producer
     ReleaseRegisters<kProducerRegisters>();
-    if (threadIdx.x == 0) pair.template Produce<kStages, Form>(a_map, b_map, stages, full, empty);
+    if constexpr (Shape::kSplitLoads) {
+      if (threadIdx.x == 0) pair.template Produce<kStages, Form, false, Loads::kA>(a_map, b_map, stages, full, empty);
+      if (threadIdx.x == 32) pair.template Produce<kStages, Form, false, Loads::kB>(a_map, b_map, stages, full, empty);
+    } else if (threadIdx.x == 0) {
+      pair.template Produce<kStages, Form>(a_map, b_map, stages, full, empty);
+    }
   } else {  // ----------------------------------------------------- consumers
     ClaimRegisters<ConsumerRegisters(1, kConsumers)>();
     const int consumer = warpgroup - 1;

@@ -83,6 +83,9 @@ PURPOSES = {
                                "CTA's sync (not kept)",
     "two_producer_threads": "gemm-bench and ncu: step 10's half-height tile with one producer thread per operand, "
                             "against one thread for both (and one sleeping, to show the producer on the k-loop's path)",
+    "producer_threads_refactor": "gemm-bench and ncu: step 10's producer loop with one body for one or two producer "
+                                 "threads against the branches before it, and two threads tried on the medium and "
+                                 "narrow tiles (not kept)",
     "half_height_targets": "the GPU harness's bench, bf16, batch, sweep and targets parts on the build with step "
                            "10's half-height tile: the ladder's targets judged once more on an H200",
     "fast_check_d_tiles": "the GPU tests and fastncu part and gemm-bench --fast-check: VERIFICATION_FAST's two "

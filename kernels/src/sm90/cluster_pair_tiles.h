@@ -136,8 +136,9 @@ class ClusterPairTiles {
       int entry;
       Origin(tile, &m0, &n0, &entry);
       const int32_t a_entry = batch_.EntryOfA(entry), b_entry = batch_.EntryOfB(entry);
-      const uint32_t bytes = StageBytes(m0, n0);
-      const bool load_a = m0 < m_, load_b = n0 + rank_ * kBShareRows < n_;
+      const uint32_t bytes = ThreadStageBytes<kLoads>(m0, n0);
+      const bool load_a = kLoads != Loads::kB && m0 < m_;
+      const bool load_b = kLoads != Loads::kA && n0 + rank_ * kBShareRows < n_;
       const int32_t a_row = static_cast<int32_t>(PlantedARows(m0)), b_row = static_cast<int32_t>(n0 + rank_ * kBShareRows);
       int kt_begin, kt_end;
       KTiles(tile, &kt_begin, &kt_end);
@@ -145,18 +146,6 @@ class ClusterPairTiles {
         const int s = it % kStages;
         wait_until_free(it);
         char* a_tile = stages + s * kStageBytes;
-        if constexpr (kLoads == Loads::kA) {
-          ArriveExpectTx(&full[s], load_a ? kATileBytes : 0);
-          if (load_a) TmaLoadTile<Form::kALayout, kRows>(a_tile, a_map, kt * kTileK, a_row, a_entry, &full[s]);
-          continue;
-        } else if constexpr (kLoads == Loads::kB) {
-          ArriveExpectTx(&full[s], bytes - (load_a ? kATileBytes : 0));
-          if (load_b) {
-            TmaLoadTile<Form::kBLayout, kBShareRows>(a_tile + kATileBytes, b_map, kt * kTileK, b_row, b_entry,
-                                                     &full[s]);
-          }
-          continue;
-        }
         ArriveExpectTx(&full[s], bytes);
         if (load_b) {  // first: the peer's stage waits for this share too
           if constexpr (kClusterSize == 1) {
@@ -221,6 +210,15 @@ class ClusterPairTiles {
     uint32_t bytes = m0 < m_ ? kATileBytes : 0;
     for (int r = 0; r < kClusterSize; ++r) bytes += n0 + r * kBShareRows < n_ ? kBShareBytes : 0;
     return bytes;
+  }
+
+  // The share of StageBytes that a producer thread loading kLoads brings.
+  template <Loads kLoads>
+  __device__ uint32_t ThreadStageBytes(int64_t m0, int64_t n0) const {
+    const uint32_t a_bytes = m0 < m_ ? kATileBytes : 0;
+    if constexpr (kLoads == Loads::kA) return a_bytes;
+    if constexpr (kLoads == Loads::kB) return StageBytes(m0, n0) - a_bytes;
+    return StageBytes(m0, n0);
   }
 
   TileScheduler scheduler_;

@@ -93,7 +93,8 @@ constexpr int kPair = 2;  // CTAs in the wide tile's cluster
 using Wide = TileShape<256, kPair, 4>;  // 48 KB stages
 using Medium = TileShape<128, 1, 6>;   // 32 KB stages
 using Narrow = TileShape<kNarrowTileCols, 1, 8>;  // 24 KB stages
-using HalfHeight = TileShape<128, 1, 8, kHalfHeightTileRows, true>;  // 64×128, one consumer: 24 KB stages
+// 64×128, one consumer, two producer threads: 24 KB stages
+using HalfHeight = TileShape<128, 1, 8, kHalfHeightTileRows, true>;
 
 // Where a split-K launch puts each range's fp32 sums (split_k.h).
 struct Partials {

@@ -86,6 +86,8 @@ PURPOSES = {
     "producer_threads_refactor": "gemm-bench and ncu: step 10's producer loop with one body for one or two producer "
                                  "threads against the branches before it, and two threads tried on the medium and "
                                  "narrow tiles (not kept)",
+    "three_quarter_tile": "gemm-bench and ncu: step 10 with a 128x192 tile where the wide pair tiles' count rounds "
+                          "badly onto the SMs, against the build before it",
     "half_height_targets": "the GPU harness's bench, bf16, batch, sweep and targets parts on the build with step "
                            "10's half-height tile: the ladder's targets judged once more on an H200",
     "fast_check_d_tiles": "the GPU tests and fastncu part and gemm-bench --fast-check: VERIFICATION_FAST's two "

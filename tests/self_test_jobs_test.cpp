@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 
+#include "common/tile_width.h"
+
 namespace gemmd {
 namespace {
 
@@ -91,7 +93,7 @@ TEST(SelfTestJobs, ThePersistentStepsMeetRaggedEdgesLongKAndSeveralWaves) {
   bool ragged = false, long_k = false, waves = false;
   // Split-K runs on one of three tiles (common/tile_width.h, SplitKTileWidth):
   // narrow where N <= 64, medium where M <= 128, else the pair.
-  bool split_narrow = false, split_medium = false, split_pair = false;
+  bool split_narrow = false, split_medium = false, split_pair = false, three_quarter = false;
   for (const GemmJob& j : SelfTestJobs(*step10)) {
     if (!j.form.IsPlain()) continue;
     ragged |= j.m % 128 != 0 && Ragged(j);
@@ -104,6 +106,13 @@ TEST(SelfTestJobs, ThePersistentStepsMeetRaggedEdgesLongKAndSeveralWaves) {
     // More 128×256 tiles than two waves of 132 SMs: every persistent CTA
     // takes several, and every stage ring wraps.
     waves |= ((j.m + 127) / 128) * ((j.n + 255) / 256) > 2 * 132;
+    // Step 10's 128×192 tile on 132 SMs, K whole.
+    const auto ctas = [&](int64_t rows, int64_t cols) {
+      return static_cast<int>(((j.m + rows - 1) / rows) * ((j.n + cols - 1) / cols));
+    };
+    const gemm::common::TileCtas tiles = {2 * ctas(256, 256), ctas(128, 192), ctas(128, 128), ctas(128, 64)};
+    three_quarter |=
+        j.k < 4000 && gemm::common::ChooseTileWidth(tiles, 132, j.m <= 128) == gemm::common::TileWidth::kThreeQuarter;
   }
   EXPECT_TRUE(ragged);
   EXPECT_TRUE(long_k) << "split-K's shape";
@@ -111,6 +120,7 @@ TEST(SelfTestJobs, ThePersistentStepsMeetRaggedEdgesLongKAndSeveralWaves) {
   EXPECT_TRUE(split_medium) << "split-K on the medium tile";
   EXPECT_TRUE(split_pair) << "split-K on the pair tile";
   EXPECT_TRUE(waves);
+  EXPECT_TRUE(three_quarter) << "step 10's three-quarter tile";
   // The single-tile steps are tested within their one tile.
   const gemm::StepInfo* step1 = gemm::FindStep(1);
   ASSERT_NE(step1, nullptr);

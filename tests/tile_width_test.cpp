@@ -22,8 +22,11 @@ int MediumCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 128) *
 int NarrowCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 128) * CeilDiv(n, 64)); }
 // Half height, 64×128 per CTA (taken where the narrow tile would run).
 int HalfHeightCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 64) * CeilDiv(n, 128)); }
+// Three quarters, 128×192 per CTA.
+int ThreeQuarterCtas(int64_t m, int64_t n) { return static_cast<int>(CeilDiv(m, 128) * CeilDiv(n, 192)); }
 TileWidth Width(int64_t m, int64_t n) {
-  return ChooseTileWidth(WideCtas(m, n), MediumCtas(m, n), NarrowCtas(m, n), kSms, m <= 128);
+  return ChooseTileWidth({WideCtas(m, n), ThreeQuarterCtas(m, n), MediumCtas(m, n), NarrowCtas(m, n)}, kSms,
+                         m <= 128);
 }
 
 TEST(TileWidth, TinyAndSmallProblemsTakeTheNarrowTile) {
@@ -51,7 +54,23 @@ TEST(TileWidth, ProblemsThatFillTheGpuKeepTheWideTile) {
   EXPECT_EQ(Width(4096, 4096), TileWidth::kWide);  // 512 wide CTAs
   EXPECT_EQ(Width(8192, 8192), TileWidth::kWide);
   EXPECT_EQ(Width(2000, 2000), TileWidth::kWide);  // 128 wide: most SMs busy
-  EXPECT_EQ(Width(1536, 1536), TileWidth::kWide);  // 72 wide; 144 medium would need a second wave
+  EXPECT_EQ(Width(2048, 2048), TileWidth::kWide);  // 128 wide, one wave; 176 three-quarter, two
+  EXPECT_EQ(Width(2560, 2560), TileWidth::kWide);  // 200 wide, two waves (512 columns); 280, three (576)
+}
+
+TEST(TileWidth, WherePairTilesRoundBadlyOntoTheSmsTheThreeQuarterTileRuns) {
+  // 1536²: 72 wide CTAs (one wave, 256 columns on the busiest SM), 144
+  // medium (two waves), 96 three-quarter (one wave, 192 columns).
+  EXPECT_EQ(WideCtas(1536, 1536), 72);
+  EXPECT_EQ(ThreeQuarterCtas(1536, 1536), 96);
+  EXPECT_EQ(Width(1536, 1536), TileWidth::kThreeQuarter);
+  EXPECT_EQ(Width(3072, 3072), TileWidth::kThreeQuarter);  // 288 wide, three waves (768); 384, three (576)
+  EXPECT_EQ(Width(2304, 2304), TileWidth::kThreeQuarter);  // 162 wide, two (512); 216, two (384)
+  EXPECT_EQ(Width(1024, 3072), TileWidth::kThreeQuarter);  // 96 wide (256); 128 three-quarter (192)
+  EXPECT_EQ(Width(1500, 1430), TileWidth::kThreeQuarter);  // ragged: 72 wide, 96 three-quarter
+  // Within a fifth of each other, the wide tile stays.
+  EXPECT_EQ(Width(4096, 4096), TileWidth::kWide);  // 4 waves (1024) against 6 (1152)
+  EXPECT_EQ(Width(8192, 8192), TileWidth::kWide);  // 16 waves (4096) against 21 (4032): within a fifth
 }
 
 TEST(TileWidth, ANarrowerTileInNoMoreWavesTakesOver) {
@@ -72,7 +91,11 @@ TEST(TileWidth, ASingleRowOfTilesKeepsTheWideTileOverTheMediumOne) {
   EXPECT_EQ(Width(128, 20000), TileWidth::kWide);
   // Only a single row of tiles makes about as many medium CTAs as wide ones
   // (the pair tile is 256 rows): two rows make twice as many, a wave more.
-  EXPECT_EQ(Width(129, 10000), TileWidth::kWide);  // 80 wide, one wave; 158 medium, two
+  // Neither does it keep the three-quarter tile off: 129×10000 makes 80
+  // wide CTAs (one wave) or 106 three-quarter ones, 1.06× faster at K = 1024
+  // and 0.99× at 4096 on an H200
+  // (bench/results/h200_2026-11-29_three_quarter_tile_summary.txt).
+  EXPECT_EQ(Width(129, 10000), TileWidth::kThreeQuarter);  // 158 medium: two waves
 }
 
 TEST(TileWidth, WavesCountPairsOnHalfTheSms) {
@@ -144,15 +167,22 @@ TEST(TileWidth, WhereNIsWiderThanTheNarrowTileItsCtasTakeHalfHeightTiles) {
 }
 
 TEST(TileWidth, TheBoundariesAreInclusive) {
-  EXPECT_EQ(ChooseTileWidth(67, 134, 268, kSms, false), TileWidth::kWide);
-  EXPECT_EQ(ChooseTileWidth(67, 132, 268, kSms, false), TileWidth::kMedium);  // one wave, as the wide tile's
-  EXPECT_EQ(ChooseTileWidth(67, 132, 268, kSms, true), TileWidth::kWide);
-  EXPECT_EQ(ChooseTileWidth(67, 132, 132, kSms, true), TileWidth::kNarrow);
-  EXPECT_EQ(ChooseTileWidth(66, 132, 264, kSms, false), TileWidth::kMedium);
-  EXPECT_EQ(ChooseTileWidth(66, 66, 132, kSms, false), TileWidth::kNarrow);
-  EXPECT_EQ(ChooseTileWidth(33, 67, 133, kSms, false), TileWidth::kMedium);
+  // {wide, three-quarter, medium, narrow} CTAs.
+  EXPECT_EQ(ChooseTileWidth({67, 133, 134, 268}, kSms, false), TileWidth::kWide);
+  EXPECT_EQ(ChooseTileWidth({67, 133, 132, 268}, kSms, false), TileWidth::kMedium);  // one wave, as the wide tile's
+  EXPECT_EQ(ChooseTileWidth({67, 133, 132, 268}, kSms, true), TileWidth::kWide);
+  EXPECT_EQ(ChooseTileWidth({67, 133, 132, 132}, kSms, true), TileWidth::kNarrow);
+  EXPECT_EQ(ChooseTileWidth({66, 99, 132, 264}, kSms, false), TileWidth::kMedium);
+  EXPECT_EQ(ChooseTileWidth({66, 99, 66, 132}, kSms, false), TileWidth::kNarrow);
+  EXPECT_EQ(ChooseTileWidth({33, 50, 67, 133}, kSms, false), TileWidth::kMedium);
   // No tile fills half; narrow needs two waves.
-  EXPECT_EQ(ChooseTileWidth(33, 66, 133, kSms, false), TileWidth::kMedium);
+  EXPECT_EQ(ChooseTileWidth({33, 50, 66, 133}, kSms, false), TileWidth::kMedium);
+  // The three-quarter tile: one wave (192 columns) against the wide tile's one (256).
+  EXPECT_EQ(ChooseTileWidth({67, 132, 134, 268}, kSms, false), TileWidth::kThreeQuarter);
+  EXPECT_EQ(ChooseTileWidth({67, 132, 134, 268}, kSms, true), TileWidth::kWide);  // a single row of tiles
+  // 15 wide waves (3,840 columns) against 16 three-quarter ones (3,072: four fifths exactly), or 17.
+  EXPECT_EQ(ChooseTileWidth({1980, 2112, 4000, 8000}, kSms, false), TileWidth::kThreeQuarter);
+  EXPECT_EQ(ChooseTileWidth({1980, 2113, 4000, 8000}, kSms, false), TileWidth::kWide);
 }
 
 }  // namespace

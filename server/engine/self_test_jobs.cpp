@@ -10,7 +10,8 @@ std::vector<GemmJob> SelfTestJobs(const gemm::StepInfo& info) {
   // H100 or H200 split K (seven ranges), once on each tile it splits on
   // (common/tile_width.h, SplitKTileWidth): the pair (200×300), the medium
   // tile (100×300) and the narrow one (300×40); 1100×1500×136 takes its
-  // medium tile unsplit, the small ones its half-height tile (128×128,
+  // medium tile unsplit, 1500×1430×72 its three-quarter tile (ragged N),
+  // the small ones its half-height tile (128×128,
   // 77×100, 256×512, 1×300, 129×257: ragged) or its narrow one (1000×129,
   // 300×1). The last one gives every persistent CTA, and every pair of
   // step 10 on a B200, several tiles and every stage ring several rounds,
@@ -22,7 +23,7 @@ std::vector<GemmJob> SelfTestJobs(const gemm::StepInfo& info) {
   const Shape self_test[] = {{128, 128, 64}, {77, 100, 50},   {128, 128, 1000}, {256, 512, 320},
                              {1000, 129, 77}, {1, 300, 64},   {300, 1, 8},      {129, 257, 13},
                              {100, 300, 4000}, {200, 300, 4000}, {300, 40, 4000}, {1100, 1500, 136},
-                             {4100, 8000, 300}};
+                             {1500, 1430, 72}, {4100, 8000, 300}};
   // The forms the step takes (gemm::IsLadderForm): fp16, bf16 and bf16
   // x @ W (B stored k x n) on every shape; the mixed type pairs, the other
   // layouts and the fused epilogue (x @ W·α + β·C) on the ragged ones

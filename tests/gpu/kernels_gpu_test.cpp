@@ -713,9 +713,10 @@ std::vector<StepShape> AllStepShapes() {
       // Step 10 takes its narrow tile for the small ones (and most above:
       // 1000^3, 4097x129, 1x8192...), so the next two keep its wide tile on
       // an odd tile-row count and on edges ragged in M, N and K; the last
-      // two take its medium tile (common/tile_width.h), the second ragged.
+      // two take its medium tile (common/tile_width.h), the second ragged,
+      // and the two after them its three-quarter tile, the first ragged.
       {256, 128, 64},  {128, 256, 64},  {384, 640, 192}, {4096, 8192, 128}, {2432, 4000, 192}, {3001, 1999, 517},
-      {2048, 1024, 1024}, {1100, 1500, 136},
+      {2048, 1024, 1024}, {1100, 1500, 136}, {1500, 1430, 200}, {1024, 3072, 256},
       // Long K on few tiles: step 10 splits K (common/split_k.h), into 2 to
       // 66 ranges on an H100, a range ending mid k-tile where K is ragged;
       // on the narrow tile where N <= 64 (16x16, 8192x32, 300x37), on the
@@ -802,7 +803,7 @@ gemm::GemmForm LadderForm(gemm::ElementType operands, gemm::ElementType result, 
 // needs) cuBLAS's on the same problem, and beside step 10 gemm-bench's
 // autotuned cuBLASLt's, is held to the form's bound (gemm/form.h) against
 // an fp64 product on the GPU, which shares nothing with either: ragged
-// shapes, split-K's long K, both tiles of step 10, and squares up to 4096.
+// shapes, split-K's long K, step 10's wide, medium and three-quarter tiles, and squares up to 4096.
 struct TypedStepShape {
   int step;
   gemm::ElementType operands, result;
@@ -817,6 +818,7 @@ std::vector<TypedStepShape> AllTypedStepShapes() {
       {128, 128, 64}, {77, 100, 50},     {1, 1, 1},         {1000, 1000, 1000}, {2048, 2048, 2048},
       {4096, 4096, 4096}, {4097, 129, 77}, {129, 4095, 8},   {3001, 1999, 517},  {2432, 4000, 192},
       {1100, 1500, 136},  // step 10's medium tile
+      {1536, 1432, 136},  // its three-quarter tile, C by TMA with the last tiles' right columns outside
       {1040, 1032, 200},  // C by TMA (n a multiple of 8) with tiles whose lower rows or right columns lie outside
       {56, 151, 16853}, {300, 700, 20000}};
   const gemm::ElementType kF16 = gemm::ElementType::kF16, kBF16 = gemm::ElementType::kBF16;
@@ -908,6 +910,7 @@ std::vector<BatchedStepShape> AllBatchedStepShapes() {
       {kF16, kF16, kK, kK, 4, 300, 200, 130, false, true},            // B shared
       {kBF16, kBF16, kK, kMn, 5, 128, 256, 192, true, false},         // x @ W, A shared
       {kBF16, kBF16, kMn, kMn, 2, 1000, 1000, 1000},                  // step 10: medium tiles over two entries
+      {kBF16, kBF16, kK, kMn, 2, 768, 1536, 128},                     // step 10: three-quarter tiles, two entries
       {kF16, kF16, kK, kK, 64, 128, 128, 128},                        // many small entries
       {kBF16, kBF16, kK, kMn, 3, 200, 136, 72, false, true, 0.5f, -1.0f},        // x @ W·0.5 - C
       {kF16, kBF16, kK, kK, 2, 256, 512, 64, false, false, 1.0f, 1.0f, true}};  // one C for every entry

@@ -3,7 +3,9 @@
 // its shared memory moves, but a problem of few tiles leaves most SMs idle
 // under it. Then a tile of half its columns (medium, 128×128, one CTA
 // without a cluster) or a quarter (narrow, 128×64, or half height, 64×128)
-// spreads the same M·N over two or four times as many SMs. No CUDA types,
+// spreads the same M·N over two or four times as many SMs, and one of
+// three quarters (128×192, one CTA) evens out a count of tiles that
+// rounds badly onto the SMs. No CUDA types,
 // so that the CPU tests check the rule.
 #pragma once
 
@@ -13,9 +15,16 @@
 
 namespace gemm::common {
 
-enum class TileWidth { kWide, kMedium, kNarrow };
+enum class TileWidth { kWide, kThreeQuarter, kMedium, kNarrow };
 
-inline constexpr int kNarrowTileCols = 64;  // the narrow tile's columns (step 10 builds it so)
+inline constexpr int kNarrowTileCols = 64;         // the narrow tile's columns (step 10 builds it so)
+inline constexpr int kThreeQuarterTileCols = 192;  // the three-quarter tile's, 128 rows like the wide one
+inline constexpr int kWideTileCols = 256;          // a wide CTA's
+
+// CTAs with work under each tile for one problem.
+struct TileCtas {
+  int wide, three_quarter, medium, narrow;
+};
 
 // How many tiles the busiest work slot takes: each tile is one CTA and
 // each SM holds one, but the wide tile's CTAs come in pairs (a cluster).
@@ -34,6 +43,13 @@ constexpr int SoloWaves(int ctas, int sm_count) { return (ctas + sm_count - 1) /
 // single row of tiles (m <= 128), the medium tile was slower at long K
 // (2×11346×8399: 0.83 of the wide tile's speed) though faster at short K,
 // so those stay wide (bench/results/h200_2026-11-28_tile_width_summary.txt).
+// Failing those, the three-quarter tile (128×192) runs where its busiest
+// SM multiplies at most four fifths of the columns the wide tile's would:
+// waves × 192 against waves × 256. 1536³ makes 72 wide CTAs (one tile
+// each) or 96 three-quarter ones; 3072³ 288 wide (three rounds on some
+// SMs) or 384 (three, each 192 wide). At 4096³ and 8192³ the two are
+// within a fifth of each other and the wide tile stays: per MAC, its
+// m64n256 wgmma and shared B cost less.
 //
 // Where the wide tile leaves over half the SMs idle: the medium tile if it
 // busies more than half of them within one wave, else the narrow one if
@@ -43,17 +59,19 @@ constexpr int SoloWaves(int ctas, int sm_count) { return (ctas + sm_count - 1) /
 // a quarter of the wide tile's work, whose k-tile moves 128 KB; both near
 // 128 bytes a cycle: bench/results/h200_2026-11-28_narrow_tile_timeline_summary.txt)
 // costs more than the idle SMs it fills.
-constexpr TileWidth ChooseTileWidth(int wide_ctas, int medium_ctas, int narrow_ctas, int sm_count,
-                                    bool single_tile_row) {
-  if (2 * wide_ctas > sm_count) {
-    const int waves = WideWaves(wide_ctas, sm_count);
-    if (SoloWaves(narrow_ctas, sm_count) <= waves) return TileWidth::kNarrow;
-    if (!single_tile_row && SoloWaves(medium_ctas, sm_count) <= waves) return TileWidth::kMedium;
-    return TileWidth::kWide;
+constexpr TileWidth ChooseTileWidth(TileCtas ctas, int sm_count, bool single_tile_row) {
+  if (2 * ctas.wide > sm_count) {
+    const int waves = WideWaves(ctas.wide, sm_count);
+    if (SoloWaves(ctas.narrow, sm_count) <= waves) return TileWidth::kNarrow;
+    if (single_tile_row) return TileWidth::kWide;
+    if (SoloWaves(ctas.medium, sm_count) <= waves) return TileWidth::kMedium;
+    const int64_t three_quarter_cols = int64_t{SoloWaves(ctas.three_quarter, sm_count)} * kThreeQuarterTileCols;
+    const int64_t wide_cols = int64_t{waves} * kWideTileCols;
+    return 5 * three_quarter_cols <= 4 * wide_cols ? TileWidth::kThreeQuarter : TileWidth::kWide;
   }
-  if (2 * medium_ctas > sm_count && medium_ctas <= sm_count) return TileWidth::kMedium;
-  if (narrow_ctas <= sm_count) return TileWidth::kNarrow;
-  return medium_ctas <= sm_count ? TileWidth::kMedium : TileWidth::kWide;
+  if (2 * ctas.medium > sm_count && ctas.medium <= sm_count) return TileWidth::kMedium;
+  if (ctas.narrow <= sm_count) return TileWidth::kNarrow;
+  return ctas.medium <= sm_count ? TileWidth::kMedium : TileWidth::kWide;
 }
 
 // Where the narrow tile runs and N is wider than its 64 columns, the same

@@ -43,7 +43,11 @@
 // the pace of these small tiles' k-loops, moves 48 KB a k-tile, not 56.
 // Its k-tiles are then short enough that one producer thread, issuing
 // both operands' loads and waiting out each stage, paced them: two
-// threads load one operand each.
+// threads load one operand each. And where the pair tiles' count rounds
+// badly onto the SMs (1536³: 72 CTAs of 132, one tile each; 3072³: 288,
+// three rounds for some), a 128×192 tile (three quarters, m64n192, one
+// CTA) makes its busiest SM do at most four fifths of the wide tile's
+// work: 96 CTAs of 192 columns each at 1536³.
 #include <climits>
 
 #include "common/barrier.h"
@@ -95,6 +99,7 @@ using Medium = TileShape<128, 1, 6>;   // 32 KB stages
 using Narrow = TileShape<kNarrowTileCols, 1, 8>;  // 24 KB stages
 // 64×128, one consumer, two producer threads: 24 KB stages
 using HalfHeight = TileShape<128, 1, 8, kHalfHeightTileRows, true>;
+using ThreeQuarter = TileShape<kThreeQuarterTileCols, 1, 4>;  // 40 KB stages
 
 // Where a split-K launch puts each range's fp32 sums (split_k.h).
 struct Partials {
@@ -265,7 +270,7 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
   TwoConsumers<Form, Shape, true>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {}, {});
 }
 
-// The medium, narrow and half-height tiles: one CTA, no cluster.
+// The three-quarter, medium, narrow and half-height tiles: one CTA, no cluster.
 template <typename Form, typename Shape>
 __global__ void __launch_bounds__(Shape::kThreads, 1)
     TwoConsumersSoloKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
@@ -293,6 +298,9 @@ cudaError_t PrepareTwoConsumers() {
     if (e == cudaSuccess) {
       e = cudaFuncSetAttribute(TwoConsumersSoloKernel<Form, HalfHeight>, kSmem, HalfHeight::kSmemBytes);
     }
+    if (e == cudaSuccess) {
+      e = cudaFuncSetAttribute(TwoConsumersSoloKernel<Form, ThreeQuarter>, kSmem, ThreeQuarter::kSmemBytes);
+    }
     return e;
   });
 }
@@ -302,14 +310,20 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
   using MediumTiles = Medium::Tiles<false>;
   using NarrowTiles = Narrow::Tiles<false>;
   using HalfHeightTiles = HalfHeight::Tiles<false>;
+  using ThreeQuarterTiles = ThreeQuarter::Tiles<false>;
   return WithStepForm(p, [&](auto form) {
     using Form = decltype(form);
     const int entries = BatchOf(p).entries;
     const int wide_ctas = WideTiles::WorkCtas(p.m, p.n, 1, entries);
     const int medium_ctas = MediumTiles::WorkCtas(p.m, p.n, 1, entries);
     const int narrow_ctas = NarrowTiles::WorkCtas(p.m, p.n, 1, entries);
-    const TileWidth width = ChooseTileWidth(wide_ctas, medium_ctas, narrow_ctas, ctx.sm_count, p.m <= kTileRows);
-    const int width_ctas = width == TileWidth::kWide ? wide_ctas : width == TileWidth::kMedium ? medium_ctas : narrow_ctas;
+    const int three_quarter_ctas = ThreeQuarterTiles::WorkCtas(p.m, p.n, 1, entries);
+    const TileWidth width =
+        ChooseTileWidth({wide_ctas, three_quarter_ctas, medium_ctas, narrow_ctas}, ctx.sm_count, p.m <= kTileRows);
+    const int width_ctas = width == TileWidth::kWide            ? wide_ctas
+                           : width == TileWidth::kThreeQuarter ? three_quarter_ctas
+                           : width == TileWidth::kMedium       ? medium_ctas
+                                                               : narrow_ctas;
     const int k_tiles = static_cast<int>(CeilDiv(p.k, kTileK));
     bool split = false;
     std::string err;
@@ -329,6 +343,8 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
           err = LaunchSplitKOnResidentGrid<TwoConsumersSplitKKernel<Form>, Wide::kThreads, Wide::kSmemBytes, kPair>(
               p, ctx, stream, WideTiles::Tiles(p.m, p.n), {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &split);
           break;
+        case TileWidth::kThreeQuarter:  // SplitKTileWidth never picks it
+          break;
       }
     }
     if (split || !err.empty()) return err;
@@ -344,6 +360,10 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
                                     true>(
             p, ctx, stream, narrow_ctas, {kTileRows, NarrowTiles::kBShareRows, kDChunkRows});
       }
+      case TileWidth::kThreeQuarter:
+        return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, ThreeQuarter>, ThreeQuarter::kThreads,
+                                    ThreeQuarter::kSmemBytes, 1, true>(
+            p, ctx, stream, three_quarter_ctas, {kTileRows, ThreeQuarterTiles::kBShareRows, kDChunkRows});
       case TileWidth::kMedium:
         return LaunchOnResidentGrid<TwoConsumersSoloKernel<Form, Medium>, Medium::kThreads, Medium::kSmemBytes, 1,
                                     true>(

@@ -127,6 +127,24 @@ __device__ inline void WgmmaM64N256K16(float (&d)[128], uint64_t a_desc, uint64_
   GEMM_WGMMA_OF_FORM(GEMM_WGMMA_M64N256K16);
 }
 
+// d(64x192, f32) = A(64x16)·B(192x16)ᵀ + (accumulate ? d : 0): step 10's
+// three-quarter tile, for problems whose count of 256-column tiles leaves
+// SMs idle. Same register layout, with i running to 95 and columns to 191.
+#define GEMM_WGMMA_M64N192K16(TYPE, TA, TB) \
+  asm volatile( \
+      "{\n" \
+      ".reg .pred p;\n" \
+      "setp.ne.b32 p, %98, 0;\n" \
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32." TYPE "." TYPE " " \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, " TA ", " TB ";\n" \
+      "}\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]) \
+      : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+template <typename Form>
+__device__ inline void WgmmaM64N192K16(float (&d)[96], uint64_t a_desc, uint64_t b_desc, int accumulate) {
+  GEMM_WGMMA_OF_FORM(GEMM_WGMMA_M64N192K16);
+}
+
 // d(64x64, f32) = A(64x16)·B(64x16)ᵀ + (accumulate ? d : 0): step 10's
 // narrow tile (tiny problems), where a wider wgmma would multiply mostly
 // padding. Same register layout, with i running to 31 and columns to 63.
@@ -170,14 +188,13 @@ __device__ inline void IssueTileMma(float (&acc)[2][64], const char* a_tile, con
   WgmmaCommit();
 }
 
-// A warpgroup's 64×256 slice of a tile (64×128 with acc[64], 64×64 with
-// acc[32]) times one 64-wide k-tile: its 64 rows of A (`a_rows`) against
-// 256 (128, 64) rows of B,
-// four k16 steps as one committed group. Returns at once: WaitForMma to
-// finish.
+// A warpgroup's 64×256 slice of a tile (64×192 with acc[96], 64×128 with
+// acc[64], 64×64 with acc[32]) times one 64-wide k-tile: its 64 rows of A
+// (`a_rows`) against 256 (192, 128, 64) rows of B, four k16 steps as one
+// committed group. Returns at once: WaitForMma to finish.
 template <typename Form, int kRegs>
 __device__ inline void IssueWideTileMma(float (&acc)[kRegs], const char* a_rows, const char* b_rows, bool accumulate) {
-  static_assert(kRegs == 128 || kRegs == 64 || kRegs == 32, "m64n256, m64n128 or m64n64");
+  static_assert(kRegs == 128 || kRegs == 96 || kRegs == 64 || kRegs == 32, "m64n256, m64n192, m64n128 or m64n64");
   constexpr bool kAMn = Form::kALayout == Layout::kMnContiguous, kBMn = Form::kBLayout == Layout::kMnContiguous;
   const uint64_t a_desc = PlantedADescriptor(SmemDescriptor<Form::kALayout>(a_rows));
   const uint64_t b_desc = SmemDescriptor<Form::kBLayout>(b_rows);
@@ -188,6 +205,8 @@ __device__ inline void IssueWideTileMma(float (&acc)[kRegs], const char* a_rows,
     const uint64_t b = AdvanceDescriptor(b_desc, common::KSliceBytes(kBMn, kk));
     if constexpr (kRegs == 128) {
       WgmmaM64N256K16<Form>(acc, a, b, PlantedAccumulate(accumulate) || kk > 0);
+    } else if constexpr (kRegs == 96) {
+      WgmmaM64N192K16<Form>(acc, a, b, PlantedAccumulate(accumulate) || kk > 0);
     } else if constexpr (kRegs == 64) {
       WgmmaM64N128K16<Form>(acc, a, b, PlantedAccumulate(accumulate) || kk > 0);
     } else {

@@ -88,8 +88,9 @@ PURPOSES = {
                                  "narrow tiles (not kept)",
     "three_quarter_tile": "gemm-bench and ncu: step 10 with a 128x192 tile where the wide pair tiles' count rounds "
                           "badly onto the SMs, against the build before it",
-    "half_height_targets": "the GPU harness's bench, bf16, batch, sweep and targets parts on the build with step "
-                           "10's half-height tile: the ladder's targets judged once more on an H200",
+    "three_quarter_targets": "the GPU harness's tests (engine, gate, planted faults), bench, bf16, batch, sweep, "
+                             "targets and sass parts on the build with step 10's three-quarter tile: the ladder's "
+                             "targets judged once more on an H200",
     "fast_check_d_tiles": "the GPU tests and fastncu part and gemm-bench --fast-check: VERIFICATION_FAST's two "
                           "passes over D as one tiled read of it (not kept) beside the two passes",
     "split_k_sums": "the GPU harness's tests and forms parts after step 0's forms were held to split-K partial "

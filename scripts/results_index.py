@@ -88,6 +88,8 @@ PURPOSES = {
                                  "narrow tiles (not kept)",
     "three_quarter_tile": "gemm-bench and ncu: step 10 with a 128x192 tile where the wide pair tiles' count rounds "
                           "badly onto the SMs, against the build before it",
+    "one_cta_tiles_on_pairs": "gemm-bench and ncu: step 10's medium and half-height tiles on a 2-CTA cluster "
+                              "sharing B, against the one-CTA tiles, in one binary (not kept)",
     "three_quarter_targets": "the GPU harness's tests (engine, gate, planted faults), bench, bf16, batch, sweep, "
                              "targets and sass parts on the build with step 10's three-quarter tile: the ladder's "
                              "targets judged once more on an H200",

@@ -47,9 +47,11 @@ constexpr int SoloWaves(int ctas, int sm_count) { return (ctas + sm_count - 1) /
 // SM multiplies at most four fifths of the columns the wide tile's would:
 // waves × 192 against waves × 256. 1536³ makes 72 wide CTAs (one tile
 // each) or 96 three-quarter ones; 3072³ 288 wide (three rounds on some
-// SMs) or 384 (three, each 192 wide). At 4096³ and 8192³ the two are
-// within a fifth of each other and the wide tile stays: per MAC, its
-// m64n256 wgmma and shared B cost less.
+// SMs) or 384 (three, each 192 wide). At 4096³ it would take more
+// (1,152 columns against 1,024) and at 8192³ about as many (4,032 against
+// 4,096), so the wide tile stays: per MAC, its m64n256 wgmma and shared B
+// cost less (tensor pipe 96% active at 4096³; the three-quarter tile's
+// 85% at 3072³, bench/results/h200_2026-11-29_three_quarter_tile_summary.txt).
 //
 // Where the wide tile leaves over half the SMs idle: the medium tile if it
 // busies more than half of them within one wave, else the narrow one if

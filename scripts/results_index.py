@@ -90,6 +90,8 @@ PURPOSES = {
                           "badly onto the SMs, against the build before it",
     "one_cta_tiles_on_pairs": "gemm-bench and ncu: step 10's medium and half-height tiles on a 2-CTA cluster "
                               "sharing B, against the one-CTA tiles, in one binary (not kept)",
+    "square_gap_map": "gemm-bench: step 10 against cuBLAS on squares from 512 to 4608 and at K = 4096, each with "
+                      "the tile it takes: where step 10 stands",
     "three_quarter_targets": "the GPU harness's tests (engine, gate, planted faults), bench, bf16, batch, sweep, "
                              "targets and sass parts on the build with step 10's three-quarter tile: the ladder's "
                              "targets judged once more on an H200",

@@ -68,7 +68,7 @@ TEST(TileWidth, WherePairTilesRoundBadlyOntoTheSmsTheThreeQuarterTileRuns) {
   EXPECT_EQ(Width(2304, 2304), TileWidth::kThreeQuarter);  // 162 wide, two (512); 216, two (384)
   EXPECT_EQ(Width(1024, 3072), TileWidth::kThreeQuarter);  // 96 wide (256); 128 three-quarter (192)
   EXPECT_EQ(Width(1500, 1430), TileWidth::kThreeQuarter);  // ragged: 72 wide, 96 three-quarter
-  // Within a fifth of each other, the wide tile stays.
+  // Where it would not save a fifth of the columns, the wide tile stays.
   EXPECT_EQ(Width(4096, 4096), TileWidth::kWide);  // 4 waves (1024) against 6 (1152)
   EXPECT_EQ(Width(8192, 8192), TileWidth::kWide);  // 16 waves (4096) against 21 (4032): within a fifth
 }

@@ -5,8 +5,8 @@
 // without a cluster) or a quarter (narrow, 128×64, or half height, 64×128)
 // spreads the same M·N over two or four times as many SMs, and one of
 // three quarters (128×192, one CTA) evens out a count of tiles that
-// rounds badly onto the SMs. No CUDA types,
-// so that the CPU tests check the rule.
+// rounds badly onto the SMs. No CUDA types, so that the CPU tests check
+// the rule.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ enum class TileWidth { kWide, kThreeQuarter, kMedium, kNarrow };
 
 inline constexpr int kNarrowTileCols = 64;         // the narrow tile's columns (step 10 builds it so)
 inline constexpr int kThreeQuarterTileCols = 192;  // the three-quarter tile's, 128 rows like the wide one
-inline constexpr int kWideTileCols = 256;          // a wide CTA's
+inline constexpr int kWideTileCols = 256;          // a wide CTA's (step 10 builds it so)
 
 // CTAs with work under each tile for one problem.
 struct TileCtas {

@@ -94,7 +94,7 @@ struct TileShape {
   static constexpr int kSmemBytes = kStages * kStageBytes + kStagingBytes + kSmemAlignSlack;
 };
 constexpr int kPair = 2;  // CTAs in the wide tile's cluster
-using Wide = TileShape<256, kPair, 4>;  // 48 KB stages
+using Wide = TileShape<kWideTileCols, kPair, 4>;  // 48 KB stages
 using Medium = TileShape<128, 1, 6>;   // 32 KB stages
 using Narrow = TileShape<kNarrowTileCols, 1, 8>;  // 24 KB stages
 // 64×128, one consumer, two producer threads: 24 KB stages

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "common/split_k.h"
 #include "common/tile_width.h"
 
 namespace gemmd {
@@ -93,7 +94,7 @@ TEST(SelfTestJobs, ThePersistentStepsMeetRaggedEdgesLongKAndSeveralWaves) {
   bool ragged = false, long_k = false, waves = false;
   // Split-K runs on one of three tiles (common/tile_width.h, SplitKTileWidth):
   // narrow where N <= 64, medium where M <= 128, else the pair.
-  bool split_narrow = false, split_medium = false, split_pair = false, three_quarter = false;
+  bool split_narrow = false, split_medium = false, split_pair = false, three_quarter = false, split_tail = false;
   for (const GemmJob& j : SelfTestJobs(*step10)) {
     if (!j.form.IsPlain()) continue;
     ragged |= j.m % 128 != 0 && Ragged(j);
@@ -111,8 +112,15 @@ TEST(SelfTestJobs, ThePersistentStepsMeetRaggedEdgesLongKAndSeveralWaves) {
       return static_cast<int>(((j.m + rows - 1) / rows) * ((j.n + cols - 1) / cols));
     };
     const gemm::common::TileCtas tiles = {2 * ctas(256, 256), ctas(128, 192), ctas(128, 128), ctas(128, 64)};
-    three_quarter |=
-        j.k < 4000 && gemm::common::ChooseTileWidth(tiles, 132, j.m <= 128) == gemm::common::TileWidth::kThreeQuarter;
+    const gemm::common::TileWidth width = gemm::common::ChooseTileWidth(tiles, 132, j.m <= 128);
+    three_quarter |= j.k < 4000 && width == gemm::common::TileWidth::kThreeQuarter;
+    // The wide tile's last wave split, on 60 to 66 resident pairs.
+    bool tail_everywhere = width == gemm::common::TileWidth::kWide;
+    for (int slots = 60; slots <= 66; ++slots) {
+      const int k_tiles = static_cast<int>((j.k + 63) / 64);
+      tail_everywhere &= gemm::common::ChooseSplitTail(ctas(256, 256), slots, k_tiles).splits > 1;
+    }
+    split_tail |= tail_everywhere;
   }
   EXPECT_TRUE(ragged);
   EXPECT_TRUE(long_k) << "split-K's shape";
@@ -121,6 +129,7 @@ TEST(SelfTestJobs, ThePersistentStepsMeetRaggedEdgesLongKAndSeveralWaves) {
   EXPECT_TRUE(split_pair) << "split-K on the pair tile";
   EXPECT_TRUE(waves);
   EXPECT_TRUE(three_quarter) << "step 10's three-quarter tile";
+  EXPECT_TRUE(split_tail) << "step 10's split tail";
   // The single-tile steps are tested within their one tile.
   const gemm::StepInfo* step1 = gemm::FindStep(1);
   ASSERT_NE(step1, nullptr);

@@ -8,6 +8,9 @@
 namespace {
 
 using gemm::common::ChooseSplits;
+using gemm::common::ChooseSplitTail;
+using gemm::common::kMinKTilesForSplitTail;
+using gemm::common::SplitTail;
 using gemm::common::kMaxSplitWorkspaceBytes;
 using gemm::common::kMinKTilesPerSplit;
 using gemm::common::kMinKTilesToSplit;
@@ -41,6 +44,45 @@ TEST(SplitK, SplitsOnlyWhereTilesLeaveHalfTheSlotsIdleAndKIsLong) {
   EXPECT_EQ(ChooseSplits(1, 66, kMinKTilesToSplit - 1, 64, 64), 1);  // K too short to pay for a split
   EXPECT_EQ(ChooseSplits(1, 66, kMinKTilesToSplit, 64, 64), kMinKTilesToSplit / kMinKTilesPerSplit);
   EXPECT_EQ(ChooseSplits(0, 66, 1000, 0, 0), 1);
+}
+
+// 66 slots: an H200's 132 SMs in pairs. Wide pair tiles are 256×256.
+TEST(SplitTail, SplitsALastWaveThatLeavesHalfTheSlotsIdle) {
+  auto expect = [](int tiles, int k_tiles, int whole, int splits) {
+    const SplitTail t = ChooseSplitTail(tiles, 66, k_tiles);
+    EXPECT_EQ(t.whole_tiles, whole) << tiles << " tiles, " << k_tiles << " k-tiles";
+    EXPECT_EQ(t.splits, splits) << tiles << " tiles, " << k_tiles << " k-tiles";
+  };
+  expect(225, 60, 198, 2);  // 3840^3: three waves, and 27 tiles in two ranges each
+  expect(289, 68, 264, 2);  // 4352^3: four waves and 25
+  expect(99, 64, 66, 2);    // a last wave of exactly half the slots
+  expect(100, 40, 100, 1);  // 2560^3: 34 tiles left, more than half: two ranges each would not fit one wave
+  expect(67, 1000, 66, 66); // one tile left: a range for every slot
+  expect(67, kMinKTilesForSplitTail, 66, kMinKTilesForSplitTail / kMinKTilesPerSplit);  // ranges of at least 8 k-tiles
+  expect(75, kMinKTilesForSplitTail - 1, 75, 1);  // K too short for a split to pay
+  expect(225, 32, 225, 1);                        // 3840^2 x 2048: as short
+  expect(132, 64, 132, 1);  // full waves: nothing to even out
+  expect(66, 64, 66, 1);    // one wave or less: split-K's business (ChooseSplits)
+  expect(40, 64, 40, 1);
+}
+
+TEST(SplitTail, WholeTilesAreFullWavesAndEveryRangeFitsTheLastOne) {
+  for (int slots : {1, 2, 60, 64, 66, 74}) {
+    for (int tiles = 1; tiles <= 600; ++tiles) {
+      for (int k_tiles : {31, 47, 48, 64, 300}) {
+        const SplitTail t = ChooseSplitTail(tiles, slots, k_tiles);
+        ASSERT_GE(t.splits, 1);
+        if (t.splits == 1) {
+          EXPECT_EQ(t.whole_tiles, tiles);
+          continue;
+        }
+        EXPECT_EQ(t.whole_tiles % slots, 0) << tiles << " tiles on " << slots;
+        EXPECT_GT(t.whole_tiles, 0);
+        EXPECT_LE((tiles - t.whole_tiles) * t.splits, slots) << tiles << " tiles on " << slots;
+        EXPECT_GE(k_tiles / t.splits, kMinKTilesPerSplit);
+      }
+    }
+  }
 }
 
 TEST(SplitK, TheWorkspaceStaysUnderItsCap) {

@@ -11,6 +11,9 @@ std::vector<GemmJob> SelfTestJobs(const gemm::StepInfo& info) {
   // (common/tile_width.h, SplitKTileWidth): the pair (200×300), the medium
   // tile (100×300) and the narrow one (300×40); 1100×1500×136 takes its
   // medium tile unsplit, 1500×1430×72 its three-quarter tile (ragged N),
+  // 3600×2501×3080 its wide tile with a split tail (common/split_k.h:
+  // 150 pair tiles, the last wave's 18 to 30 split; ragged, and the last
+  // tile-row's lower CTAs without rows),
   // the small ones its half-height tile (128×128,
   // 77×100, 256×512, 1×300, 129×257: ragged) or its narrow one (1000×129,
   // 300×1). The last one gives every persistent CTA, and every pair of
@@ -23,7 +26,7 @@ std::vector<GemmJob> SelfTestJobs(const gemm::StepInfo& info) {
   const Shape self_test[] = {{128, 128, 64}, {77, 100, 50},   {128, 128, 1000}, {256, 512, 320},
                              {1000, 129, 77}, {1, 300, 64},   {300, 1, 8},      {129, 257, 13},
                              {100, 300, 4000}, {200, 300, 4000}, {300, 40, 4000}, {1100, 1500, 136},
-                             {1500, 1430, 72}, {4100, 8000, 300}};
+                             {1500, 1430, 72}, {3600, 2501, 3080}, {4100, 8000, 300}};
   // The forms the step takes (gemm::IsLadderForm): fp16, bf16 and bf16
   // x @ W (B stored k x n) on every shape; the mixed type pairs, the other
   // layouts and the fused epilogue (x @ W·α + β·C) on the ragged ones

@@ -717,6 +717,11 @@ std::vector<StepShape> AllStepShapes() {
       // and the two after them its three-quarter tile, the first ragged.
       {256, 128, 64},  {128, 256, 64},  {384, 640, 192}, {4096, 8192, 128}, {2432, 4000, 192}, {3001, 1999, 517},
       {2048, 1024, 1024}, {1100, 1500, 136}, {1500, 1430, 200}, {1024, 3072, 256},
+      // Step 10's wide tile with a split tail (common/split_k.h: SplitTail)
+      // on 60 to 66 resident pairs: 150 pair tiles, a last wave of 18 to 30
+      // split into two or three ranges of 49 k-tiles, ragged M, N and K; in
+      // the second, the last tile-row's lower CTA has no rows.
+      {2470, 3725, 3100}, {3600, 2501, 3080},
       // Long K on few tiles: step 10 splits K (common/split_k.h), into 2 to
       // 66 ranges on an H100, a range ending mid k-tile where K is ragged;
       // on the narrow tile where N <= 64 (16x16, 8192x32, 300x37), on the
@@ -803,7 +808,8 @@ gemm::GemmForm LadderForm(gemm::ElementType operands, gemm::ElementType result, 
 // needs) cuBLAS's on the same problem, and beside step 10 gemm-bench's
 // autotuned cuBLASLt's, is held to the form's bound (gemm/form.h) against
 // an fp64 product on the GPU, which shares nothing with either: ragged
-// shapes, split-K's long K, step 10's wide, medium and three-quarter tiles, and squares up to 4096.
+// shapes, split-K's long K, step 10's wide, medium and three-quarter tiles
+// and its split tail, and squares up to 4096.
 struct TypedStepShape {
   int step;
   gemm::ElementType operands, result;
@@ -820,7 +826,8 @@ std::vector<TypedStepShape> AllTypedStepShapes() {
       {1100, 1500, 136},  // step 10's medium tile
       {1536, 1432, 136},  // its three-quarter tile, C by TMA with the last tiles' right columns outside
       {1040, 1032, 200},  // C by TMA (n a multiple of 8) with tiles whose lower rows or right columns lie outside
-      {56, 151, 16853}, {300, 700, 20000}};
+      {56, 151, 16853}, {300, 700, 20000},
+      {3600, 2504, 3080}};  // step 10's split tail, C by TMA in its whole tiles (only step 10 has one: only there)
   const gemm::ElementType kF16 = gemm::ElementType::kF16, kBF16 = gemm::ElementType::kBF16;
   const gemm::Layout kK = gemm::Layout::kKContiguous, kMn = gemm::Layout::kMnContiguous;
   struct Form {
@@ -843,6 +850,7 @@ std::vector<TypedStepShape> AllTypedStepShapes() {
         if (f.a == kMn || f.b == kMn || f.alpha != 1) {  // fewer shapes: no 4096^3, one long K
           if (s[0] == 4096 || s[2] == 20000) continue;
         }
+        if (s[0] == 3600 && info.step != 10) continue;
         if (gemm::ShapeError(info, s[0], s[1], s[2]).empty()) {
           out.push_back({info.step, f.in, f.out, f.a, f.b, s[0], s[1], s[2], f.alpha, f.beta, f.c_is_d});
         }
@@ -1007,11 +1015,13 @@ TEST_F(KernelsGpuTest, AFusedEpilogueNeedsItsCAndABatchTakesNone) {
 }
 
 // Split-K sums its ranges in one fixed order: D is the same bits every run,
-// on shapes that split into few ranges and into many.
+// on shapes that split into few ranges and into many, and where only the
+// last wave's tiles split.
 TEST_F(KernelsGpuTest, SplitKIsBitIdenticalFromRunToRun) {
   if (!gemm::Supports(10, ctx_).supported) GTEST_SKIP() << "step 10 does not run here";
   for (const auto& s : std::vector<std::array<int64_t, 3>>{
-           {56, 151, 16853}, {872, 644, 14932}, {1, 1306, 7895}, {300, 37, 12000}, {100, 333, 9999}}) {
+           {56, 151, 16853}, {872, 644, 14932}, {1, 1306, 7895}, {300, 37, 12000}, {100, 333, 9999},
+           {2470, 3725, 3100}}) {  // the last: a split tail
     const int64_t m = s[0], n = s[1], k = s[2];
     __half *a, *b, *d;
     ASSERT_CUDA(cudaMalloc(&a, m * k * 2));

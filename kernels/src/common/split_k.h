@@ -51,4 +51,33 @@ inline int ChooseSplits(int tiles, int slots, int k_tiles, int64_t m, int64_t n)
   return std::max(splits, 1);
 }
 
+// The split tail. Where a problem has more tiles than work slots, they
+// run in waves, and a last wave of few tiles leaves most slots idle for a
+// whole tile's time: 3840³ makes 225 pair tiles for 66 clusters, three full
+// waves and a fourth of 27. Each of those last tiles can be split into
+// ranges of K instead, as split-K does (one launch: the whole tiles first,
+// then the split ones, and the sum of the split ones after), so that the
+// last wave's work takes about 1/splits of a tile's time. Only where the
+// last wave fills at most half the slots (with more, two ranges a tile
+// would not fit in one wave; three, tried at 2560³ and 3328³, were
+// 0.64-0.79×) and K has kMinKTilesForSplitTail: the split tiles' fp32 sums
+// and the second kernel cost about 7 µs on an H200 (3840²: the sum kernel
+// alone 7.1 µs in ncu), which half a wide tile at K = 2048 barely repays
+// (3840²×2048: 0.99×, bf16 x @ W + C 0.96×), and from K = 3072 repays in
+// every shape measured: 1.02-1.21×
+// (bench/results/h200_2026-11-29_split_tail_summary.txt).
+inline constexpr int kMinKTilesForSplitTail = 48;
+struct SplitTail {
+  int whole_tiles;  // the tiles that run whole: the first ones, in the scheduler's order
+  int splits;       // ranges of each later tile; 1: no split tail
+};
+
+inline SplitTail ChooseSplitTail(int tiles, int slots, int k_tiles) {
+  const SplitTail none{tiles, 1};
+  if (slots <= 0 || tiles <= slots || k_tiles < kMinKTilesForSplitTail) return none;
+  const int rest = tiles % slots;
+  if (rest == 0 || 2 * rest > slots) return none;
+  return {tiles - rest, std::min(slots / rest, k_tiles / kMinKTilesPerSplit)};
+}
+
 }  // namespace gemm::common

@@ -18,4 +18,14 @@ namespace gemm::common {
 cudaError_t SumSplits(const float* partials, int splits, int64_t ldw, int64_t m, int64_t n, ElementType result,
                       __half* d, int64_t ldd, const EpilogueArgs& epilogue, cudaStream_t stream);
 
+// The same for a split tail (split_k.h: SplitTail): only the tiles from
+// `first_tile` on, `tiles` of them, in the order TileScheduler(m, n,
+// tile_rows, tile_cols) gives them. Each tile's ranges lie together:
+// partials[((t - first_tile) · splits + s) · tile_rows · tile_cols], a
+// tile_rows × tile_cols block each, rows tile_cols apart (a multiple of
+// 8 that divides 2048). D's other tiles are left as they are.
+cudaError_t SumTileSplits(const float* partials, int splits, int first_tile, int tiles, int tile_rows, int tile_cols,
+                          int64_t m, int64_t n, ElementType result, __half* d, int64_t ldd,
+                          const EpilogueArgs& epilogue, cudaStream_t stream);
+
 }  // namespace gemm::common

@@ -46,6 +46,11 @@ class TmaProblem {
   const CUtensorMap& d() const { return d_; }
   const CUtensorMap& c() const { return c_; }
   bool c_mapped() const { return c_mapped_; }
+  // Where the kernel writes D, at which pitch: D itself, or its pitched
+  // copy (Finish copies it back). A second kernel that writes some of D's
+  // tiles (a split tail's sum) writes them there too.
+  __half* d_written() const { return d_pad_ != nullptr ? d_pad_ : p_.d; }
+  int64_t ldd_written() const { return ldd_pad_; }
 
  private:
   void Release();  // frees the staging on stream_

@@ -7,9 +7,11 @@
 // every consumer arrives on the "empty" barrier of both CTAs. The producer
 // also decides when its CTA may exit (Produce's tail).
 //
-// With kSplitK, a unit of work is a cluster tile and one of `splits` ranges
-// of its k-tiles (common/split_k.h); without, a unit is a whole tile and
-// the code folds to what it was before split-K existed.
+// A unit of work is a whole cluster tile (Units::kWhole); or a cluster tile
+// and one of `splits` ranges of its k-tiles (kSplit, common/split_k.h); or,
+// for a split tail (kSplitTail, common/split_k.h: SplitTail), a whole tile
+// for the first `whole_tiles` tiles and a tile and a range for each later
+// one. kWhole and kSplit fold to the code they had before split tails.
 //
 // With kCtas = 1 the same schedule runs without the pair: a plain CTA
 // loads all of B itself and frees stages locally. Step 10 takes it for
@@ -36,9 +38,13 @@ using namespace gemm::common;  // the primitives both families share
 // What one producer thread loads (ClusterPairTiles::Produce).
 enum class Loads { kBoth, kA, kB };
 
+// What a launch's units are (above).
+enum class Units { kWhole, kSplit, kSplitTail };
+
 // A stage holds one kRows × kTileK tile of A (kATileBytes) and one
 // kTileCols × kTileK tile of B (kBTileBytes), B right after A.
-template <int kTileCols, int kATileBytes, int kBTileBytes, bool kSplitK = false, int kCtas = 2, int kRows = kTileRows>
+template <int kTileCols, int kATileBytes, int kBTileBytes, Units kUnits = Units::kWhole, int kCtas = 2,
+          int kRows = kTileRows>
 class ClusterPairTiles {
  public:
   static_assert(kCtas == 1 || kCtas == 2, "a pair, or a CTA alone");
@@ -61,7 +67,8 @@ class ClusterPairTiles {
     return Tiles(m, n, entries) * splits * kClusterSize;
   }
 
-  __device__ ClusterPairTiles(int64_t m, int64_t n, int64_t k, int splits = 1, BatchArgs batch = {})
+  __device__ ClusterPairTiles(int64_t m, int64_t n, int64_t k, int splits = 1, BatchArgs batch = {},
+                              int whole_tiles = 0)
       : scheduler_(m, n, kClusterSize * kRows, kTileCols, batch.entries),
         batch_(batch),
         rank_(kClusterSize == 1 ? 0 : ClusterRank()),
@@ -70,29 +77,41 @@ class ClusterPairTiles {
         k_tiles_(static_cast<int>((k + kTileK - 1) / kTileK)),
         m_(m),
         n_(n),
-        splits_(splits) {}
+        splits_(splits),
+        whole_tiles_(whole_tiles) {}
 
   __device__ int k_tiles() const { return k_tiles_; }
-  __device__ int splits() const {
-    if constexpr (kSplitK) return splits_;
-    return 1;
-  }
   // Units of this CTA (`tile` below counts them); the same count in both CTAs of the pair.
-  __device__ int tiles() const { return (scheduler_.tiles() * splits() - cluster_ + clusters_ - 1) / clusters_; }
+  __device__ int tiles() const { return (UnitCount() - cluster_ + clusters_ - 1) / clusters_; }
+
+  // Whether this CTA's `tile`-th unit is one range of a split tile.
+  __device__ bool IsSplit(int tile) const {
+    if constexpr (kUnits == Units::kSplitTail) return Unit(tile) >= whole_tiles_;
+    return kUnits == Units::kSplit;
+  }
+  // The scheduler's index of the `tile`-th unit's output tile.
+  __device__ int TileIndex(int tile) const {
+    if constexpr (kUnits == Units::kSplit) return Unit(tile) / splits_;
+    return IsSplit(tile) ? whole_tiles_ + (Unit(tile) - whole_tiles_) / splits_ : Unit(tile);
+  }
+  __device__ int whole_tiles() const { return whole_tiles_; }
 
   // Top-left corner of this CTA's `tile`-th output tile, and its batch
   // entry. Below the matrix (m0 >= m) for the lower CTA of a pair on the
   // last tile-row of an odd count.
   __device__ void Origin(int tile, int64_t* m0, int64_t* n0, int* entry) const {
     int tile_m, tile_n;
-    scheduler_.Coordinates((cluster_ + tile * clusters_) / splits(), &tile_m, &tile_n, entry);
+    scheduler_.Coordinates(TileIndex(tile), &tile_m, &tile_n, entry);
     *m0 = (int64_t{tile_m} * kClusterSize + rank_) * kRows;
     *n0 = int64_t{tile_n} * kTileCols;
   }
-  // Which range of K the `tile`-th unit covers, and its k-tiles [begin, end).
-  __device__ int Split(int tile) const { return (cluster_ + tile * clusters_) % splits(); }
+  // Which range of K the `tile`-th unit covers (0 for a whole tile), and its k-tiles [begin, end).
+  __device__ int Split(int tile) const {
+    if constexpr (kUnits == Units::kSplit) return Unit(tile) % splits_;
+    return IsSplit(tile) ? (Unit(tile) - whole_tiles_) % splits_ : 0;
+  }
   __device__ void KTiles(int tile, int* begin, int* end) const {
-    if constexpr (kSplitK) {
+    if (IsSplit(tile)) {
       SplitKRange(Split(tile), splits_, k_tiles_, begin, end);
     } else {
       *begin = 0;
@@ -192,6 +211,14 @@ class ClusterPairTiles {
  private:
   static constexpr uint16_t kWholeCluster = (1u << kClusterSize) - 1;
 
+  // Every unit of the launch, and the `tile`-th of this CTA's.
+  __device__ int UnitCount() const {
+    if constexpr (kUnits == Units::kSplit) return scheduler_.tiles() * splits_;
+    if constexpr (kUnits == Units::kSplitTail) return whole_tiles_ + (scheduler_.tiles() - whole_tiles_) * splits_;
+    return scheduler_.tiles();
+  }
+  __device__ int Unit(int tile) const { return cluster_ + tile * clusters_; }
+
   // The first row of the A tile this CTA loads for its tile at m0: its own,
   // unless a test planted the pair fault (planted_fault.h), where both CTAs
   // of the pair have rows.
@@ -227,6 +254,7 @@ class ClusterPairTiles {
   int cluster_, clusters_, k_tiles_;
   int64_t m_, n_;
   int splits_;
+  int whole_tiles_;  // kSplitTail: tiles before the split ones
 };
 
 }  // namespace gemm::sm90

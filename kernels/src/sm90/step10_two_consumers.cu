@@ -47,7 +47,13 @@
 // badly onto the SMs (1536³: 72 CTAs of 132, one tile each; 3072³: 288,
 // three rounds for some), a 128×192 tile (three quarters, m64n192, one
 // CTA) makes its busiest SM do at most four fifths of the wide tile's
-// work: 96 CTAs of 192 columns each at 1536³.
+// work: 96 CTAs of 192 columns each at 1536³. Where the wide tiles come in
+// waves and the last one would busy at most half the clusters (3840³: 225
+// tiles for 66 pairs, a fourth wave of 27), the tiles of that wave split
+// K (a split tail, common/split_k.h: SplitTail), two ranges or more each,
+// in the same launch after the whole tiles; a second kernel adds their
+// fp32 sums into D. From K = 3072 that beat the whole last wave on every
+// shape measured (1.02-1.21× on an H200).
 #include <climits>
 
 #include "common/barrier.h"
@@ -85,9 +91,10 @@ struct TileShape {
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kATileBytes = kRows * kTileK * 2;
   static constexpr int kBTileBytes = kCols * kTileK * 2;
-  template <bool kSplitK>
-  using Tiles = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes, kSplitK, kCtas, kRows>;
-  static constexpr int kStageBytes = Tiles<false>::kStageBytes;
+  static constexpr int kClusterRows = kCtas * kRows;  // the scheduler's tile: the cluster's
+  template <Units kUnits>
+  using Tiles = ClusterPairTiles<kTileCols, kATileBytes, kBTileBytes, kUnits, kCtas, kRows>;
+  static constexpr int kStageBytes = Tiles<Units::kWhole>::kStageBytes;
   static constexpr int kDChunks = kTileCols / 64;                 // D chunks (64×64) in a consumer's rows
   static constexpr int kStoringKTiles = kDChunks * kConsumers;  // the k-tiles of a tile that carry the last tile's D
   static constexpr int kStagingBytes = kConsumers * 2 * kDChunkBytes;
@@ -101,16 +108,19 @@ using Narrow = TileShape<kNarrowTileCols, 1, 8>;  // 24 KB stages
 using HalfHeight = TileShape<128, 1, 8, kHalfHeightTileRows, true>;
 using ThreeQuarter = TileShape<kThreeQuarterTileCols, 1, 4>;  // 40 KB stages
 
-// Where a split-K launch puts each range's fp32 sums (split_k.h).
+// Where a split launch puts each range's fp32 sums (split_k.h): split-K's
+// at D's coordinates, m × ldw a range; a split tail's a tile's block at a
+// time (SumTileSplits).
 struct Partials {
   float* sums = nullptr;
   int64_t ldw = 0;
   int splits = 1;
+  int whole_tiles = 0;  // a split tail's
 };
 
 // c_mapped: C comes in by TMA through c_map (D's box); elsewhere a fused
 // epilogue loads its pairs itself (LoadCPairs).
-template <typename Form, typename Shape, bool kSplitK>
+template <typename Form, typename Shape, Units kUnits>
 __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUtensorMap* b_map,
                                              const CUtensorMap* d_map, const CUtensorMap* c_map, bool c_mapped,
                                              int64_t m, int64_t n, int64_t k, Partials partials,
@@ -118,14 +128,15 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
   constexpr int kStages = Shape::kStages, kTileCols = Shape::kTileCols, kStageBytes = Shape::kStageBytes;
   constexpr int kDChunks = Shape::kDChunks, kStoringKTiles = Shape::kStoringKTiles;
   constexpr int kConsumers = Shape::kConsumers, kATileBytes = Shape::kATileBytes;
-  using PairTiles = typename Shape::template Tiles<kSplitK>;
+  constexpr bool kWholeTiles = kUnits != Units::kSplit;
+  using PairTiles = typename Shape::template Tiles<kUnits>;
   extern __shared__ char smem_raw[];
   char* stages = AlignTo1024(smem_raw);
   char* staging = stages + kStages * kStageBytes;
   __shared__ uint64_t full[kStages];
   __shared__ uint64_t empty[kStages];  // both consumers of both CTAs are done
   __shared__ uint64_t c_full[kConsumers];  // a consumer's chunks of C are in its staging
-  const PairTiles pair(m, n, k, partials.splits, batch);
+  const PairTiles pair(m, n, k, partials.splits, batch, partials.whole_tiles);
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -133,7 +144,7 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
       BarrierInit(&full[s], PairTiles::FullArrivals(Shape::kSplitLoads));
       BarrierInit(&empty[s], PairTiles::EmptyArrivals(kConsumers));
     }
-    if constexpr (Form::kFused && !kSplitK) {
+    if constexpr (Form::kFused && kWholeTiles) {
       for (int c = 0; c < kConsumers; ++c) BarrierInit(&c_full[c], 1);
     }
     FenceBarrierInit();
@@ -173,19 +184,46 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
       if (pending_row >= m) return;
       StoreChunk(pending, chunk, my_staging, 1 + consumer, leader, d_map, pending_row, pending_n0, pending_entry, n);
     };
+    // One range of K, then its sums straight out: no D pipeline. After
+    // whole tiles (a split tail), the last one's D leaves during the
+    // range's first k-tiles, as it would during a whole tile's (a range
+    // has at least kMinKTilesPerSplit >= kStoringKTiles).
+    auto multiply_range = [&](int tile, int64_t m0, int64_t n0) {
+      int kt_begin, kt_end;
+      pair.KTiles(tile, &kt_begin, &kt_end);
+      if constexpr (kUnits == Units::kSplitTail) {
+#pragma unroll
+        for (int kt = 0; kt < kStoringKTiles; ++kt) {
+          if (kt < kt_end - kt_begin) multiply(kt);
+          if (kt % kConsumers == consumer) store_chunk(kt / kConsumers);
+        }
+        pending_row = m;  // stored
+        for (int kt = kStoringKTiles; kt < kt_end - kt_begin; ++kt) multiply(kt);
+      } else {
+        for (int kt = kt_begin; kt < kt_end; ++kt) multiply(kt - kt_begin);
+      }
+      WaitForMma<0>(acc);
+      if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
+      if constexpr (kUnits == Units::kSplit) {
+        StorePartialSums(acc, partials.sums + pair.Split(tile) * m * partials.ldw, partials.ldw,
+                         m0 + consumer * kConsumerRows, n0, m, n);
+      } else {
+        constexpr int kClusterRows = Shape::kClusterRows;
+        const int64_t top = m0 - m0 % kClusterRows;  // the cluster tile's first row
+        const int64_t block = int64_t{pair.TileIndex(tile) - pair.whole_tiles()} * partials.splits + pair.Split(tile);
+        StorePartialSums(acc, partials.sums + block * kClusterRows * kTileCols, kTileCols,
+                         m0 - top + consumer * kConsumerRows, 0, m - top, n - n0);
+      }
+    };
     const int k_tiles = pair.k_tiles();
     for (int tile = 0; tile < pair.tiles(); ++tile) {
       int64_t m0, n0;  // now, not after the k-loop, where it would delay the next tile's first wgmma
       int entry;
       pair.Origin(tile, &m0, &n0, &entry);
-      if constexpr (kSplitK) {  // one range of K, then its sums straight out: no D pipeline
-        int kt_begin, kt_end;
-        pair.KTiles(tile, &kt_begin, &kt_end);
-        for (int kt = kt_begin; kt < kt_end; ++kt) multiply(kt - kt_begin);
-        WaitForMma<0>(acc);
-        if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
-        StorePartialSums(acc, partials.sums + pair.Split(tile) * m * partials.ldw, partials.ldw,
-                         m0 + consumer * kConsumerRows, n0, m, n);
+      if constexpr (kUnits == Units::kSplit) {
+        multiply_range(tile, m0, n0);
+      } else if (kUnits == Units::kSplitTail && pair.IsSplit(tile)) {
+        multiply_range(tile, m0, n0);
       } else {
 #pragma unroll
         for (int kt = 0; kt < kStoringKTiles; ++kt) {  // all chunks are stored even if K has fewer k-tiles
@@ -238,9 +276,9 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
         pending_entry = entry;
       }
     }
-    if constexpr (!kSplitK) {
+    if constexpr (kWholeTiles) {
 #pragma unroll
-      for (int c = 0; c < kDChunks; ++c) store_chunk(c);  // the last tile's rows
+      for (int c = 0; c < kDChunks; ++c) store_chunk(c);  // the last whole tile's rows
       DrainChunkStores(leader);
     }
   }
@@ -252,14 +290,26 @@ __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(Wide::kThreads, 
     TwoConsumersKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                        const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
                        bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
-  TwoConsumers<Form, Wide, false>(&a_map, &b_map, &d_map, &c_map, c_mapped, m, n, k, {}, e, batch);
+  TwoConsumers<Form, Wide, Units::kWhole>(&a_map, &b_map, &d_map, &c_map, c_mapped, m, n, k, {}, e, batch);
+}
+
+// The wide tile's whole tiles, then a split tail (LaunchSplitTailOnResidentGrid).
+template <typename Form>
+__global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(Wide::kThreads, 1)
+    TwoConsumersSplitTailKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                                const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
+                                bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch,
+                                float* sums, int whole_tiles, int splits) {
+  TwoConsumers<Form, Wide, Units::kSplitTail>(&a_map, &b_map, &d_map, &c_map, c_mapped, m, n, k,
+                                              {sums, 0, splits, whole_tiles}, e, batch);
 }
 
 template <typename Form>
 __global__ void __cluster_dims__(kPair, 1, 1) __launch_bounds__(Wide::kThreads, 1)
     TwoConsumersSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
-  TwoConsumers<Form, Wide, true>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {}, {});
+  TwoConsumers<Form, Wide, Units::kSplit>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {},
+                                          {});
 }
 
 // Split-K on a tile of one CTA (common/tile_width.h: SplitKTileWidth).
@@ -267,7 +317,8 @@ template <typename Form, typename Shape>
 __global__ void __launch_bounds__(Shape::kThreads, 1)
     TwoConsumersSoloSplitKKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                                  int64_t m, int64_t n, int64_t k, float* sums, int64_t ldw, int splits) {
-  TwoConsumers<Form, Shape, true>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {}, {});
+  TwoConsumers<Form, Shape, Units::kSplit>(&a_map, &b_map, nullptr, nullptr, false, m, n, k, {sums, ldw, splits}, {},
+                                           {});
 }
 
 // The three-quarter, medium, narrow and half-height tiles: one CTA, no cluster.
@@ -276,7 +327,7 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
     TwoConsumersSoloKernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                            const __grid_constant__ CUtensorMap d_map, const __grid_constant__ CUtensorMap c_map,
                            bool c_mapped, int64_t m, int64_t n, int64_t k, EpilogueArgs e, BatchArgs batch) {
-  TwoConsumers<Form, Shape, false>(&a_map, &b_map, &d_map, &c_map, c_mapped, m, n, k, {}, e, batch);
+  TwoConsumers<Form, Shape, Units::kWhole>(&a_map, &b_map, &d_map, &c_map, c_mapped, m, n, k, {}, e, batch);
 }
 
 }  // namespace
@@ -287,6 +338,7 @@ cudaError_t PrepareTwoConsumers() {
     constexpr auto kSmem = cudaFuncAttributeMaxDynamicSharedMemorySize;
     cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel<Form>, kSmem, Wide::kSmemBytes);
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitKKernel<Form>, kSmem, Wide::kSmemBytes);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitTailKernel<Form>, kSmem, Wide::kSmemBytes);
     if (e == cudaSuccess) {
       e = cudaFuncSetAttribute(TwoConsumersSoloSplitKKernel<Form, Narrow>, kSmem, Narrow::kSmemBytes);
     }
@@ -306,11 +358,11 @@ cudaError_t PrepareTwoConsumers() {
 }
 
 std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaStream_t stream) {
-  using WideTiles = Wide::Tiles<false>;
-  using MediumTiles = Medium::Tiles<false>;
-  using NarrowTiles = Narrow::Tiles<false>;
-  using HalfHeightTiles = HalfHeight::Tiles<false>;
-  using ThreeQuarterTiles = ThreeQuarter::Tiles<false>;
+  using WideTiles = Wide::Tiles<Units::kWhole>;
+  using MediumTiles = Medium::Tiles<Units::kWhole>;
+  using NarrowTiles = Narrow::Tiles<Units::kWhole>;
+  using HalfHeightTiles = HalfHeight::Tiles<Units::kWhole>;
+  using ThreeQuarterTiles = ThreeQuarter::Tiles<Units::kWhole>;
   return WithStepForm(p, [&](auto form) {
     using Form = decltype(form);
     const int entries = BatchOf(p).entries;
@@ -371,6 +423,10 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
       case TileWidth::kWide:
         break;
     }
+    bool tail = false;
+    err = LaunchSplitTailOnResidentGrid<TwoConsumersSplitTailKernel<Form>, Wide::kThreads, Wide::kSmemBytes, kPair>(
+        p, ctx, stream, Wide::kClusterRows, kWideTileCols, {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &tail);
+    if (tail || !err.empty()) return err;
     return LaunchOnResidentGrid<TwoConsumersKernel<Form>, Wide::kThreads, Wide::kSmemBytes, kPair, true>(
         p, ctx, stream, wide_ctas, {kTileRows, WideTiles::kBShareRows, kDChunkRows});
   });

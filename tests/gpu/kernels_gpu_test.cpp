@@ -827,7 +827,7 @@ std::vector<TypedStepShape> AllTypedStepShapes() {
       {1536, 1432, 136},  // its three-quarter tile, C by TMA with the last tiles' right columns outside
       {1040, 1032, 200},  // C by TMA (n a multiple of 8) with tiles whose lower rows or right columns lie outside
       {56, 151, 16853}, {300, 700, 20000},
-      {3600, 2504, 3080}};  // step 10's split tail, C by TMA in its whole tiles (only step 10 has one: only there)
+      {3600, 2504, 3080}};  // step 10's split tail where there is no C (only step 10 has one: only there)
   const gemm::ElementType kF16 = gemm::ElementType::kF16, kBF16 = gemm::ElementType::kBF16;
   const gemm::Layout kK = gemm::Layout::kKContiguous, kMn = gemm::Layout::kMnContiguous;
   struct Form {

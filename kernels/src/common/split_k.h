@@ -64,8 +64,9 @@ inline int ChooseSplits(int tiles, int slots, int k_tiles, int64_t m, int64_t n)
 // and the second kernel cost about 7 µs on an H200 (3840²: the sum kernel
 // alone 7.1 µs in ncu), which half a wide tile at K = 2048 barely repays
 // (3840²×2048: 0.99×, bf16 x @ W + C 0.96×), and from K = 3072 repays in
-// every shape measured: 1.02-1.21×
-// (bench/results/h200_2026-11-29_split_tail_summary.txt).
+// every shape measured: 1.01-1.21×
+// (bench/results/h200_2026-11-29_split_tail_summary.txt). Step 10 runs it
+// without α or β·C only (its LaunchTwoConsumers says why).
 inline constexpr int kMinKTilesForSplitTail = 48;
 struct SplitTail {
   int whole_tiles;  // the tiles that run whole: the first ones, in the scheduler's order

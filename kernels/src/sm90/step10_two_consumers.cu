@@ -53,7 +53,8 @@
 // K (a split tail, common/split_k.h: SplitTail), two ranges or more each,
 // in the same launch after the whole tiles; a second kernel adds their
 // fp32 sums into D. From K = 3072 that beat the whole last wave on every
-// shape measured (1.02-1.21× on an H200).
+// shape measured (1.01-1.21× on an H200). Not with α or β·C: the tail
+// kernel's consumers, holding C beside the accumulators, spilled.
 #include <climits>
 
 #include "common/barrier.h"
@@ -185,23 +186,18 @@ __device__ __forceinline__ void TwoConsumers(const CUtensorMap* a_map, const CUt
       StoreChunk(pending, chunk, my_staging, 1 + consumer, leader, d_map, pending_row, pending_n0, pending_entry, n);
     };
     // One range of K, then its sums straight out: no D pipeline. After
-    // whole tiles (a split tail), the last one's D leaves during the
-    // range's first k-tiles, as it would during a whole tile's (a range
-    // has at least kMinKTilesPerSplit >= kStoringKTiles).
+    // whole tiles (a split tail), the last one's D leaves first: kept in
+    // registers through the range's first k-tiles, as a whole tile does,
+    // it pushed the consumers past their registers.
     auto multiply_range = [&](int tile, int64_t m0, int64_t n0) {
-      int kt_begin, kt_end;
-      pair.KTiles(tile, &kt_begin, &kt_end);
       if constexpr (kUnits == Units::kSplitTail) {
 #pragma unroll
-        for (int kt = 0; kt < kStoringKTiles; ++kt) {
-          if (kt < kt_end - kt_begin) multiply(kt);
-          if (kt % kConsumers == consumer) store_chunk(kt / kConsumers);
-        }
+        for (int c = 0; c < kDChunks; ++c) store_chunk(c);
         pending_row = m;  // stored
-        for (int kt = kStoringKTiles; kt < kt_end - kt_begin; ++kt) multiply(kt);
-      } else {
-        for (int kt = kt_begin; kt < kt_end; ++kt) multiply(kt - kt_begin);
       }
+      int kt_begin, kt_end;
+      pair.KTiles(tile, &kt_begin, &kt_end);
+      for (int kt = kt_begin; kt < kt_end; ++kt) multiply(kt - kt_begin);
       WaitForMma<0>(acc);
       if (leader) PairTiles::Release(&empty[(it - 1) % kStages]);
       if constexpr (kUnits == Units::kSplit) {
@@ -338,7 +334,9 @@ cudaError_t PrepareTwoConsumers() {
     constexpr auto kSmem = cudaFuncAttributeMaxDynamicSharedMemorySize;
     cudaError_t e = cudaFuncSetAttribute(TwoConsumersKernel<Form>, kSmem, Wide::kSmemBytes);
     if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitKKernel<Form>, kSmem, Wide::kSmemBytes);
-    if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitTailKernel<Form>, kSmem, Wide::kSmemBytes);
+    if constexpr (!Form::kFused) {
+      if (e == cudaSuccess) e = cudaFuncSetAttribute(TwoConsumersSplitTailKernel<Form>, kSmem, Wide::kSmemBytes);
+    }
     if (e == cudaSuccess) {
       e = cudaFuncSetAttribute(TwoConsumersSoloSplitKKernel<Form, Narrow>, kSmem, Narrow::kSmemBytes);
     }
@@ -423,10 +421,12 @@ std::string LaunchTwoConsumers(const Problem& p, const DeviceContext& ctx, cudaS
       case TileWidth::kWide:
         break;
     }
-    bool tail = false;
-    err = LaunchSplitTailOnResidentGrid<TwoConsumersSplitTailKernel<Form>, Wide::kThreads, Wide::kSmemBytes, kPair>(
-        p, ctx, stream, Wide::kClusterRows, kWideTileCols, {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &tail);
-    if (tail || !err.empty()) return err;
+    if constexpr (!Form::kFused) {  // fused, the tail kernel's consumers spilled (ptxas: 810 bytes)
+      bool tail = false;
+      err = LaunchSplitTailOnResidentGrid<TwoConsumersSplitTailKernel<Form>, Wide::kThreads, Wide::kSmemBytes, kPair>(
+          p, ctx, stream, Wide::kClusterRows, kWideTileCols, {kTileRows, WideTiles::kBShareRows, kDChunkRows}, &tail);
+      if (tail || !err.empty()) return err;
+    }
     return LaunchOnResidentGrid<TwoConsumersKernel<Form>, Wide::kThreads, Wide::kSmemBytes, kPair, true>(
         p, ctx, stream, wide_ctas, {kTileRows, WideTiles::kBShareRows, kDChunkRows});
   });

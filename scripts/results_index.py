@@ -93,10 +93,11 @@ PURPOSES = {
     "square_gap_map": "gemm-bench: step 10 against cuBLAS on squares from 512 to 4608 and at K = 4096, each with "
                       "the tile it takes: where step 10 stands",
     "split_tail": "gemm-bench and ncu: step 10 splitting K of the wide tile's last wave where that wave busies at "
-                  "most half the pairs, against the same binary with the last wave whole; five calls, two variants not kept",
-    "three_quarter_targets": "the GPU harness's tests (engine, gate, planted faults), bench, bf16, batch, sweep, "
-                             "targets and sass parts on the build with step 10's three-quarter tile: the ladder's "
-                             "targets judged once more on an H200",
+                  "most half the pairs, against the same binary with the last wave whole; five calls, two "
+                  "variants not kept",
+    "split_tail_targets": "the GPU harness's tests and sass parts, then its bench, bf16, batch, sweep and targets "
+                          "parts, on the build with step 10's split tail: the ladder's targets judged once more on "
+                          "an H200",
     "fast_check_d_tiles": "the GPU tests and fastncu part and gemm-bench --fast-check: VERIFICATION_FAST's two "
                           "passes over D as one tiled read of it (not kept) beside the two passes",
     "split_k_sums": "the GPU harness's tests and forms parts after step 0's forms were held to split-K partial "

@@ -116,8 +116,8 @@ TEST(SelfTestJobs, ThePersistentStepsMeetRaggedEdgesLongKAndSeveralWaves) {
     three_quarter |= j.k < 4000 && width == gemm::common::TileWidth::kThreeQuarter;
     // The wide tile's last wave split, on 60 to 66 resident pairs.
     bool tail_everywhere = width == gemm::common::TileWidth::kWide;
+    const int k_tiles = static_cast<int>((j.k + 63) / 64);
     for (int slots = 60; slots <= 66; ++slots) {
-      const int k_tiles = static_cast<int>((j.k + 63) / 64);
       tail_everywhere &= gemm::common::ChooseSplitTail(ctas(256, 256), slots, k_tiles).splits > 1;
     }
     split_tail |= tail_everywhere;

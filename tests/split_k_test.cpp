@@ -56,7 +56,7 @@ TEST(SplitTail, SplitsALastWaveThatLeavesHalfTheSlotsIdle) {
   expect(225, 60, 198, 2);  // 3840^3: three waves, and 27 tiles in two ranges each
   expect(289, 68, 264, 2);  // 4352^3: four waves and 25
   expect(99, 64, 66, 2);    // a last wave of exactly half the slots
-  expect(100, 40, 100, 1);  // 2560^3: 34 tiles left, more than half: two ranges each would not fit one wave
+  expect(100, 64, 100, 1);  // 2560^2 x 4096: 34 tiles left, more than half: two ranges each would not fit one wave
   expect(67, 1000, 66, 66); // one tile left: a range for every slot
   expect(67, kMinKTilesForSplitTail, 66, kMinKTilesForSplitTail / kMinKTilesPerSplit);  // ranges of at least 8 k-tiles
   expect(75, kMinKTilesForSplitTail - 1, 75, 1);  // K too short for a split to pay

@@ -719,7 +719,7 @@ std::vector<StepShape> AllStepShapes() {
       {2048, 1024, 1024}, {1100, 1500, 136}, {1500, 1430, 200}, {1024, 3072, 256},
       // Step 10's wide tile with a split tail (common/split_k.h: SplitTail)
       // on 60 to 66 resident pairs: 150 pair tiles, a last wave of 18 to 30
-      // split into two or three ranges of 49 k-tiles, ragged M, N and K; in
+      // split into two or three ranges of its 49 k-tiles, ragged M, N and K; in
       // the second, the last tile-row's lower CTA has no rows.
       {2470, 3725, 3100}, {3600, 2501, 3080},
       // Long K on few tiles: step 10 splits K (common/split_k.h), into 2 to

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sketch_faults.h"
+#include "sketch_lines.h"
 
 namespace gemmd::testing {
 namespace {
@@ -128,6 +129,89 @@ TEST(SketchCheck, EveryFaultItPromisesToCatchIsCaughtEveryTime) {
       EXPECT_EQ(caught, kTrials);
     }
     std::printf("%-40s caught %3d of %d (%d above the sure error)\n", FaultName(fault), caught, kTrials, promised);
+  }
+}
+
+// Where an operand is stored MN-contiguous the samples come in clusters
+// along it (16 rows of op(A), 16 columns of op(B), 4×4 for both; single
+// elements where both run along K), each starting on the clusters' grid
+// and clipped to D; the check passes an honest D in every layout and
+// recomputes the clusters' elements.
+TEST(SketchCheck, SamplesComeInClustersAlongTheOperandsStoredMnContiguous) {
+  const PlainGemm g(301, 203, 64, 3);  // neither a multiple of 16: clipped clusters at both edges
+  const MnStorage mn(g);
+  struct Case {
+    bool a_mn, b_mn;
+    int rows, cols;
+  };
+  for (const Case c : {Case{false, false, 1, 1}, Case{true, false, 16, 1}, Case{false, true, 1, 16},
+                       Case{true, true, 4, 4}}) {
+    SCOPED_TRACE(::testing::Message() << "A " << (c.a_mn ? "MN" : "K") << ", B " << (c.b_mn ? "MN" : "K"));
+    const gemm::SketchProblem p = mn.Problem(g, g.d, c.a_mn, c.b_mn, 77);
+    const gemm::sketch::ClusterShape shape = gemm::sketch::SampleClusterShape(p);
+    EXPECT_EQ(shape.rows, c.rows);
+    EXPECT_EQ(shape.cols, c.cols);
+    const int64_t clusters = gemm::sketch::SampleClustersPerEntry(p);
+    EXPECT_EQ(clusters, gemm::kSketchSamples / (c.rows * c.cols));
+    uint64_t elements = 0;
+    for (int64_t s = 0; s < clusters; ++s) {
+      const gemm::sketch::SampleCluster cl = gemm::sketch::SampleClusterOf(p, 0, s);
+      EXPECT_EQ(cl.i % c.rows, 0);
+      EXPECT_EQ(cl.j % c.cols, 0);
+      EXPECT_EQ(cl.rows, std::min<int64_t>(c.rows, g.m - cl.i));
+      EXPECT_EQ(cl.cols, std::min<int64_t>(c.cols, g.n - cl.j));
+      elements += static_cast<uint64_t>(cl.rows) * cl.cols;
+    }
+    const gemm::SketchResult r = gemm::SketchCheckOnHost(p);
+    EXPECT_TRUE(r.passed()) << r.failed_lines << " lines, " << r.failed_samples << " samples";
+    EXPECT_EQ(r.samples, elements);
+    EXPECT_GT(r.max_sample_error, 0.0f);  // D's own rounding, seen by the recomputed elements
+  }
+}
+
+// Clusters sample every element as often as single draws would: over 400
+// seeds, each element of a 70×50 D with A stored K×M (5×50 cells of 16×1,
+// the last row of cells 6 rows high; 128 clusters a check) is sampled
+// 1 - (1 - 1/250)^128 = 0.40 of the time, within six standard deviations.
+// And a fault of twice an element's tolerance is caught by the samples
+// exactly where a cluster covers it (the lines may catch it or not).
+TEST(SketchCheck, ClustersSampleEveryElementAlikeAndCatchAFaultTheyCover) {
+  const PlainGemm g(70, 50, 96, 5);
+  const MnStorage mn(g);
+  constexpr int kSeeds = 400;
+  std::vector<int> sampled(g.m * g.n);
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    const gemm::SketchProblem p = mn.Problem(g, g.d, true, false, 1000 + seed);
+    std::vector<char> hit(g.m * g.n);
+    for (int64_t s = 0; s < gemm::sketch::SampleClustersPerEntry(p); ++s) {
+      const gemm::sketch::SampleCluster cl = gemm::sketch::SampleClusterOf(p, 0, s);
+      for (int64_t i = cl.i; i < cl.i + cl.rows; ++i) {
+        for (int64_t j = cl.j; j < cl.j + cl.cols; ++j) hit[i * g.n + j] = 1;
+      }
+    }
+    for (size_t e = 0; e < hit.size(); ++e) sampled[e] += hit[e];
+  }
+  const double share = 1 - std::pow(1 - 1.0 / 250, 128);
+  const double mean = kSeeds * share, sd = std::sqrt(kSeeds * share * (1 - share));
+  const auto [low, high] = std::minmax_element(sampled.begin(), sampled.end());
+  EXPECT_GT(*low, mean - 6 * sd);
+  EXPECT_LT(*high, mean + 6 * sd);
+
+  const gemm::SketchProblem honest = mn.Problem(g, g.d, true, false, 9);
+  const gemm::sketch::SampleCluster first = gemm::sketch::SampleClusterOf(honest, 0, 0);
+  std::vector<unsigned> covered(g.m * g.n);  // clusters are drawn with replacement: one may come twice
+  for (int64_t s = 0; s < gemm::sketch::SampleClustersPerEntry(honest); ++s) {
+    const gemm::sketch::SampleCluster cl = gemm::sketch::SampleClusterOf(honest, 0, s);
+    for (int64_t i = cl.i; i < cl.i + cl.rows; ++i) ++covered[i * g.n + cl.j];
+  }
+  const int64_t outside = std::find(covered.begin(), covered.end(), 0u) - covered.begin();
+  ASSERT_LT(outside, g.m * g.n);
+  for (const int64_t at : {(first.i + first.rows - 1) * g.n + first.j, outside}) {
+    std::vector<uint16_t> d = g.d;
+    d[at] = gemm::FloatToHalf(static_cast<float>(g.exact[at] + 2 * g.tolerance[at]));
+    const gemm::SketchResult r = gemm::SketchCheckOnHost(mn.Problem(g, d, true, false, 9));
+    SCOPED_TRACE(::testing::Message() << "fault at " << at / g.n << ", " << at % g.n);
+    EXPECT_EQ(r.failed_samples, covered[at]);
   }
 }
 

@@ -153,4 +153,24 @@ struct PlainGemm {
   }
 };
 
+// PlainGemm's operands stored the other way: A as K×M (op(A)'s rows side
+// by side in memory) and B as K×N, as a form with MN-contiguous operands
+// has them.
+struct MnStorage {
+  std::vector<uint16_t> a, b;  // A k×m, B k×n
+  explicit MnStorage(const PlainGemm& g) : a(g.k * g.m), b(g.k * g.n) {
+    for (int64_t kk = 0; kk < g.k; ++kk) {
+      for (int64_t i = 0; i < g.m; ++i) a[kk * g.m + i] = g.a[i * g.k + kk];
+      for (int64_t j = 0; j < g.n; ++j) b[kk * g.n + j] = g.b[j * g.k + kk];
+    }
+  }
+  gemm::SketchProblem Problem(const PlainGemm& g, const std::vector<uint16_t>& d, bool a_mn, bool b_mn,
+                              uint64_t seed) const {
+    gemm::SketchProblem p = g.Problem(d, seed);
+    if (a_mn) p.a = {a.data(), ElementType::kF16, 1, g.m, 0};
+    if (b_mn) p.b = {b.data(), ElementType::kF16, g.n, 1, 0};
+    return p;
+  }
+};
+
 }  // namespace gemmd::testing

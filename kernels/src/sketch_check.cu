@@ -37,13 +37,13 @@ static_assert(kChunkPerThread % kInFlightPerThread == 0 && 32 % kInFlightPerThre
 // Lines a warp takes: two, but one where D's lines read C too, whose sums
 // and loads for two lines would not fit the 80 registers a thread has at
 // three blocks an SM (ptxas: 128-252 bytes spilled).
-template <class Op, bool kVariant>
+template <class Op, int kVariant>
 constexpr int LinesPerWarp() {
-  return std::is_same_v<Op, sketch::DLines> && kVariant ? 1 : 2;
+  return std::is_same_v<Op, sketch::DLines> && kVariant != 0 ? 1 : 2;
 }
 
 // A warp's LinesPerWarp outputs from `first`, elements [r0, r1) of each.
-template <class Op, ElementType T, bool kVariant>
+template <class Op, ElementType T, int kVariant>
 __device__ void WarpLines(const Op& op, int64_t e, int64_t first, int64_t r0, int64_t r1) {
   constexpr int N = Op::kSums, L = LinesPerWarp<Op, kVariant>();
   const int lane = threadIdx.x & 31;
@@ -55,11 +55,11 @@ __device__ void WarpLines(const Op& op, int64_t e, int64_t first, int64_t r0, in
   for (int i = 0; i < L; ++i) lines[i] = op.Begin(e, first + i < op.outputs ? first + i : op.outputs - 1);
   int64_t r = r0 + lane;
   for (; r + 32 * (kInFlight - 1) < r1; r += 32 * kInFlight) {
-    float x[L][kInFlight];
+    sketch::Loaded x[L][kInFlight];
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
 #pragma unroll
-      for (int i = 0; i < L; ++i) x[i][u] = op.template Load<T, true>(lines[i], r + 32 * u);
+      for (int i = 0; i < L; ++i) x[i][u] = op.template Load<T, kVariant, true>(lines[i], r + 32 * u);
     }
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
@@ -76,8 +76,8 @@ __device__ void WarpLines(const Op& op, int64_t e, int64_t first, int64_t r0, in
     const uint32_t plus = sketch::SignsAt(op.signs, op.words, r);
 #pragma unroll
     for (int i = 0; i < L; ++i) {
-      op.template Accumulate<T, kVariant>(lines[i], r, op.template Load<T, true>(lines[i], r), plus, sums[i],
-                                          partials[i]);
+      op.template Accumulate<T, kVariant>(lines[i], r, op.template Load<T, kVariant, true>(lines[i], r), plus,
+                                          sums[i], partials[i]);
     }
   }
 #pragma unroll
@@ -93,7 +93,7 @@ __device__ void WarpLines(const Op& op, int64_t e, int64_t first, int64_t r0, in
 }
 
 // A thread's output o, elements [r0, r1).
-template <class Op, ElementType T, bool kVariant>
+template <class Op, ElementType T, int kVariant>
 __device__ void ThreadLine(const Op& op, int64_t e, int64_t o, int64_t r0, int64_t r1) {
   constexpr int N = Op::kSums;
   double sums[N] = {};
@@ -101,9 +101,9 @@ __device__ void ThreadLine(const Op& op, int64_t e, int64_t o, int64_t r0, int64
   const typename Op::Line line = op.Begin(e, o);
   int64_t r = r0;
   for (; r + kInFlightPerThread - 1 < r1; r += kInFlightPerThread) {
-    float x[kInFlightPerThread];
+    sketch::Loaded x[kInFlightPerThread];
 #pragma unroll
-    for (int u = 0; u < kInFlightPerThread; ++u) x[u] = op.template Load<T>(line, r + u);
+    for (int u = 0; u < kInFlightPerThread; ++u) x[u] = op.template Load<T, kVariant>(line, r + u);
     uint32_t word[V];  // the group's signs lie in one word of each vector (kChunkPerThread)
     sketch::SignWordsAt(op.signs, op.words, r, word);
 #pragma unroll
@@ -114,13 +114,13 @@ __device__ void ThreadLine(const Op& op, int64_t e, int64_t o, int64_t r0, int64
   }
   for (; r < r1; ++r) {  // fewer than kInFlightPerThread
     const uint32_t plus = sketch::SignsAt(op.signs, op.words, r);
-    op.template Accumulate<T, kVariant>(line, r, op.template Load<T>(line, r), plus, sums, partials);
+    op.template Accumulate<T, kVariant>(line, r, op.template Load<T, kVariant>(line, r), plus, sums, partials);
   }
   Op::Flush(partials, sums);
   for (int s = 0; s < N; ++s) atomicAdd(op.Out(e, s, o), sums[s]);
 }
 
-template <class Op, ElementType T, bool kVariant>
+template <class Op, ElementType T, int kVariant>
 __global__ void __launch_bounds__(256, 3)
     LinesKernel(Op op, int64_t chunk, bool warp_per_output) {
   const int64_t e = blockIdx.z;
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(256, 3)
   }
 }
 
-template <class Op, ElementType T, bool kVariant>
+template <class Op, ElementType T, int kVariant>
 cudaError_t LaunchVariant(const Op& op, int64_t batch, cudaStream_t stream) {
   constexpr int kThreads = 256, L = LinesPerWarp<Op, kVariant>();
   const bool contiguous = op.contiguous();
@@ -148,7 +148,11 @@ cudaError_t LaunchVariant(const Op& op, int64_t batch, cudaStream_t stream) {
 
 template <class Op, ElementType T>
 cudaError_t LaunchTyped(const Op& op, int64_t batch, cudaStream_t stream) {
-  return op.variant() ? LaunchVariant<Op, T, true>(op, batch, stream) : LaunchVariant<Op, T, false>(op, batch, stream);
+  if constexpr (std::is_same_v<Op, sketch::DLines> && IsFp8(T)) {
+    return cudaErrorInvalidValue;  // no form writes D in fp8 (gemm/form.h)
+  } else {
+    return sketch::WithVariant(op, [&](auto v) { return LaunchVariant<Op, T, v.value>(op, batch, stream); });
+  }
 }
 
 template <class Op>
@@ -248,11 +252,34 @@ __device__ double VectorProduct(const uint16_t* a, const uint16_t* b, int64_t k)
   return sum;
 }
 
+// A sample's verdict into the result.
+__device__ void RecordSample(const SketchProblem& p, const double* scratch, int64_t e, sketch::SampleAt at,
+                             double sum, SketchResult* result) {
+  const sketch::SampleVerdict v = sketch::JudgeSample(p, scratch, e, at, sum);
+  atomicAdd(&result->samples, 1ull);
+  if (v.failed) atomicAdd(&result->failed_samples, 1ull);
+  if (v.error - v.error == 0) AtomicMaxNonNegative(&result->max_sample_error, static_cast<float>(v.error));
+  if (v.accumulation >= 0) AtomicMaxNonNegative(&result->sample_atol, static_cast<float>(v.accumulation));
+}
+
+// One product of the exact sum: fp16's is exact in fp32, the others' are
+// formed in fp64.
+template <ElementType T>
+__device__ inline double ExactProduct(float x, float y) {
+  if constexpr (T == ElementType::kF16) {
+    return static_cast<double>(x * y);
+  } else {
+    return static_cast<double>(x) * y;
+  }
+}
+
+// A block per sample (clusters of one element: both operands run along K).
 template <ElementType T, bool kTyped>
 __global__ void __launch_bounds__(kSampleThreads) SamplesKernel(SketchProblem p, const double* scratch,
                                                                  SketchResult* result) {
-  const int64_t s = blockIdx.x, e = blockIdx.y;
-  const sketch::SampleAt at = sketch::SampleOf(p, e, s);
+  const int64_t e = blockIdx.y;
+  const sketch::SampleCluster cluster = sketch::SampleClusterOf(p, e, blockIdx.x);
+  const sketch::SampleAt at{cluster.i, cluster.j};
   const int64_t a_base = e * p.a.batch_stride + at.i * p.a.row_stride;
   const int64_t b_base = e * p.b.batch_stride + at.j * p.b.col_stride;
   const ElementType ta = kTyped ? T : p.a.type, tb = kTyped ? T : p.b.type;
@@ -288,11 +315,140 @@ __global__ void __launch_bounds__(kSampleThreads) SamplesKernel(SketchProblem p,
   if (threadIdx.x != 0) return;
   sum = 0;
   for (int w = 0; w < kSampleThreads / 32; ++w) sum += warp_sums[w];
-  const sketch::SampleVerdict v = sketch::JudgeSample(p, scratch, e, at, sum);
-  atomicAdd(&result->samples, 1ull);
-  if (v.failed) atomicAdd(&result->failed_samples, 1ull);
-  if (v.error - v.error == 0) AtomicMaxNonNegative(&result->max_sample_error, static_cast<float>(v.error));
-  if (v.accumulation >= 0) AtomicMaxNonNegative(&result->sample_atol, static_cast<float>(v.accumulation));
+  RecordSample(p, scratch, e, at, sum, result);
+}
+
+// N adjacent 16-bit elements of type T from `at`, widened: one or two
+// vector loads (`at` 2N-byte aligned, or 16 where N is 16).
+template <ElementType T, int N>
+__device__ inline void LoadRun(const uint16_t* at, float (&out)[N]) {
+  static_assert(N == 4 || N == 16);
+  if constexpr (N == 16) {
+    float half[8];
+    Widen8<T>(reinterpret_cast<const uint4*>(at)[0], half);
+    for (int u = 0; u < 8; ++u) out[u] = half[u];
+    Widen8<T>(reinterpret_cast<const uint4*>(at)[1], half);
+    for (int u = 0; u < 8; ++u) out[8 + u] = half[u];
+  } else {
+    const uint2 v = *reinterpret_cast<const uint2*>(at);
+    float eight[8];
+    Widen8<T>(make_uint4(v.x, v.y, 0, 0), eight);
+    for (int u = 0; u < 4; ++u) out[u] = eight[u];
+  }
+}
+
+// A cluster's N elements of one operand at one k, `k_offset` past each
+// one's start `at`: a run loaded by LoadRun where `runs`, else one by one.
+template <ElementType T, bool kTyped, int N>
+__device__ inline void LoadCluster(const void* data, ElementType type, bool runs, const int64_t (&at)[N],
+                                   int64_t k_offset, float (&out)[N]) {
+  if constexpr (kTyped && N > 1) {
+    if (runs) {
+      LoadRun<T, N>(static_cast<const uint16_t*>(data) + at[0] + k_offset, out);
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = LoadElement(kTyped ? T : type, data, at[i] + k_offset);
+}
+
+// Whether a cluster's run of n elements of `m` (along its rows' stride 1)
+// can be loaded by LoadRun at every k: whole, its start and the step
+// between k's (`k_stride` elements) aligned to the run's bytes.
+__device__ inline bool RunLoads(const StridedView& m, int64_t start, int n, int whole, int64_t k_stride) {
+  const int64_t bytes = n == 16 ? 16 : 2 * n;
+  return whole == n && reinterpret_cast<uintptr_t>(static_cast<const uint16_t*>(m.data) + start) % bytes == 0 &&
+         (2 * k_stride) % bytes == 0;
+}
+
+// A block per cluster of R×C sampled elements whose operands' elements lie
+// side by side (R rows of an op(A) stored K×M, C columns of an op(B) stored
+// K×N: sketch_lines.h): the block's threads side by side along K, each
+// reading at its k the cluster's R elements of op(A) and C of op(B), two
+// k's of loads in flight before it sums the R·C products. (One sample a
+// block walked K across rows: 93 us at 4096^3 on an H100, a 32-byte sector
+// read for every 2-byte element.) 128 clusters make 128 blocks, a few
+// warps an SM, so a block has 512 threads: each walks a quarter as far
+// along K as 128 would. Rows and columns past D's edge repeat its last,
+// and their sums are dropped.
+constexpr int kClusterThreads = 512;
+template <ElementType T, bool kTyped, int R, int C>
+__global__ void __launch_bounds__(kClusterThreads) ClusterSamplesKernel(SketchProblem p, const double* scratch,
+                                                                         SketchResult* result) {
+  const int64_t e = blockIdx.y;
+  const sketch::SampleCluster cluster = sketch::SampleClusterOf(p, e, blockIdx.x);
+  const ElementType ta = kTyped ? T : p.a.type, tb = kTyped ? T : p.b.type;
+  int64_t a_at[R], b_at[C];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    a_at[r] = e * p.a.batch_stride + (cluster.i + (r < cluster.rows ? r : cluster.rows - 1)) * p.a.row_stride;
+  }
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    b_at[c] = e * p.b.batch_stride + (cluster.j + (c < cluster.cols ? c : cluster.cols - 1)) * p.b.col_stride;
+  }
+  // 16-bit runs whole and aligned (dense operands at widths of multiples
+  // of 8, or pitched ones) load as vectors; the rest element by element.
+  bool a_runs = false, b_runs = false;
+  if constexpr (kTyped) {
+    a_runs = R > 1 && RunLoads(p.a, a_at[0], R, cluster.rows, p.a.col_stride);
+    b_runs = C > 1 && RunLoads(p.b, b_at[0], C, cluster.cols, p.b.row_stride);
+  }
+  double sums[R][C] = {};
+  constexpr int kDepth = kTyped ? 2 : 1;  // the untyped loads branch on the type: two k's spilled 12-16 bytes
+  for (int64_t k0 = threadIdx.x; k0 < p.k; k0 += kDepth * kClusterThreads) {
+    float a[kDepth][R], b[kDepth][C];
+#pragma unroll
+    for (int u = 0; u < kDepth; ++u) {
+      const int64_t kk = k0 + u * kClusterThreads < p.k ? k0 + u * kClusterThreads : k0;  // repeated, then zeroed
+      LoadCluster<T, kTyped, R>(p.a.data, ta, a_runs, a_at, kk * p.a.col_stride, a[u]);
+      LoadCluster<T, kTyped, C>(p.b.data, tb, b_runs, b_at, kk * p.b.row_stride, b[u]);
+      if (k0 + u * kClusterThreads >= p.k) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) a[u][r] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kDepth; ++u) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) sums[r][c] += ExactProduct<kTyped ? T : ElementType::kF32>(a[u][r], b[u][c]);
+      }
+    }
+  }
+  __shared__ double warp_sums[kClusterThreads / 32][R * C];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      double sum = sums[r][c];
+      for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+      if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5][r * C + c] = sum;
+    }
+  }
+  __syncthreads();
+  const int t = threadIdx.x, r = t / C, c = t % C;
+  if (t >= R * C || r >= cluster.rows || c >= cluster.cols) return;
+  double sum = 0;
+  for (int w = 0; w < kClusterThreads / 32; ++w) sum += warp_sums[w][t];
+  RecordSample(p, scratch, e, {cluster.i + r, cluster.j + c}, sum, result);
+}
+
+// The samples' kernel for the operands' type and the clusters' shape.
+template <ElementType T, bool kTyped>
+void LaunchSamples(const SketchProblem& p, const double* scratch, SketchResult* result, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(sketch::SampleClustersPerEntry(p)), static_cast<unsigned>(p.batch));
+  const sketch::ClusterShape shape = sketch::SampleClusterShape(p);
+  if (shape.rows == 16) {
+    ClusterSamplesKernel<T, kTyped, 16, 1><<<grid, kClusterThreads, 0, stream>>>(p, scratch, result);
+  } else if (shape.cols == 16) {
+    ClusterSamplesKernel<T, kTyped, 1, 16><<<grid, kClusterThreads, 0, stream>>>(p, scratch, result);
+  } else if (shape.rows == 4) {
+    ClusterSamplesKernel<T, kTyped, 4, 4><<<grid, kClusterThreads, 0, stream>>>(p, scratch, result);
+  } else {
+    SamplesKernel<T, kTyped><<<grid, kSampleThreads, 0, stream>>>(p, scratch, result);
+  }
 }
 
 }  // namespace
@@ -314,13 +470,12 @@ cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResul
     if (auto e = LaunchLines(*op, p.batch, stream); e != cudaSuccess) return e;
   }
   JudgeKernel<<<lines, 256, 0, stream>>>(p, scratch, result);
-  const dim3 samples(static_cast<unsigned>(sketch::SamplesPerEntry(p)), static_cast<unsigned>(p.batch));
   if (p.a.type == p.b.type && p.a.type == ElementType::kF16) {
-    SamplesKernel<ElementType::kF16, true><<<samples, kSampleThreads, 0, stream>>>(p, scratch, result);
+    LaunchSamples<ElementType::kF16, true>(p, scratch, result, stream);
   } else if (p.a.type == p.b.type && p.a.type == ElementType::kBF16) {
-    SamplesKernel<ElementType::kBF16, true><<<samples, kSampleThreads, 0, stream>>>(p, scratch, result);
+    LaunchSamples<ElementType::kBF16, true>(p, scratch, result, stream);
   } else {
-    SamplesKernel<ElementType::kF32, false><<<samples, kSampleThreads, 0, stream>>>(p, scratch, result);
+    LaunchSamples<ElementType::kF32, false>(p, scratch, result, stream);
   }
   return cudaGetLastError();
 }

@@ -10,7 +10,7 @@
 namespace gemm {
 namespace {
 
-template <class Op, ElementType T, bool kVariant>
+template <class Op, ElementType T, int kVariant>
 void RunVariant(const Op& op, int64_t batch) {
   double sums[Op::kSums];
   float partials[Op::kPartials + 1] = {};
@@ -20,7 +20,7 @@ void RunVariant(const Op& op, int64_t batch) {
       const typename Op::Line line = op.Begin(e, o);
       for (int64_t r = 0; r < op.length; ++r) {
         const uint32_t plus = sketch::SignsAt(op.signs, op.words, r);
-        op.template Accumulate<T, kVariant>(line, r, op.template Load<T>(line, r), plus, sums, partials);
+        op.template Accumulate<T, kVariant>(line, r, op.template Load<T, kVariant>(line, r), plus, sums, partials);
         if ((r + 1) % sketch::kFlushEvery == 0) Op::Flush(partials, sums);
       }
       Op::Flush(partials, sums);
@@ -31,11 +31,7 @@ void RunVariant(const Op& op, int64_t batch) {
 
 template <class Op, ElementType T>
 void RunTyped(const Op& op, int64_t batch) {
-  if (op.variant()) {
-    RunVariant<Op, T, true>(op, batch);
-  } else {
-    RunVariant<Op, T, false>(op, batch);
-  }
+  sketch::WithVariant(op, [&](auto v) { RunVariant<Op, T, v.value>(op, batch); });
 }
 
 template <class Op>
@@ -74,19 +70,23 @@ SketchResult SketchCheckOnHost(const SketchProblem& p) {
         largest = std::max(largest, static_cast<float>(v.bound));
       }
     }
-    for (int64_t s = 0; s < sketch::SamplesPerEntry(p); ++s) {
-      const sketch::SampleAt at = sketch::SampleOf(p, e, s);
-      double sum = 0;
-      for (int64_t kk = 0; kk < p.k; ++kk) {
-        sum += static_cast<double>(p.a.At(e, at.i, kk)) * static_cast<double>(p.b.At(e, kk, at.j));
+    for (int64_t s = 0; s < sketch::SampleClustersPerEntry(p); ++s) {
+      const sketch::SampleCluster cluster = sketch::SampleClusterOf(p, e, s);
+      for (int64_t i = cluster.i; i < cluster.i + cluster.rows; ++i) {
+        for (int64_t j = cluster.j; j < cluster.j + cluster.cols; ++j) {
+          double sum = 0;
+          for (int64_t kk = 0; kk < p.k; ++kk) {
+            sum += static_cast<double>(p.a.At(e, i, kk)) * static_cast<double>(p.b.At(e, kk, j));
+          }
+          const sketch::SampleVerdict v = sketch::JudgeSample(p, scratch.data(), e, {i, j}, sum);
+          ++result.samples;
+          result.failed_samples += v.failed;
+          if (std::isfinite(v.error)) {
+            result.max_sample_error = std::max(result.max_sample_error, static_cast<float>(v.error));
+          }
+          result.sample_atol = std::max(result.sample_atol, static_cast<float>(v.accumulation));
+        }
       }
-      const sketch::SampleVerdict v = sketch::JudgeSample(p, scratch.data(), e, at, sum);
-      ++result.samples;
-      result.failed_samples += v.failed;
-      if (std::isfinite(v.error)) {
-        result.max_sample_error = std::max(result.max_sample_error, static_cast<float>(v.error));
-      }
-      result.sample_atol = std::max(result.sample_atol, static_cast<float>(v.accumulation));
     }
   }
   return result;

@@ -4,15 +4,20 @@
 //
 // Each pass reduces one matrix along its rows or its columns: for output o
 // (a row or a column of it) of batch entry e, Begin(e, o) gives the line,
-// Load<T>(line, r) reads element r and Accumulate<T, kVariant>(line, r,
-// value, plus, sums, partials) adds its share, `plus` holding bit v where
-// sign vector v is + at r (the GPU's loop issues several loads before it
-// accumulates any, and reads each word of signs once for the elements it
-// covers), and Out(e, s, o) is where sum s of output o goes. T is the
-// element type the pass reads, fixed at compile time; kUnitStep, that the
-// line's elements are adjacent (contiguous(): the GPU's warp-per-output
-// loop); kVariant, the pass's variant() (what it reads besides the
-// matrix), chosen once per pass so that no inner loop branches on it.
+// Load<T, kVariant>(line, r) reads element r (and C's beside it, for D's
+// lines that read C) and Accumulate<T, kVariant>(line, r, loaded, plus,
+// sums, partials) adds its share, `plus` holding bit v where sign vector v
+// is + at r (the GPU's loop issues several loads before it accumulates any,
+// and reads each word of signs once for the elements it covers), and
+// Out(e, s, o) is where sum s of output o goes. T is the element type the
+// pass reads, fixed at compile time; kUnitStep, that the line's elements
+// are adjacent (contiguous(): the GPU's warp-per-output loop); kVariant,
+// the pass's variant() (what it reads besides the matrix, and in which
+// type), chosen once per pass (WithVariant) so that no inner loop branches
+// on it. A load behind a branch on a type known only at run time cannot
+// join the batch of loads in flight: C's element read that way left D's
+// passes that read C waiting on memory one element at a time (16% of an
+// H100's DRAM bandwidth, ncu at 4096^2).
 //
 // Sums that only bound an error (D's Σ e² and its count of non-finite
 // elements) gather in fp32 `partials`, which Flush adds to the fp64 sums
@@ -25,6 +30,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "gemm/sketch_check.h"
 
@@ -32,6 +38,23 @@ namespace gemm::sketch {
 
 inline constexpr int V = kSketchVectors;
 inline constexpr int kFlushEvery = 16;  // elements a partial gathers at most before Flush
+
+// What a pass's Load reads at one place: the matrix's element, and C's
+// where D's lines read C (0 otherwise, and never used).
+struct Loaded {
+  float x, c;
+};
+
+// f(std::integral_constant<int, v>{}) for the pass's variant v, so that
+// the loops are compiled once per variant.
+template <class Op, class F>
+auto WithVariant(const Op& op, F&& f) {
+  if constexpr (Op::kVariants > 2) {
+    if (op.variant() == 2) return f(std::integral_constant<int, 2>{});
+  }
+  if (op.variant() == 1) return f(std::integral_constant<int, 1>{});
+  return f(std::integral_constant<int, 0>{});
+}
 
 // Bit r of a sign vector: + where set.
 GEMM_HOST_DEVICE inline bool SignBit(const uint32_t* words, int64_t r) { return (words[r >> 5] >> (r & 31)) & 1u; }
@@ -91,25 +114,26 @@ struct OperandLines {
             per_row ? matrix.col_stride : matrix.row_stride, vec_at >= 0 ? entry + vec_at : nullptr,
             weight_at >= 0 ? entry + weight_at : nullptr};
   }
-  template <ElementType T, bool kUnitStep = false>
-  GEMM_HOST_DEVICE float Load(const Line& l, int64_t r) const {
-    return LoadElement(T, matrix.data, static_cast<uint64_t>(l.base + (kUnitStep ? r : r * l.step)));
+  template <ElementType T, int kVariant, bool kUnitStep = false>
+  GEMM_HOST_DEVICE Loaded Load(const Line& l, int64_t r) const {
+    return {LoadElement(T, matrix.data, static_cast<uint64_t>(l.base + (kUnitStep ? r : r * l.step))), 0.0f};
   }
-  // Whether the pass multiplies by k-vectors and weights (op(A)·(op(B)·x)
-  // and its transpose), not by the sign vectors.
-  GEMM_HOST_DEVICE bool variant() const { return vec_at >= 0; }
-  template <ElementType T, bool kVariant>  // as DLines's
-  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float value, uint32_t plus, double* sums,
+  // 1 where the pass multiplies by k-vectors and weights (op(A)·(op(B)·x)
+  // and its transpose), 0 where by the sign vectors.
+  static constexpr int kVariants = 2;
+  GEMM_HOST_DEVICE int variant() const { return vec_at >= 0 ? 1 : 0; }
+  template <ElementType T, int kVariant>  // as DLines's
+  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, Loaded loaded, uint32_t plus, double* sums,
                                    float*) const {
-    const double x = value;
+    const double x = loaded.x;
     for (int v = 0; v < V; ++v) {
-      if constexpr (kVariant) {
+      if constexpr (kVariant == 1) {
         sums[v] += x * l.vec[v * length + r];
       } else {
         sums[v] += (plus >> v) & 1u ? x : -x;
       }
     }
-    if constexpr (kVariant) {
+    if constexpr (kVariant == 1) {
       sums[V] += fabs(x) * l.weight[r];
       sums[V + 1] += x * x;  // the norms: op(A)'s rows, op(B)'s columns
     } else {
@@ -149,7 +173,11 @@ struct DLines {
     const float* other_float_norms;
   };
   GEMM_HOST_DEVICE ElementType type() const { return problem.d.type; }
-  GEMM_HOST_DEVICE bool contiguous() const { return (per_row ? problem.d.col_stride : problem.d.row_stride) == 1; }
+  GEMM_HOST_DEVICE bool contiguous() const {
+    const StridedView &d = problem.d, &c = problem.c;
+    return (per_row ? d.col_stride : d.row_stride) == 1 &&
+           (!problem.reads_c || (per_row ? c.col_stride : c.row_stride) == 1);
+  }
   GEMM_HOST_DEVICE double* Out(int64_t e, int s, int64_t o) const {
     return scratch + e * entry_doubles + out_at + s * outputs + o;
   }
@@ -163,39 +191,47 @@ struct DLines {
             entry + (per_row ? b_norms_at : a_norms_at),
             float_norms + (per_row ? problem.m : 0)};  // the columns' after the rows'
   }
-  template <ElementType T, bool kUnitStep = false>
-  GEMM_HOST_DEVICE float Load(const Line& l, int64_t r) const {
-    return LoadElement(T, problem.d.data, static_cast<uint64_t>(l.d_base + (kUnitStep ? r : r * l.d_step)));
+  // 0 where the pass does not read C; 1 where C has D's type; 2 where C
+  // is fp32 (the two types gemm/form.h allows C).
+  static constexpr int kVariants = 3;
+  GEMM_HOST_DEVICE int variant() const {
+    return !problem.reads_c ? 0 : problem.c.type == problem.d.type ? 1 : 2;
   }
-  // Whether the pass reads C.
-  GEMM_HOST_DEVICE bool variant() const { return problem.reads_c; }
-  template <ElementType T, bool kVariant>
-  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, float d, uint32_t plus, double* sums,
-                                   float* partials) const {
-    const SketchProblem& p = problem;
-    const double dd = d;  // the one conversion to fp64 an element of D costs
-    float c = 0.0f;
-    double cc = 0.0;
-    if constexpr (kVariant) {
-      c = LoadElement(p.c.type, p.c.data, static_cast<uint64_t>(l.c_base + r * l.c_step));
-      cc = c;
+  template <ElementType T, int kVariant, bool kUnitStep = false>
+  GEMM_HOST_DEVICE Loaded Load(const Line& l, int64_t r) const {
+    const float d = LoadElement(T, problem.d.data, static_cast<uint64_t>(l.d_base + (kUnitStep ? r : r * l.d_step)));
+    if constexpr (kVariant == 0) {
+      return {d, 0.0f};
+    } else {
+      constexpr ElementType kC = kVariant == 1 ? T : ElementType::kF32;
+      return {d, LoadElement(kC, problem.c.data, static_cast<uint64_t>(l.c_base + (kUnitStep ? r : r * l.c_step)))};
     }
+  }
+  template <ElementType T, int kVariant>
+  GEMM_HOST_DEVICE void Accumulate(const Line& l, int64_t r, Loaded loaded, uint32_t plus, double* sums,
+                                   float* partials) const {
+    constexpr bool kReadsC = kVariant != 0;
+    const SketchProblem& p = problem;
+    const float d = loaded.x, c = loaded.c;
+    const double dd = d;  // the one conversion to fp64 an element of D costs
+    double cc = 0.0;
+    if constexpr (kReadsC) cc = c;
     for (int v = 0; v < V; ++v) {
       const bool positive = (plus >> v) & 1u;
       sums[v] += positive ? dd : -dd;
-      if constexpr (kVariant) sums[V + v] += positive ? cc : -cc;
+      if constexpr (kReadsC) sums[V + v] += positive ? cc : -cc;
     }
     // In fp32 where D is 16-bit: a bound, not a result; JudgeLine widens
     // the sum by 2^-10 for fp32's rounding of its terms and of the partials.
     if constexpr (T == ElementType::kF16 || T == ElementType::kBF16) {
       float b32 = HalfUlpF(T, d) + 0x1p-24f * fabsf(d) + static_cast<float>(l.own_norm) * l.other_float_norms[r];
-      if constexpr (kVariant) b32 += static_cast<float>(c_rounding) * fabsf(c);
+      if constexpr (kReadsC) b32 += static_cast<float>(c_rounding) * fabsf(c);
       partials[0] += b32 * b32;
     } else {
       const double b64 = HalfUlp(T, d) + 0x1p-24 * fabs(dd) + l.own_norm * l.other_norms[r] + c_rounding * fabs(cc);
       sums[2 * V] += b64 * b64;
     }
-    if constexpr (kVariant) {
+    if constexpr (kReadsC) {
       sums[2 * V + 1] += fabs(dd) + fabs(p.beta * cc);
     } else {
       sums[2 * V + 1] += fabs(dd);
@@ -301,23 +337,56 @@ GEMM_HOST_DEVICE inline LineVerdict JudgeLine(const SketchProblem& p, const doub
   return verdict;
 }
 
-// Sample s of entry e: the element it recomputes (every element in turn
-// where the entry has no more than the samples).
+// The sampled elements come in clusters of adjacent elements of D, side by
+// side along whichever of op(A)'s rows and op(B)'s columns lie side by side
+// in memory (A stored K×M, B stored K×N), so that a cluster's walk along K
+// reads one run of bytes per k instead of a 32-byte sector per element and
+// operand: 16 rows where A is MN-contiguous, 16 columns where B is, 4×4
+// where both are, single elements where both run along K. A cluster's
+// place is drawn uniformly from the grid of clusters that covers D (those
+// at the edges clipped to it), so every element is sampled with the same
+// probability as when the elements were drawn one by one.
+struct ClusterShape {
+  int rows, cols;
+};
+GEMM_HOST_DEVICE inline ClusterShape SampleClusterShape(const SketchProblem& p) {
+  const bool a_mn = p.a.row_stride == 1 && p.a.col_stride != 1;  // op(A)(i, k) and (i + 1, k) adjacent
+  const bool b_mn = p.b.col_stride == 1 && p.b.row_stride != 1;  // op(B)(k, j) and (k, j + 1) adjacent
+  if (static_cast<uint64_t>(p.m) * p.n <= static_cast<uint64_t>(kSketchSamples)) return {1, 1};  // every element
+  return a_mn && b_mn ? ClusterShape{4, 4} : a_mn ? ClusterShape{16, 1} : b_mn ? ClusterShape{1, 16} : ClusterShape{1, 1};
+}
+inline constexpr int kMaxClusterElements = 16;
+
+// Cluster s of entry e: its first element and its extent within D (every
+// element in turn, one a cluster, where the entry has no more than the
+// samples).
+struct SampleCluster {
+  int64_t i, j;
+  int rows, cols;
+};
+GEMM_HOST_DEVICE inline int64_t SampleClustersPerEntry(const SketchProblem& p) {
+  const uint64_t elements = static_cast<uint64_t>(p.m) * p.n;
+  if (elements <= static_cast<uint64_t>(kSketchSamples)) return static_cast<int64_t>(elements);
+  const ClusterShape shape = SampleClusterShape(p);
+  return kSketchSamples / (shape.rows * shape.cols);
+}
+GEMM_HOST_DEVICE inline SampleCluster SampleClusterOf(const SketchProblem& p, int64_t e, int64_t s) {
+  const ClusterShape shape = SampleClusterShape(p);
+  const uint64_t grid_rows = (p.m + shape.rows - 1) / shape.rows, grid_cols = (p.n + shape.cols - 1) / shape.cols;
+  const uint64_t cells = grid_rows * grid_cols;
+  const uint64_t index = static_cast<uint64_t>(p.m) * p.n <= static_cast<uint64_t>(kSketchSamples)
+                             ? static_cast<uint64_t>(s)
+                             : Mix64(p.seed ^ Mix64(0x5a5a5a5aull + static_cast<uint64_t>(e)) ^ Mix64(s + 1)) % cells;
+  const int64_t i = static_cast<int64_t>(index / grid_cols) * shape.rows;
+  const int64_t j = static_cast<int64_t>(index % grid_cols) * shape.cols;
+  return {i, j, static_cast<int>(p.m - i < shape.rows ? p.m - i : shape.rows),
+          static_cast<int>(p.n - j < shape.cols ? p.n - j : shape.cols)};
+}
+
+// An element of D the samples recompute.
 struct SampleAt {
   int64_t i, j;
 };
-GEMM_HOST_DEVICE inline SampleAt SampleOf(const SketchProblem& p, int64_t e, int64_t s) {
-  const uint64_t elements = static_cast<uint64_t>(p.m) * p.n;
-  const uint64_t index = elements <= static_cast<uint64_t>(kSketchSamples)
-                             ? static_cast<uint64_t>(s)
-                             : Mix64(p.seed ^ Mix64(0x5a5a5a5aull + static_cast<uint64_t>(e)) ^ Mix64(s + 1)) %
-                                   elements;
-  return {static_cast<int64_t>(index / p.n), static_cast<int64_t>(index % p.n)};
-}
-GEMM_HOST_DEVICE inline int64_t SamplesPerEntry(const SketchProblem& p) {
-  const uint64_t elements = static_cast<uint64_t>(p.m) * p.n;
-  return elements < static_cast<uint64_t>(kSketchSamples) ? static_cast<int64_t>(elements) : kSketchSamples;
-}
 
 // A sample's verdict against the element-wise tolerance, from its exact
 // product `sum` (Σ_k a·b in fp64).

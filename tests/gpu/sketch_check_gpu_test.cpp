@@ -99,20 +99,26 @@ std::vector<uint16_t> Pitched(const std::vector<uint16_t>& dense, int64_t m, int
 // The GPU's check of `p` (its matrices on the host: g's A and B, `d` and
 // `c`) against the host's: the same verdict, with sums that agree but for
 // the order of fp64 additions.
-void ExpectTheGpuAndTheHostAgree(const PlainGemm& g, gemm::SketchProblem p, const std::vector<uint16_t>& d,
-                                 const std::vector<uint16_t>& c) {
-  p.d.data = d.data();
+// `p`'s A and B are read from `a` and `b` (their storage as p's views
+// say), and C from `c` (fp16 or fp32, as p.c.type says; empty where p
+// reads no C).
+template <class CElement = uint16_t>
+void ExpectTheGpuAndTheHostAgree(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+                                 gemm::SketchProblem p, const std::vector<uint16_t>& d,
+                                 const std::vector<CElement>& c) {
+  p.a.data = a.data(), p.b.data = b.data(), p.d.data = d.data();
   p.c.data = c.empty() ? nullptr : c.data();
   const gemm::SketchResult host = gemm::SketchCheckOnHost(p);
   std::vector<void*> buffers;
-  auto device = [&](const std::vector<uint16_t>& x) {
+  auto device = [&](const auto& x) {
     void* ptr = nullptr;
-    EXPECT_EQ(cudaMalloc(&ptr, x.size() * 2), cudaSuccess);
-    cudaMemcpy(ptr, x.data(), x.size() * 2, cudaMemcpyHostToDevice);
+    const size_t bytes = x.size() * sizeof x[0];
+    EXPECT_EQ(cudaMalloc(&ptr, bytes), cudaSuccess);
+    cudaMemcpy(ptr, x.data(), bytes, cudaMemcpyHostToDevice);
     buffers.push_back(ptr);
     return ptr;
   };
-  p.a.data = device(g.a), p.b.data = device(g.b), p.d.data = device(d);
+  p.a.data = device(a), p.b.data = device(b), p.d.data = device(d);
   if (!c.empty()) p.c.data = device(c);
   void* scratch = nullptr;
   gemm::SketchResult* result = nullptr;
@@ -172,8 +178,47 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgree) {
           p.beta = 0.5;
           p.c = {nullptr, gemm::ElementType::kF16, l.ld, 1, 0};
         }
-        ExpectTheGpuAndTheHostAgree(g, p, Pitched(d, l.m, l.n, l.ld), with_c ? Pitched(c, l.m, l.n, l.ld)
-                                                                            : std::vector<uint16_t>{});
+        ExpectTheGpuAndTheHostAgree(g.a, g.b, p, Pitched(d, l.m, l.n, l.ld),
+                                    with_c ? Pitched(c, l.m, l.n, l.ld) : std::vector<uint16_t>{});
+      }
+    }
+  }
+}
+
+// The same with A stored K×M, B stored K×N or both (the samples in
+// clusters along them), and with C in fp32 beside D's fp16 (a pass of its
+// own), on a ragged dense D.
+TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnMnContiguousOperandsAndAnFp32C) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(8);
+  uint64_t seed = 100;
+  const PlainGemm g(300, 133, 200, 10);
+  const MnStorage mn(g);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> c(g.m * g.n);
+  std::vector<uint16_t> d_with_c(g.m * g.n);
+  for (auto& x : c) x = u(rng);
+  for (int64_t e = 0; e < g.m * g.n; ++e) d_with_c[e] = gemm::FloatToHalf(static_cast<float>(g.exact[e] + 0.5 * c[e]));
+  for (auto [a_mn, b_mn] : {std::pair{true, false}, {false, true}, {true, true}, {false, false}}) {
+    for (Fault fault : {Fault::kNone, Fault::kElement100x, Fault::kRow}) {
+      for (bool with_c : {false, true}) {
+        if (!with_c && !a_mn && !b_mn) continue;  // TheGpuAndTheHostAgree's
+        SCOPED_TRACE(std::string("A ") + (a_mn ? "MN" : "K") + ", B " + (b_mn ? "MN" : "K") + ", " +
+                     FaultName(fault) + (with_c ? ", beta = 0.5 with an fp32 C" : ""));
+        std::vector<uint16_t> d = g.Planted(fault, rng);
+        if (with_c) {
+          for (int64_t e = 0; e < g.m * g.n; ++e) {
+            d[e] = d[e] == g.d[e] ? d_with_c[e] : gemm::FloatToHalf(gemm::HalfToFloat(d[e]) + 0.5f * c[e]);
+          }
+        }
+        gemm::SketchProblem p = mn.Problem(g, d, a_mn, b_mn, ++seed);
+        if (with_c) {
+          p.reads_c = true;
+          p.beta = 0.5;
+          p.c = {nullptr, gemm::ElementType::kF32, g.n, 1, 0};
+        }
+        ExpectTheGpuAndTheHostAgree(a_mn ? mn.a : g.a, b_mn ? mn.b : g.b, p, d,
+                                    with_c ? c : std::vector<float>{});
       }
     }
   }

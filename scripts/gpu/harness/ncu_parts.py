@@ -77,7 +77,9 @@ FAST_CHECK_METRICS = {"gpu__time_duration.sum": "ns", "dram__throughput.avg.pct_
 def fast_check_passes(kernels):
     """ncu_csv's kernels of one fast check: per pass of FAST_CHECK_PASSES and
     for the sampled elements, {metric: value}."""
-    lines, samples = kernels.get("LinesKernel", {}), kernels.get("SamplesKernel", {})
+    lines = kernels.get("LinesKernel", {})
+    # Single samples where both operands run along K, clusters where one is stored MN-contiguous.
+    samples = kernels.get("SamplesKernel") or kernels.get("ClusterSamplesKernel", {})
     passes = {}
     for i, name in enumerate(FAST_CHECK_PASSES):
         passes[name] = {m: values[i] for m, values in lines.items() if i < len(values)}
@@ -101,7 +103,7 @@ def fast_check_ncu(lab):
     for bench in benches:
         log = lab.out / f"ncu_fast_check_{bench}.csv"
         lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
-                 "--kernel-name-base", "function", "--kernel-name", "regex:^(LinesKernel|SamplesKernel)$",
+                 "--kernel-name-base", "function", "--kernel-name", "regex:^(LinesKernel|SamplesKernel|ClusterSamplesKernel)$",
                  "--launch-count", len(FAST_CHECK_PASSES) + 1, "--metrics", ",".join(FAST_CHECK_METRICS),
                  lab.tool(bench), "--fast-check", "--shapes", "4096x4096x4096", *form],
                 out=f"ncu_fast_check_{bench}.log", timeout=200)

@@ -99,8 +99,15 @@ int RunFastCheck(const std::vector<FastCheckShape>& shapes, const FastCheckForm&
     }
     SketchResult r{};
     BENCH_RETURN_ON_CUDA_ERROR(cudaMemcpy(&r, result, sizeof r, cudaMemcpyDeviceToHost));
+    // Where the check fails, what failed: lines, samples or non-finite elements.
+    char verdict[160] = "yes";
+    if (!r.passed()) {
+      std::snprintf(verdict, sizeof verdict, "NO (%llu lines, worst at %.3g of its bound; %llu of %llu samples, "
+                    "largest error %.3g; %llu non-finite)", r.failed_lines, r.worst_line_ratio, r.failed_samples,
+                    r.samples, r.max_sample_error, r.non_finite);
+    }
     std::printf("| %ldx%ldx%ld | %.3f | %.3f | %.2f | %s | %.3g | %.3f | %.3f |\n", s.m, s.n, s.k, gemm_ms,
-                check_ms, check_ms / gemm_ms, r.passed() ? "yes" : "NO", r.sure_error(), generate_ms, write_ms);
+                check_ms, check_ms / gemm_ms, verdict, r.sure_error(), generate_ms, write_ms);
     for (void* ptr : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(c), static_cast<void*>(d),
                       scratch}) {
       cudaFree(ptr);

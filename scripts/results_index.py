@@ -139,6 +139,10 @@ PURPOSES = {
                         "verification's cost",
     "fast_check_forms": "gemm-bench --fast-check in the forms' types, layouts and C, and the fastncu part on two "
                         "of them; C's element loaded beside D's in the check's passes (measured, not kept)",
+    "fast_check_typed_c_clusters": "gemm-bench --fast-check in the forms' types, layouts and C, and ncu per pass: "
+                                   "VERIFICATION_FAST with C's type fixed at compile time and its samples in "
+                                   "clusters along MN-contiguous operands, beside the build before; why the build "
+                                   "before fails bf16 + 1.0·C with an MN operand at 1024^3",
     "typed_generator": "kernels_gpu_test's generator tests, forms_gpu_test and gemm-bench --fast-check's generated "
                        "column, fp16 and bf16, with the forms' generator eight elements a thread, beside the build "
                        "before",

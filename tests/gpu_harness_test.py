@@ -176,6 +176,13 @@ class KernelToolsTest(unittest.TestCase):
         self.assertEqual(instructions["a_rows"], instructions["b_columns"])
         self.assertGreater(instructions["d_rows"], instructions["b_rows"])
 
+    def test_fast_check_samples_are_found_as_clusters_too(self):
+        # Both operands stored MN-contiguous: the samples run as ClusterSamplesKernel.
+        passes = ncu_parts.fast_check_passes(readers.ncu_csv(recorded("ncu_fast_check_clusters.csv")))
+        self.assertEqual(list(passes), [*ncu_parts.FAST_CHECK_PASSES, "samples"])
+        self.assertEqual(set(passes["samples"]), set(ncu_parts.FAST_CHECK_METRICS))
+        self.assertGreater(passes["samples"]["gpu__time_duration.sum"], 1000)
+
     def test_sanitizer_findings_are_split_between_the_ladder_and_cublas(self):
         reported, ours, vendor = readers.sanitizer_findings(recorded("sanitizer_initcheck.txt"))
         self.assertEqual(reported, "55902")

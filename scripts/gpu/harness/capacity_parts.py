@@ -16,6 +16,12 @@ DELIVERED_MODES = {"": "unverified", "--verify": "verified", "--fast-verify": "f
                    "--stored": "by stored handles, unverified"}
 
 
+# gemm-bench --fast-check's forms beside the plain fp16 GEMM: operands stored
+# MN-contiguous (clustered samples) and C read (D's passes that read C).
+FAST_CHECK_FORMS = ("", "--a-layout mn", "--b-layout mn", "--a-layout mn --b-layout mn", "--dtype bf16 --beta 0.5",
+                    "--dtype bf16 --b-layout mn --beta 0.5")
+
+
 def run_delivered(lab, name, size, in_flight, *options):
     """gemm-client bench against the server started last: step 10 at
     size^3, `in_flight` requests kept in flight for 3 s, with `options`
@@ -90,14 +96,18 @@ def verification_cost(lab):
                                       *([mode] if mode else []))
     capacity = step10_capacity(lab, "verify_capacity")
     limits = back_to_back(lab, "verify_back_to_back")
-    # The fast check's own cost beside cuBLAS's GEMM, kernels alone (gemm-bench --fast-check).
+    # The fast check's own cost beside cuBLAS's GEMM, kernels alone (gemm-bench --fast-check),
+    # the plain GEMM's and the forms' (docs/verification.md's tables).
     benches = ["gemm-bench"] + lab.tools_like("gemm-bench-before*")
     for bench in benches:
-        lab.run([bench, "--fast-check", "--shapes", "1024x1024x1024,4096x4096x4096,8192x8192x8192"],
-                out=f"fast_check_{bench}.md", timeout=120)
-        table = (lab.out / f"fast_check_{bench}.md").read_text(errors="replace").splitlines()
-        lab.note(f"VERIFICATION_FAST's check beside the GEMM it checks ({bench} --fast-check):",
-                 *[f"  {line}" for line in table])
+        for i, form in enumerate(FAST_CHECK_FORMS):
+            name = f"fast_check_{bench}" + (f"_form{i}" if form else "")
+            lab.run([bench, "--fast-check", "--shapes", "1024x1024x1024,4096x4096x4096,8192x8192x8192", *form.split()],
+                    out=f"{name}.md", timeout=120)
+            table = (lab.out / f"{name}.md").read_text(errors="replace").splitlines()
+            lab.note(f"VERIFICATION_FAST's check beside the GEMM it checks ({bench} --fast-check {form}):"
+                     if form else f"VERIFICATION_FAST's check beside the GEMM it checks ({bench} --fast-check):",
+                     *[f"  {line}" for line in table if form == "" or line[2:3].isdigit()])
     for build in builds:
         for size in (4096, 8192):
             for mode in DELIVERED_MODES:

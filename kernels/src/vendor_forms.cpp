@@ -1,6 +1,7 @@
 // gemm/vendor_forms.h says what this is.
 #include "gemm/vendor_forms.h"
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -11,6 +12,8 @@
 #include "cublas_api.h"
 #include "cublas_layout.h"
 #include "gemm/form_ops.h"
+#include "gemm/test_hooks.h"
+#include "vendor_form_padding.h"
 
 namespace gemm {
 
@@ -164,7 +167,43 @@ std::string VendorFormError(const FormProblem& p, const DeviceContext& ctx) {
   return "";
 }
 
+namespace {
+std::atomic<uint64_t> pad_forms_from{detail::kPadFormsFrom};  // testing::PadEveryRaggedVendorForm
+detail::PaddedForm PaddedOf(const FormProblem& p) { return detail::PaddedFormOf(p, pad_forms_from.load()); }
+
+// One stored matrix of `from` into `to`: rows×cols row-major each, `to`'s
+// rows `to_cols` long, `from`'s `from_cols`.
+cudaError_t CopyMatrix(const void* from, int64_t from_cols, void* to, int64_t to_cols, int64_t rows, int64_t cols,
+                       ElementType t, cudaStream_t stream) {
+  const size_t bytes = ElementBytes(t);
+  return cudaMemcpy2DAsync(to, to_cols * bytes, from, from_cols * bytes, cols * bytes, rows, cudaMemcpyDeviceToDevice,
+                           stream);
+}
+
+// p's A, B and C into the padded problem q's buffers, zeros in K's padding
+// (the products there add nothing).
+cudaError_t CopyIntoPadded(const FormProblem& p, const FormProblem& q, cudaStream_t stream) {
+  const GemmForm& f = p.form;
+  const StoredShape a = StoredShapeOf(f.a_layout, p.m, p.k), qa = StoredShapeOf(f.a_layout, q.m, q.k);
+  const StoredShape b = StoredShapeOf(f.b_layout, p.n, p.k), qb = StoredShapeOf(f.b_layout, q.n, q.k);
+  void* qa_data = const_cast<void*>(q.a);
+  void* qb_data = const_cast<void*>(q.b);
+  cudaError_t e = cudaMemsetAsync(qa_data, 0, qa.rows * qa.cols * ElementBytes(f.a), stream);
+  if (e == cudaSuccess) e = cudaMemsetAsync(qb_data, 0, qb.rows * qb.cols * ElementBytes(f.b), stream);
+  if (e == cudaSuccess) e = CopyMatrix(p.a, a.cols, qa_data, qa.cols, a.rows, a.cols, f.a, stream);
+  if (e == cudaSuccess) e = CopyMatrix(p.b, b.cols, qb_data, qb.cols, b.rows, b.cols, f.b, stream);
+  if (e == cudaSuccess && f.ReadsC()) e = CopyMatrix(p.c, p.n, const_cast<void*>(q.c), q.n, p.m, p.n, f.c, stream);
+  return e;
+}
+}  // namespace
+
+void testing::PadEveryRaggedVendorForm(bool on) { pad_forms_from = on ? 0 : detail::kPadFormsFrom; }
+
 uint64_t VendorFormScratchBytes(const FormProblem& p) {
+  // Where p runs on padded copies: the copies, then the padded problem's own.
+  if (const detail::PaddedForm padded = PaddedOf(p); padded.pads) {
+    return padded.bytes() + VendorFormScratchBytes(padded.q);
+  }
   return DThroughScratch(p.form) ? static_cast<uint64_t>(p.form.batch) * p.m * p.n * 4 : 0;
 }
 
@@ -258,6 +297,7 @@ cublasStatus_t RunMatmul(const FormProblem& p, const DeviceContext& ctx, const M
 std::string PrepareVendorForm(const FormProblem& p, const DeviceContext& ctx) {
   if (auto why = VendorFormError(p, ctx); !why.empty()) return why;
   if (ctx.vendor_forms == nullptr) return "this device context has no cuBLASLt handle";
+  if (const detail::PaddedForm padded = PaddedOf(p); padded.pads) return PrepareVendorForm(padded.q, ctx);
   cublasLtMatmulAlgo_t algo;
   if (PlannedPick(p, ctx, &algo)) return "";
   Matmul mm(*detail::CublasLt(nullptr), p, detail::VendorKUsed(p.k));
@@ -268,6 +308,17 @@ std::string PrepareVendorForm(const FormProblem& p, const DeviceContext& ctx) {
 std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, void* scratch, cudaStream_t stream) {
   if (auto why = VendorFormError(p, ctx); !why.empty()) return why;
   if (ctx.vendor_forms == nullptr) return "this device context has no cuBLASLt handle";
+  if (const detail::PaddedForm padded = PaddedOf(p); padded.pads) {  // vendor_form_padding.h
+    const FormProblem q = padded.Place(scratch);
+    if (const cudaError_t e = CopyIntoPadded(p, q, stream); e != cudaSuccess) {
+      return std::string("padding the operands: ") + cudaGetErrorString(e);
+    }
+    if (auto err = LaunchVendorForm(q, ctx, static_cast<char*>(scratch) + padded.bytes(), stream); !err.empty()) {
+      return err;
+    }
+    const cudaError_t e = CopyMatrix(q.d, q.n, p.d, p.n, p.m, p.n, p.form.d, stream);  // D out of its padding
+    return e == cudaSuccess ? "" : std::string("copying D out of its padding: ") + cudaGetErrorString(e);
+  }
   const CublasLtApi& lt = *detail::CublasLt(nullptr);
   const GemmForm& f = p.form;
   Matmul mm(lt, p, detail::VendorKUsed(p.k));

@@ -68,6 +68,26 @@ TEST(FormsGpu, EveryCaseOnStepZeroMatchesAnFp64Product) {
   EXPECT_EQ(ran, static_cast<int>(AllCases().size()) - fp8_types * 3 * 3 * 3);
 }
 
+// Step 0 on padded copies (kernels/src/vendor_form_padding.h), which
+// large ragged GEMMs take: every case that is one GEMM, on the ragged
+// shapes, padded here however small. D checked against
+// the fp64 product, verified by the engine as well.
+TEST(FormsGpu, EveryCaseOnPaddedCopiesMatchesAnFp64Product) {
+  SKIP_WITHOUT_GPU();
+  auto engine = MakeEngine();
+  gemm::testing::PadEveryRaggedVendorForm(true);
+  uint32_t seed = 1300;
+  int ran = 0;
+  for (const Case& c : AllCases()) {
+    if (!GpuTakes(c) || c.batch_mode != 0) continue;
+    RunCase(*engine, c, seed += 3, {130, 72, 96});
+    if (!gemm::IsFp8(c.types.a)) RunCase(*engine, c, seed += 3, {67, 33, 45});
+    ++ran;
+  }
+  gemm::testing::PadEveryRaggedVendorForm(false);
+  EXPECT_GT(ran, 0);
+}
+
 // VERIFICATION_FAST on every case the GPU takes: no false alarm in any
 // type, layout, C or batch, and D still the product.
 TEST(FormsGpu, EveryCasePassesTheFastCheck) {

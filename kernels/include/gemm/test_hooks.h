@@ -11,6 +11,11 @@ namespace gemm::testing {
 // itself could never catch.
 void PlantVendorFault(bool on);
 
+// While on, step 0's forms run on padded copies wherever they are ragged,
+// however small (kernels/src/vendor_form_padding.h pads only large ones),
+// so that a test's small ragged shapes take the padded path.
+void PadEveryRaggedVendorForm(bool on);
+
 // While planted, ladder step `step` computes a wrong D as a kernel with a
 // typical fault would: kNarrowN leaves the right half of D's columns
 // unwritten (a descriptor's N too small), kShortK reads only the first

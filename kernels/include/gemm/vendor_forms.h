@@ -28,7 +28,9 @@ std::string PrepareVendorForm(const FormProblem& p, const DeviceContext& ctx);
 
 // Launches p on `stream` (asynchronous); "" or what went wrong. A D of
 // 16 bits with an fp32 C needs an fp32 scratch of batch·m·n in `scratch`
-// (cuBLASLt takes C in D's type): VendorFormScratchBytes says how much.
+// (cuBLASLt takes C in D's type), and a large ragged GEMM runs on padded
+// copies of its operands there (kernels/src/vendor_form_padding.h):
+// VendorFormScratchBytes says how much.
 std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, void* scratch, cudaStream_t stream);
 uint64_t VendorFormScratchBytes(const FormProblem& p);
 

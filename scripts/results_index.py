@@ -144,7 +144,8 @@ PURPOSES = {
                                    "clusters along MN-contiguous operands, beside the build before; why the build "
                                    "before fails bf16 + 1.0·C with an MN operand at 1024^3",
     "step0_ragged": "gemm-bench's cuBLAS and autotuned columns and step 10 on ragged shapes (N or K not a multiple "
-                    "of 8), dense and pitched, and gemmd's step 0 and step 10 on them, fp16 and bf16 x @ W",
+                    "of 8), dense and pitched, and gemmd's step 0 and step 10 on them, fp16 and bf16 x @ W, before "
+                    "and after the forms' step 0 ran large ragged GEMMs on padded copies",
     "typed_generator": "kernels_gpu_test's generator tests, forms_gpu_test and gemm-bench --fast-check's generated "
                        "column, fp16 and bf16, with the forms' generator eight elements a thread, beside the build "
                        "before",

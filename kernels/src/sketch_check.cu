@@ -217,12 +217,22 @@ __device__ inline void Widen8(const uint4& v, float (&out)[8]) {
   }
 }
 
+// One product of a sample's exact sum: fp16's is exact in fp32 (22
+// significant bits, 2^-48 and up); the others' may not be, so they are
+// formed in fp64.
+template <ElementType T>
+__device__ inline double ExactProduct(float x, float y) {
+  if constexpr (T == ElementType::kF16) {
+    return static_cast<double>(x * y);
+  } else {
+    return static_cast<double>(x) * y;
+  }
+}
+
 // Where a sample's row of A and column of B both run along K in memory
 // from 16-byte boundaries (K-contiguous operands, as gemmd stores its
 // plain GEMM's): this thread's share of the product over the first 8·⌊k/8⌋
-// elements, eight of each operand a load. An fp16 product is exact in fp32
-// (22 significant bits, 2^-48 and up); a bf16 product may not be, so it is
-// formed in fp64.
+// elements, eight of each operand a load.
 template <ElementType T>
 __device__ double VectorProduct(const uint16_t* a, const uint16_t* b, int64_t k) {
   constexpr int64_t kStep = 8 * kSampleThreads;
@@ -232,13 +242,7 @@ __device__ double VectorProduct(const uint16_t* a, const uint16_t* b, int64_t k)
     Widen8<T>(va, x);
     Widen8<T>(vb, y);
 #pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      if constexpr (T == ElementType::kF16) {
-        sum += static_cast<double>(x[u] * y[u]);
-      } else {
-        sum += static_cast<double>(x[u]) * y[u];
-      }
-    }
+    for (int u = 0; u < 8; ++u) sum += ExactProduct<T>(x[u], y[u]);
   };
   int64_t kk = 8 * int64_t{threadIdx.x};
   for (; kk + kStep + 8 <= k; kk += 2 * kStep) {  // two of each in flight
@@ -260,17 +264,6 @@ __device__ void RecordSample(const SketchProblem& p, const double* scratch, int6
   if (v.failed) atomicAdd(&result->failed_samples, 1ull);
   if (v.error - v.error == 0) AtomicMaxNonNegative(&result->max_sample_error, static_cast<float>(v.error));
   if (v.accumulation >= 0) AtomicMaxNonNegative(&result->sample_atol, static_cast<float>(v.accumulation));
-}
-
-// One product of the exact sum: fp16's is exact in fp32, the others' are
-// formed in fp64.
-template <ElementType T>
-__device__ inline double ExactProduct(float x, float y) {
-  if constexpr (T == ElementType::kF16) {
-    return static_cast<double>(x * y);
-  } else {
-    return static_cast<double>(x) * y;
-  }
 }
 
 // A block per sample (clusters of one element: both operands run along K).

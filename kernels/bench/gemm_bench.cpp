@@ -40,6 +40,7 @@
 #include "back_to_back.h"
 #include "diagnose_run.h"
 #include "fast_check.h"
+#include "vendor_padding.h"
 #include "gemm/steps.h"
 #include "gemm/vendor_plan.h"
 #include "shape_sweep.h"
@@ -80,6 +81,7 @@ struct Options {
   bool pitched = false;
   int accuracy = 0;  // seeds per shape of --accuracy (accuracy.h); 0: time instead
   bool fast_check = false;  // --fast-check (fast_check.h)
+  bool vendor_padding = false;  // --vendor-padding (vendor_padding.h)
   double back_to_back = 0;  // --back-to-back SECONDS (back_to_back.h); 0: off
   bool autotune = true;  // the autotuned cuBLASLt column (off in sweeps)
   bool diagnose = false;  // the pattern diagnostics (diagnose_run.h) instead of timing
@@ -121,6 +123,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
                "       gemm-bench --diagnose [--steps ...]: each step on structured probes, and what a wrong D says\n"
                "       gemm-bench --fast-check [--shapes ...] [--dtype ...] [--a-layout ...] [--b-layout ...] [--beta B]: "
                "VERIFICATION_FAST's check beside cuBLAS's GEMM\n"
+               "       gemm-bench --vendor-padding [--shapes ...] [--dtype ...] [--a-layout ...] [--b-layout ...] "
+               "[--beta B] [--batch N [--shared-b]]: step 0's form on ragged shapes, dense and on padded copies\n"
                "       gemm-bench --back-to-back SECONDS [--shapes ...] [--steps ...]: TFLOPS of GEMMs run one after "
                "another, alone and with their inputs generated before each\n",
                msg);
@@ -183,6 +187,8 @@ Options Parse(int argc, char** argv) {
       o.diagnose = true;
     } else if (a == "--fast-check") {
       o.fast_check = true;
+    } else if (a == "--vendor-padding") {
+      o.vendor_padding = true;
     } else if (a == "--back-to-back") {
       o.back_to_back = std::atof(value().c_str());
       if (!(o.back_to_back > 0)) Usage("--back-to-back takes a number of seconds > 0");
@@ -254,6 +260,12 @@ int main(int argc, char** argv) {
     for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
     const gemm::bench::FastCheckForm form{opt.dtype, opt.a_layout, opt.b_layout, opt.beta};
     return gemm::bench::RunFastCheck(shapes, form, opt.device);
+  }
+  if (opt.vendor_padding) {
+    std::vector<gemm::bench::VendorPaddingShape> shapes;
+    for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
+    const gemm::bench::VendorPaddingForm form{opt.dtype, opt.a_layout, opt.b_layout, opt.beta, opt.batch, opt.shared_b};
+    return gemm::bench::RunVendorPadding(shapes, form, opt.device);
   }
   if (opt.back_to_back > 0) {
     std::vector<gemm::bench::BackToBackShape> shapes;

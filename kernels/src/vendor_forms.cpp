@@ -168,7 +168,7 @@ std::string VendorFormError(const FormProblem& p, const DeviceContext& ctx) {
 }
 
 namespace {
-std::atomic<uint64_t> pad_forms_from{detail::kPadFormsFrom};  // testing::PadEveryRaggedVendorForm
+std::atomic<uint64_t> pad_forms_from{detail::kPadFormsFrom};  // testing::SetVendorFormPadding
 detail::PaddedForm PaddedOf(const FormProblem& p) { return detail::PaddedFormOf(p, pad_forms_from.load()); }
 
 // One stored matrix of `from` into `to`: rows×cols row-major each, `to`'s
@@ -197,7 +197,11 @@ cudaError_t CopyIntoPadded(const FormProblem& p, const FormProblem& q, cudaStrea
 }
 }  // namespace
 
-void testing::PadEveryRaggedVendorForm(bool on) { pad_forms_from = on ? 0 : detail::kPadFormsFrom; }
+void testing::SetVendorFormPadding(VendorFormPadding padding) {
+  pad_forms_from = padding == VendorFormPadding::kEveryRagged ? 0
+                   : padding == VendorFormPadding::kNever     ? UINT64_MAX
+                                                              : detail::kPadFormsFrom;
+}
 
 uint64_t VendorFormScratchBytes(const FormProblem& p) {
   // Where p runs on padded copies: the copies, then the padded problem's own.

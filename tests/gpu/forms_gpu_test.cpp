@@ -75,7 +75,7 @@ TEST(FormsGpu, EveryCaseOnStepZeroMatchesAnFp64Product) {
 TEST(FormsGpu, EveryCaseOnPaddedCopiesMatchesAnFp64Product) {
   SKIP_WITHOUT_GPU();
   auto engine = MakeEngine();
-  gemm::testing::PadEveryRaggedVendorForm(true);
+  gemm::testing::SetVendorFormPadding(gemm::testing::VendorFormPadding::kEveryRagged);
   uint32_t seed = 1300;
   int ran = 0;
   for (const Case& c : AllCases()) {
@@ -84,7 +84,7 @@ TEST(FormsGpu, EveryCaseOnPaddedCopiesMatchesAnFp64Product) {
     if (!gemm::IsFp8(c.types.a)) RunCase(*engine, c, seed += 3, {67, 33, 45});
     ++ran;
   }
-  gemm::testing::PadEveryRaggedVendorForm(false);
+  gemm::testing::SetVendorFormPadding(gemm::testing::VendorFormPadding::kAsBuilt);
   EXPECT_GT(ran, 0);
 }
 

@@ -11,10 +11,12 @@ namespace gemm::testing {
 // itself could never catch.
 void PlantVendorFault(bool on);
 
-// While on, step 0's forms run on padded copies wherever they are ragged,
-// however small (kernels/src/vendor_form_padding.h pads only large ones),
-// so that a test's small ragged shapes take the padded path.
-void PadEveryRaggedVendorForm(bool on);
+// Which ragged GEMMs step 0's forms run on padded copies of their operands
+// (kernels/src/vendor_form_padding.h): the large ones as built, every one
+// however small (a test's small ragged shapes then take the padded path),
+// or none (gemm-bench --vendor-padding times both ways).
+enum class VendorFormPadding { kAsBuilt, kEveryRagged, kNever };
+void SetVendorFormPadding(VendorFormPadding padding);
 
 // While planted, ladder step `step` computes a wrong D as a kernel with a
 // typical fault would: kNarrowN leaves the right half of D's columns

@@ -32,6 +32,7 @@ PARTS = {
     "formscache": (form_parts.forms_cache, ()),
     "formbatch": (form_parts.forms_batching, ()),
     "python": (form_parts.python_package, ()),
+    "padding": (form_parts.padding, ()),
     "verify": (capacity_parts.verification_cost, ()),
     "cache": (capacity_parts.device_cache, ()),
     "lanes": (capacity_parts.lanes, ()),

@@ -175,3 +175,33 @@ def forms_batching(lab):
         lab.note(f"form batching, 64^3 step 0 {label}, 32 in flight, verified: batching on "
                  f"{', '.join(f'{r:.0f}' for r in rates['on'])} req/s (mean batch {mean_batch:.1f}), off "
                  f"{', '.join(f'{r:.0f}' for r in rates['off'])} req/s")
+
+
+# gemm-bench --vendor-padding's forms and shapes: ragged squares from 257³ to
+# 4001³ and x @ W's 2470x3725x3100, then batches small and large, shared B
+# and not. Each row is the form dense, on padded copies, and aligned.
+PADDING_SQUARES = ("257x383x301,517x733x611,769x771x773,1001x1003x1005,1200x1201x1199,1500x1501x1499,"
+                   "2047x2049x2051,2470x3725x3100,4001x4003x4005")
+PADDING_RUNS = (
+    (PADDING_SQUARES, "--dtype bf16 --b-layout mn"),
+    (PADDING_SQUARES, "--dtype bf16 --a-layout mn"),
+    (PADDING_SQUARES, "--dtype bf16 --beta 0.5"),
+    (PADDING_SQUARES, "--dtype bf16 --b-layout mn --beta 0.5"),
+    ("1001x1003x1005,509x511x513,257x255x263,127x129x131", "--dtype bf16 --b-layout mn --batch 16"),
+    ("1001x1003x1005,509x511x513,257x255x263", "--dtype bf16 --b-layout mn --batch 16 --shared-b"),
+    ("509x511x513,257x255x263,127x129x131", "--dtype bf16 --batch 64"),
+    ("2470x3725x3100", "--dtype fp16 --b-layout mn"),
+)
+
+
+def padding(lab):
+    """Step 0's forms on ragged shapes, on their dense operands against
+    padded copies (kernels/src/vendor_form_padding.h), with the aligned
+    shape's own time beside them: where padding starts to pay, which sets
+    the problem size from which the server pads."""
+    for i, (shapes, form) in enumerate(PADDING_RUNS):
+        name = f"vendor_padding_{i}.md"
+        lab.run(["gemm-bench", "--vendor-padding", "--shapes", shapes, *form.split()], out=name, timeout=180)
+        table = (lab.out / name).read_text(errors="replace").splitlines()
+        lab.note(f"step 0 on ragged shapes, dense and padded (gemm-bench --vendor-padding {form}):",
+                 *[f"  {line}" for line in table if line.startswith("| ") and line[2:3].isdigit()])

@@ -1,7 +1,8 @@
 // Which of step 0's forms run on padded copies, and how they are padded
 // (kernels/src/vendor_form_padding.h): rows of 16-byte multiples in every
 // layout and type, K's and N's padding as small as that allows, nothing
-// padded that is aligned, small or a batch, and the buffers apart.
+// padded that is aligned or small, a batch's entries each padded (a shared
+// operand once), and the buffers apart.
 #include "vendor_form_padding.h"
 
 #include <gtest/gtest.h>
@@ -84,17 +85,59 @@ TEST(VendorFormPadding, EveryPaddedRowIsSixteenByteMultiple) {
   }
 }
 
-// Aligned shapes, small ones and batches run as they are.
-TEST(VendorFormPadding, AlignedSmallAndBatchedProblemsRunAsTheyAre) {
+// Aligned shapes and small ones run as they are; the threshold counts a
+// batch's multiply-adds together.
+TEST(VendorFormPadding, AlignedAndSmallProblemsRunAsTheyAre) {
   EXPECT_FALSE(detail::PaddedFormOf(Problem(2470, 3728, 3104, kBf16, kBf16, kK, kMn)).pads);
   EXPECT_FALSE(detail::PaddedFormOf(Problem(4096, 4096, 4096, kBf16, kBf16, kMn, kMn)).pads);
-  EXPECT_FALSE(detail::PaddedFormOf(Problem(2049, 2049, 2049, kBf16, kBf16, kK, kMn)).pads) << "below 2^34";
+  EXPECT_FALSE(detail::PaddedFormOf(Problem(1001, 1001, 1001, kBf16, kBf16, kK, kMn)).pads) << "below 2^30";
   EXPECT_TRUE(detail::PaddedFormOf(Problem(1001, 1001, 1001, kBf16, kBf16, kK, kMn), 0).pads) << "a test's threshold";
-  FormProblem batch = Problem(2470, 3725, 3100, kBf16, kBf16, kK, kMn);
+  EXPECT_TRUE(detail::PaddedFormOf(Problem(1101, 1001, 1001, kBf16, kBf16, kK, kMn)).pads) << "above 2^30";
+  FormProblem batch = Problem(1001, 1001, 1001, kBf16, kBf16, kK, kMn);
   batch.form.batch = 2;
-  EXPECT_FALSE(detail::PaddedFormOf(batch).pads);
+  batch.form.StackDensely(1001, 1001, 1001);
+  EXPECT_TRUE(detail::PaddedFormOf(batch).pads) << "two entries of 1001³ together";
   // A stored K×M pads M (its rows), A stored M×K does not.
   EXPECT_EQ(detail::PaddedFormOf(Problem(2470, 3728, 3104, kBf16, kBf16, kMn, kK)).q.m, 2472);
+}
+
+// Copies that would take more than 4 GiB are not made: 64 entries of about
+// 4000³ in bf16 would copy 6.1 GB beside the request's own 6.1 GB.
+TEST(VendorFormPadding, CopiesOverFourGibibytesAreNotMade) {
+  FormProblem p = Problem(4001, 4003, 4005, kBf16, kBf16, kK, kMn);
+  p.form.batch = 64;
+  p.form.StackDensely(4001, 4003, 4005);
+  EXPECT_FALSE(detail::PaddedFormOf(p).pads);
+  p.form.batch = 8;  // 0.77 GB of copies
+  EXPECT_TRUE(detail::PaddedFormOf(p).pads);
+}
+
+// A batch pads every entry, each dense at the padded shape, where a shared
+// operand (stride 0) stays one copy that every entry reads.
+TEST(VendorFormPadding, ABatchPadsEveryEntryAndKeepsASharedOperandOne) {
+  for (const bool shared_b : {false, true}) {
+    SCOPED_TRACE(shared_b ? "B shared" : "B per entry");
+    FormProblem p = Problem(509, 511, 513, kBf16, kBf16, kK, kMn, /*with_c=*/true, kBf16);
+    p.form.batch = 16;
+    p.form.StackDensely(509, 511, 513);
+    if (shared_b) p.form.stride_b = 0;
+    const detail::PaddedForm padded = detail::PaddedFormOf(p);
+    ASSERT_TRUE(padded.pads);
+    const FormProblem& q = padded.q;
+    EXPECT_EQ(q.m, 509);
+    EXPECT_EQ(q.n, 512);
+    EXPECT_EQ(q.k, 520);
+    EXPECT_EQ(q.form.batch, 16);
+    EXPECT_EQ(q.form.stride_a, 509 * 520);
+    EXPECT_EQ(q.form.stride_b, shared_b ? 0 : 512 * 520);
+    EXPECT_EQ(q.form.stride_c, 509 * 512);
+    const uint64_t b_entries = shared_b ? 1 : 16;
+    EXPECT_GE(padded.b_at, uint64_t{16} * 509 * 520 * 2);
+    EXPECT_GE(padded.c_at, padded.b_at + b_entries * 512 * 520 * 2);
+    EXPECT_LT(padded.c_at, padded.b_at + b_entries * 512 * 520 * 2 + 256);
+    EXPECT_GE(padded.d_at, padded.c_at + uint64_t{16} * 509 * 512 * 2);
+    EXPECT_GE(padded.bytes(), padded.d_at + uint64_t{16} * 509 * 512 * 2);
+  }
 }
 
 }  // namespace

@@ -17,11 +17,19 @@
 
 namespace gemm::detail {
 
-// GEMMs of at least this many multiply-adds (about 2600³) are padded where
-// ragged. The copies cost about as much as the aligned GEMM at the shapes
-// measured (2.8·10^10 multiply-adds: 0.20 ms in all against 0.10 aligned
-// and 0.55 unpadded); smaller GEMMs were not measured, and run as before.
-inline constexpr uint64_t kPadFormsFrom = uint64_t{1} << 34;
+// Problems of at least this many multiply-adds (batch·m·n·k, about 1024³)
+// are padded where ragged. On an H200, copies included, bf16 forms ran
+// 1.1-1.4 times as fast padded at 1001³, 2.3-2.8 at 1500³ and 3.8-5.1 at
+// 2470x3725x3100; at 769³ 0.93-1.10, below it slower; batches of 16 and 64
+// from 2^30 multiply-adds in all 1.08-2.5 times, smaller ones 0.67-0.99
+// (gemm-bench --vendor-padding, PARTS=padding,
+// bench/results/h200_2026-11-29_vendor_padding_summary.txt).
+inline constexpr uint64_t kPadFormsFrom = uint64_t{1} << 30;
+
+// The copies are device memory the request holds beside its own operands:
+// a problem whose copies would take more runs on its dense operands, so
+// that what padding adds to a request's memory stays bounded.
+inline constexpr uint64_t kPaddedCopiesAtMost = uint64_t{4} << 30;
 
 // The padded problem's shape and strides, and where its buffers lie in a
 // scratch of `bytes()` (each 256-byte aligned), or none (`pads` false)
@@ -54,8 +62,6 @@ inline PaddedForm PaddedFormOf(const FormProblem& p, uint64_t from = kPadFormsFr
   using padding::Aligned, padding::RoundUp, padding::Unit;
   const GemmForm& f = p.form;
   PaddedForm out;
-  // One GEMM only: a batch's entries would each take a copy per operand.
-  if (f.batch != 1) return out;
   const bool a_k = f.a_layout == Layout::kKContiguous, b_k = f.b_layout == Layout::kKContiguous;
   // K pads the rows that run along it; N pads D's (and C's, and B's where
   // B is stored K×N); M pads A's where A is stored K×M.
@@ -66,18 +72,25 @@ inline PaddedForm PaddedFormOf(const FormProblem& p, uint64_t from = kPadFormsFr
   if (f.ReadsC()) n_unit = std::max(n_unit, Unit(f.c));
   const int64_t m_unit = a_k ? 1 : Unit(f.a);
   const int64_t m = RoundUp(p.m, m_unit), n = RoundUp(p.n, n_unit), k = RoundUp(p.k, k_unit);
-  const uint64_t macs = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(p.n) * static_cast<uint64_t>(p.k);
+  const uint64_t macs = static_cast<uint64_t>(f.batch) * static_cast<uint64_t>(p.m) * static_cast<uint64_t>(p.n) *
+                        static_cast<uint64_t>(p.k);
   if ((m == p.m && n == p.n && k == p.k) || macs < from) return out;
   out.pads = true;
   FormProblem& q = out.q;
   q.m = m, q.n = n, q.k = k;
   q.form = f;
+  // Each entry dense at the padded shape; a shared operand stays one copy.
   q.form.StackDensely(m, n, k);
+  if (f.stride_a == 0) q.form.stride_a = 0;
+  if (f.stride_b == 0) q.form.stride_b = 0;
+  if (f.stride_c == 0) q.form.stride_c = 0;
+  const auto entries = [&](int64_t stride) { return static_cast<uint64_t>(f.batch == 1 || stride == 0 ? 1 : f.batch); };
   out.a_at = 0;
-  out.b_at = Aligned(out.a_at + static_cast<uint64_t>(m) * k * ElementBytes(f.a));
-  out.c_at = Aligned(out.b_at + static_cast<uint64_t>(n) * k * ElementBytes(f.b));
-  out.d_at = Aligned(out.c_at + (f.ReadsC() ? static_cast<uint64_t>(m) * n * ElementBytes(f.c) : 0));
-  out.end = Aligned(out.d_at + static_cast<uint64_t>(m) * n * ElementBytes(f.d));
+  out.b_at = Aligned(out.a_at + entries(f.stride_a) * m * k * ElementBytes(f.a));
+  out.c_at = Aligned(out.b_at + entries(f.stride_b) * n * k * ElementBytes(f.b));
+  out.d_at = Aligned(out.c_at + (f.ReadsC() ? entries(f.stride_c) * m * n * ElementBytes(f.c) : 0));
+  out.end = Aligned(out.d_at + static_cast<uint64_t>(f.batch) * m * n * ElementBytes(f.d));
+  if (out.end > kPaddedCopiesAtMost) return PaddedForm{};
   return out;
 }
 

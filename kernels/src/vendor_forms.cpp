@@ -11,6 +11,7 @@
 
 #include "cublas_api.h"
 #include "cublas_layout.h"
+#include "matrix_repitch.h"
 #include "gemm/form_ops.h"
 #include "gemm/test_hooks.h"
 #include "vendor_form_padding.h"
@@ -171,29 +172,46 @@ namespace {
 std::atomic<uint64_t> pad_forms_from{detail::kPadFormsFrom};  // testing::SetVendorFormPadding
 detail::PaddedForm PaddedOf(const FormProblem& p) { return detail::PaddedFormOf(p, pad_forms_from.load()); }
 
-// One stored matrix of `from` into `to`: rows×cols row-major each, `to`'s
-// rows `to_cols` long, `from`'s `from_cols`.
-cudaError_t CopyMatrix(const void* from, int64_t from_cols, void* to, int64_t to_cols, int64_t rows, int64_t cols,
-                       ElementType t, cudaStream_t stream) {
-  const size_t bytes = ElementBytes(t);
-  return cudaMemcpy2DAsync(to, to_cols * bytes, from, from_cols * bytes, cols * bytes, rows, cudaMemcpyDeviceToDevice,
-                           stream);
+// One operand's entries at `from` (stored rows×cols, `stride` apart)
+// into `to`, stored to_rows×to_cols each, zeros in the rest.
+cudaError_t Repitch(const void* from, int64_t stride, StoredShape shape, void* to, StoredShape to_shape,
+                    int64_t entries, ElementType t, cudaStream_t stream) {
+  detail::MatrixRepitch c;
+  c.from = from, c.from_ld = shape.cols, c.from_stride = stride;
+  c.to = to, c.to_rows = to_shape.rows, c.to_cols = to_shape.cols;
+  c.rows = shape.rows, c.cols = shape.cols;
+  c.entries = stride == 0 ? 1 : entries;
+  c.element_bytes = static_cast<uint32_t>(ElementBytes(t));
+  return detail::CopyRepitched(c, stream);
 }
 
 // p's A, B and C into the padded problem q's buffers, zeros in K's padding
 // (the products there add nothing).
 cudaError_t CopyIntoPadded(const FormProblem& p, const FormProblem& q, cudaStream_t stream) {
   const GemmForm& f = p.form;
-  const StoredShape a = StoredShapeOf(f.a_layout, p.m, p.k), qa = StoredShapeOf(f.a_layout, q.m, q.k);
-  const StoredShape b = StoredShapeOf(f.b_layout, p.n, p.k), qb = StoredShapeOf(f.b_layout, q.n, q.k);
-  void* qa_data = const_cast<void*>(q.a);
-  void* qb_data = const_cast<void*>(q.b);
-  cudaError_t e = cudaMemsetAsync(qa_data, 0, qa.rows * qa.cols * ElementBytes(f.a), stream);
-  if (e == cudaSuccess) e = cudaMemsetAsync(qb_data, 0, qb.rows * qb.cols * ElementBytes(f.b), stream);
-  if (e == cudaSuccess) e = CopyMatrix(p.a, a.cols, qa_data, qa.cols, a.rows, a.cols, f.a, stream);
-  if (e == cudaSuccess) e = CopyMatrix(p.b, b.cols, qb_data, qb.cols, b.rows, b.cols, f.b, stream);
-  if (e == cudaSuccess && f.ReadsC()) e = CopyMatrix(p.c, p.n, const_cast<void*>(q.c), q.n, p.m, p.n, f.c, stream);
+  const int64_t entries = f.batch;
+  cudaError_t e = Repitch(p.a, entries > 1 ? f.stride_a : 0, StoredShapeOf(f.a_layout, p.m, p.k),
+                          const_cast<void*>(q.a), StoredShapeOf(f.a_layout, q.m, q.k), entries, f.a, stream);
+  if (e == cudaSuccess) {
+    e = Repitch(p.b, entries > 1 ? f.stride_b : 0, StoredShapeOf(f.b_layout, p.n, p.k), const_cast<void*>(q.b),
+                StoredShapeOf(f.b_layout, q.n, q.k), entries, f.b, stream);
+  }
+  if (e == cudaSuccess && f.ReadsC()) {
+    e = Repitch(p.c, entries > 1 ? f.stride_c : 0, {p.m, p.n}, const_cast<void*>(q.c), {q.m, q.n}, entries, f.c,
+                stream);
+  }
   return e;
+}
+
+// D out of the padded problem q's D into p's.
+cudaError_t CopyOutOfPadded(const FormProblem& q, const FormProblem& p, cudaStream_t stream) {
+  detail::MatrixRepitch c;
+  c.from = q.d, c.from_ld = q.n, c.from_stride = q.m * q.n;
+  c.to = p.d, c.to_rows = p.m, c.to_cols = p.n;
+  c.rows = p.m, c.cols = p.n;
+  c.entries = p.form.batch;
+  c.element_bytes = static_cast<uint32_t>(ElementBytes(p.form.d));
+  return detail::CopyRepitched(c, stream);
 }
 }  // namespace
 
@@ -320,7 +338,7 @@ std::string LaunchVendorForm(const FormProblem& p, const DeviceContext& ctx, voi
     if (auto err = LaunchVendorForm(q, ctx, static_cast<char*>(scratch) + padded.bytes(), stream); !err.empty()) {
       return err;
     }
-    const cudaError_t e = CopyMatrix(q.d, q.n, p.d, p.n, p.m, p.n, p.form.d, stream);  // D out of its padding
+    const cudaError_t e = CopyOutOfPadded(q, p, stream);
     return e == cudaSuccess ? "" : std::string("copying D out of its padding: ") + cudaGetErrorString(e);
   }
   const CublasLtApi& lt = *detail::CublasLt(nullptr);

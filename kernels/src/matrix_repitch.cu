@@ -1,0 +1,65 @@
+#include "matrix_repitch.h"
+
+#include <algorithm>
+
+namespace gemm::detail {
+namespace {
+
+constexpr int kWarps = 8, kUnroll = 8;
+
+// A warp a destination row: lane l takes columns l, l + 32, ..., eight at
+// a time, so that each load and store instruction covers consecutive
+// elements across the warp whatever the rows' alignment, and eight loads
+// are in flight a lane. (Sixteen bytes a thread, read element by element
+// from unaligned source rows, moved 1.6 TB/s on an H200: 68 µs for the
+// copies of bf16 x @ W at 2470x3725x3100.)
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) RepitchKernel(MatrixRepitch c) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t rows = c.entries * c.to_rows;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; row < rows;
+       row += static_cast<int64_t>(gridDim.x) * kWarps) {
+    const int64_t e = row / c.to_rows, r = row - e * c.to_rows;
+    const int64_t cols = r < c.rows ? c.cols : 0;  // the source's columns in this row
+    const T* from = static_cast<const T*>(c.from) + e * c.from_stride + r * c.from_ld;
+    T* to = static_cast<T*>(c.to) + row * c.to_cols;
+    for (int64_t first = lane; first < c.to_cols; first += 32 * kUnroll) {
+      T v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t col = first + 32 * u;
+        v[u] = col < cols ? from[col] : T(0);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t col = first + 32 * u;
+        if (col < c.to_cols) to[col] = v[u];
+      }
+    }
+  }
+}
+
+template <typename T>
+cudaError_t Launch(const MatrixRepitch& c, cudaStream_t stream) {
+  const int64_t rows = c.entries * c.to_rows;
+  if (rows == 0 || c.to_cols == 0) return cudaSuccess;
+  int device = 0, sms = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
+  const int64_t blocks = std::min<int64_t>((rows + kWarps - 1) / kWarps, int64_t{sms} * 16);
+  RepitchKernel<T><<<static_cast<unsigned>(blocks), kWarps * 32, 0, stream>>>(c);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t CopyRepitched(const MatrixRepitch& c, cudaStream_t stream) {
+  switch (c.element_bytes) {
+    case 1: return Launch<uint8_t>(c, stream);
+    case 2: return Launch<uint16_t>(c, stream);
+    case 4: return Launch<uint32_t>(c, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace gemm::detail

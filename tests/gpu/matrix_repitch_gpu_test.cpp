@@ -1,0 +1,85 @@
+// Batched matrices copied between pitches on the GPU
+// (kernels/src/matrix_repitch.h): every element where it belongs, zeros in
+// the rest of the destination, a shared source read for every entry, and
+// destinations that are not 16-byte aligned or end mid-vector, in each
+// element size.
+#include "matrix_repitch.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "gpu_test_util.h"
+
+namespace gemmd::testing {
+namespace {
+
+#define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+struct Case {
+  int64_t rows, cols;  // copied
+  int64_t from_ld, from_stride, to_rows, to_cols, entries;
+  uint32_t bytes;
+  int64_t to_offset;  // elements past a 256-byte boundary
+};
+
+// The destination as the copy should leave it, built on the host.
+std::vector<uint8_t> Expected(const Case& c, const std::vector<uint8_t>& from) {
+  std::vector<uint8_t> to(c.entries * c.to_rows * c.to_cols * c.bytes, 0);
+  for (int64_t e = 0; e < c.entries; ++e)
+    for (int64_t r = 0; r < c.rows; ++r)
+      for (int64_t col = 0; col < c.cols; ++col) {
+        const int64_t src = e * c.from_stride + r * c.from_ld + col;
+        const int64_t dst = (e * c.to_rows + r) * c.to_cols + col;
+        std::memcpy(&to[dst * c.bytes], &from[src * c.bytes], c.bytes);
+      }
+  return to;
+}
+
+TEST(MatrixRepitchGpu, EveryElementLandsAtItsNewPitchWithZerosAround) {
+  SKIP_WITHOUT_GPU();
+  const Case cases[] = {
+      {67, 45, 45, 67 * 45, 72, 48, 3, 2, 0},        // bf16 A at 8-element rows, three entries
+      {67, 45, 45, 0, 67, 48, 4, 2, 0},              // a shared operand: one entry read four times
+      {130, 33, 40, 130 * 40 + 7, 136, 40, 2, 4, 0}, // fp32 from a pitched, gapped source
+      {31, 17, 17, 31 * 17, 32, 32, 2, 1, 0},        // fp8
+      {67, 45, 48, 72 * 48, 67, 45, 3, 2, 0},        // D out of its padding: rows and columns dropped
+      {67, 45, 48, 72 * 48, 67, 45, 1, 2, 3},        // ... to a destination 6 bytes past alignment
+      {9, 5, 7, 70, 9, 5, 5, 4, 1},                  // 225 fp32: no whole 16-byte vector at the end
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.cols << " ld " << c.from_ld << " stride "
+                                      << c.from_stride << " -> " << c.to_rows << "x" << c.to_cols << " x"
+                                      << c.entries << ", " << c.bytes << " bytes, offset " << c.to_offset);
+    const int64_t from_entries = c.from_stride == 0 ? 1 : c.entries;
+    const int64_t from_elems = (from_entries - 1) * c.from_stride + (c.rows - 1) * c.from_ld + c.cols;
+    std::vector<uint8_t> from(from_elems * c.bytes);
+    for (size_t i = 0; i < from.size(); ++i) from[i] = static_cast<uint8_t>(i * 37 + 11);
+    const std::vector<uint8_t> expected = Expected(c, from);
+    void *d_from = nullptr, *d_to = nullptr;
+    ASSERT_CUDA(cudaMalloc(&d_from, from.size()));
+    // The destination, poisoned, inside a larger buffer whose bytes around it must stay.
+    const size_t before = c.to_offset * c.bytes, guard = 64;
+    ASSERT_CUDA(cudaMalloc(&d_to, before + expected.size() + guard));
+    ASSERT_CUDA(cudaMemcpy(d_from, from.data(), from.size(), cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemset(d_to, 0xA5, before + expected.size() + guard));
+    gemm::detail::MatrixRepitch r;
+    r.from = d_from, r.from_ld = c.from_ld, r.from_stride = c.from_stride;
+    r.to = static_cast<uint8_t*>(d_to) + before, r.to_rows = c.to_rows, r.to_cols = c.to_cols;
+    r.rows = c.rows, r.cols = c.cols;
+    r.entries = c.entries, r.element_bytes = c.bytes;
+    ASSERT_CUDA(gemm::detail::CopyRepitched(r, nullptr));
+    std::vector<uint8_t> got(before + expected.size() + guard);
+    ASSERT_CUDA(cudaMemcpy(got.data(), d_to, got.size(), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < before; ++i) ASSERT_EQ(got[i], 0xA5) << "byte " << i << " before the destination";
+    for (size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(got[before + i], expected[i]) << "byte " << i;
+    for (size_t i = 0; i < guard; ++i) ASSERT_EQ(got[before + expected.size() + i], 0xA5) << "byte " << i << " after";
+    cudaFree(d_from);
+    cudaFree(d_to);
+  }
+}
+
+}  // namespace
+}  // namespace gemmd::testing

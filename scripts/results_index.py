@@ -143,6 +143,9 @@ PURPOSES = {
                                    "VERIFICATION_FAST with C's type fixed at compile time and its samples in "
                                    "clusters along MN-contiguous operands, beside the build before; why the build "
                                    "before fails bf16 + 1.0·C with an MN operand at 1024^3",
+    "vendor_padding": "gemm-bench --vendor-padding (the GPU harness's padding part, with its tests part): step "
+                      "0's forms on ragged shapes and batches, dense, on padded copies and at the aligned shape, "
+                      "this build and the two before",
     "step0_ragged": "gemm-bench's cuBLAS and autotuned columns and step 10 on ragged shapes (N or K not a multiple "
                     "of 8), dense and pitched, and gemmd's step 0 and step 10 on them, fp16 and bf16 x @ W, before "
                     "and after the forms' step 0 ran large ragged GEMMs on padded copies",

@@ -5,14 +5,15 @@
 namespace gemm::detail {
 namespace {
 
-constexpr int kWarps = 8, kUnroll = 8;
+constexpr int kWarps = 8, kUnroll = 16;
 
-// A warp a destination row: lane l takes columns l, l + 32, ..., eight at
-// a time, so that each load and store instruction covers consecutive
-// elements across the warp whatever the rows' alignment, and eight loads
-// are in flight a lane. (Sixteen bytes a thread, read element by element
-// from unaligned source rows, moved 1.6 TB/s on an H200: 68 µs for the
-// copies of bf16 x @ W at 2470x3725x3100.)
+// A warp a destination row: lane l takes columns l, l + 32, ..., sixteen
+// at a time, so that each load and store instruction covers consecutive
+// elements across the warp whatever the rows' alignment, and sixteen loads
+// are in flight a lane (eight: 4% slower at 2470x3725x3100 in bf16).
+// Sixteen bytes a thread, read element by element from unaligned source
+// rows, moved 1.6 TB/s on an H200 (gemm-bench --vendor-padding,
+// bench/results/h200_2026-11-29_vendor_padding_summary.txt).
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) RepitchKernel(MatrixRepitch c) {
   const int lane = static_cast<int>(threadIdx.x % 32);

@@ -90,13 +90,13 @@ TEST(VendorFormPadding, EveryPaddedRowIsSixteenByteMultiple) {
 TEST(VendorFormPadding, AlignedAndSmallProblemsRunAsTheyAre) {
   EXPECT_FALSE(detail::PaddedFormOf(Problem(2470, 3728, 3104, kBf16, kBf16, kK, kMn)).pads);
   EXPECT_FALSE(detail::PaddedFormOf(Problem(4096, 4096, 4096, kBf16, kBf16, kMn, kMn)).pads);
-  EXPECT_FALSE(detail::PaddedFormOf(Problem(1001, 1001, 1001, kBf16, kBf16, kK, kMn)).pads) << "below 2^30";
-  EXPECT_TRUE(detail::PaddedFormOf(Problem(1001, 1001, 1001, kBf16, kBf16, kK, kMn), 0).pads) << "a test's threshold";
-  EXPECT_TRUE(detail::PaddedFormOf(Problem(1101, 1001, 1001, kBf16, kBf16, kK, kMn)).pads) << "above 2^30";
-  FormProblem batch = Problem(1001, 1001, 1001, kBf16, kBf16, kK, kMn);
+  EXPECT_FALSE(detail::PaddedFormOf(Problem(769, 771, 773, kBf16, kBf16, kK, kMn)).pads) << "below 2^29";
+  EXPECT_TRUE(detail::PaddedFormOf(Problem(769, 771, 773, kBf16, kBf16, kK, kMn), 0).pads) << "a test's threshold";
+  EXPECT_TRUE(detail::PaddedFormOf(Problem(1001, 1001, 1001, kBf16, kBf16, kK, kMn)).pads) << "above 2^29";
+  FormProblem batch = Problem(769, 771, 773, kBf16, kBf16, kK, kMn);
   batch.form.batch = 2;
-  batch.form.StackDensely(1001, 1001, 1001);
-  EXPECT_TRUE(detail::PaddedFormOf(batch).pads) << "two entries of 1001³ together";
+  batch.form.StackDensely(769, 771, 773);
+  EXPECT_TRUE(detail::PaddedFormOf(batch).pads) << "two entries of 769x771x773 together";
   // A stored K×M pads M (its rows), A stored M×K does not.
   EXPECT_EQ(detail::PaddedFormOf(Problem(2470, 3728, 3104, kBf16, kBf16, kMn, kK)).q.m, 2472);
 }

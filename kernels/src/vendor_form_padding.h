@@ -17,14 +17,15 @@
 
 namespace gemm::detail {
 
-// Problems of at least this many multiply-adds (batch·m·n·k, about 1024³)
+// Problems of at least this many multiply-adds (batch·m·n·k, about 810³)
 // are padded where ragged. On an H200, copies included, bf16 forms ran
-// 1.1-1.4 times as fast padded at 1001³, 2.3-2.8 at 1500³ and 3.8-5.1 at
-// 2470x3725x3100; at 769³ 0.93-1.10, below it slower; batches of 16 and 64
-// from 2^30 multiply-adds in all 1.08-2.5 times, smaller ones 0.67-0.99
+// 1.01-1.17 times as fast padded at 769³, 1.2-1.5 at 1001³, 2.5-3.0 at
+// 1500³ and 4.0-5.2 at 2470x3725x3100; at 517x733x611 0.92-1.05, and
+// slower below; batches of 16 and 64 from 2^30 multiply-adds in all
+// 1.08-2.6 times, from 2^28 0.92-1.01, smaller ones 0.64-0.67
 // (gemm-bench --vendor-padding, PARTS=padding,
 // bench/results/h200_2026-11-29_vendor_padding_summary.txt).
-inline constexpr uint64_t kPadFormsFrom = uint64_t{1} << 30;
+inline constexpr uint64_t kPadFormsFrom = uint64_t{1} << 29;
 
 // The copies are device memory the request holds beside its own operands:
 // a problem whose copies would take more runs on its dense operands, so

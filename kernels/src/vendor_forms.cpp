@@ -11,7 +11,7 @@
 
 #include "cublas_api.h"
 #include "cublas_layout.h"
-#include "matrix_repitch.h"
+#include "common/matrix_repitch.h"
 #include "gemm/form_ops.h"
 #include "gemm/test_hooks.h"
 #include "vendor_form_padding.h"
@@ -176,13 +176,13 @@ detail::PaddedForm PaddedOf(const FormProblem& p) { return detail::PaddedFormOf(
 // into `to`, stored to_rows×to_cols each, zeros in the rest.
 cudaError_t Repitch(const void* from, int64_t stride, StoredShape shape, void* to, StoredShape to_shape,
                     int64_t entries, ElementType t, cudaStream_t stream) {
-  detail::MatrixRepitch c;
+  common::MatrixRepitch c;
   c.from = from, c.from_ld = shape.cols, c.from_stride = stride;
   c.to = to, c.to_rows = to_shape.rows, c.to_cols = to_shape.cols;
   c.rows = shape.rows, c.cols = shape.cols;
   c.entries = stride == 0 ? 1 : entries;
   c.element_bytes = static_cast<uint32_t>(ElementBytes(t));
-  return detail::CopyRepitched(c, stream);
+  return common::CopyRepitched(c, stream);
 }
 
 // p's A, B and C into the padded problem q's buffers, zeros in K's padding
@@ -205,13 +205,13 @@ cudaError_t CopyIntoPadded(const FormProblem& p, const FormProblem& q, cudaStrea
 
 // D out of the padded problem q's D into p's.
 cudaError_t CopyOutOfPadded(const FormProblem& q, const FormProblem& p, cudaStream_t stream) {
-  detail::MatrixRepitch c;
+  common::MatrixRepitch c;
   c.from = q.d, c.from_ld = q.n, c.from_stride = q.m * q.n;
   c.to = p.d, c.to_rows = p.m, c.to_cols = p.n;
   c.rows = p.m, c.cols = p.n;
   c.entries = p.form.batch;
   c.element_bytes = static_cast<uint32_t>(ElementBytes(p.form.d));
-  return detail::CopyRepitched(c, stream);
+  return common::CopyRepitched(c, stream);
 }
 }  // namespace
 

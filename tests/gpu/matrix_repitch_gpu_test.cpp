@@ -1,9 +1,10 @@
 // Batched matrices copied between pitches on the GPU
-// (kernels/src/matrix_repitch.h): every element where it belongs, zeros in
-// the rest of the destination, a shared source read for every entry, and
-// destinations that are not 16-byte aligned or end mid-vector, in each
-// element size.
-#include "matrix_repitch.h"
+// (kernels/src/common/matrix_repitch.h): every element where it belongs, zeros in
+// the rest of the destination, a shared source read for every entry, rows
+// longer than a warp's segment, a destination pitch whose gaps stay
+// untouched, and destinations that are not 16-byte aligned or end
+// mid-vector, in each element size.
+#include "common/matrix_repitch.h"
 
 #include <gtest/gtest.h>
 
@@ -23,16 +24,24 @@ struct Case {
   int64_t from_ld, from_stride, to_rows, to_cols, entries;
   uint32_t bytes;
   int64_t to_offset;  // elements past a 256-byte boundary
+  int64_t to_ld = 0;  // 0: to_cols
+  int64_t ld() const { return to_ld != 0 ? to_ld : to_cols; }
 };
 
+constexpr uint8_t kPoison = 0xA5;
+
 // The destination as the copy should leave it, built on the host.
+// Zeros in to_rows x to_cols of each entry, the poison in a pitch's gaps.
 std::vector<uint8_t> Expected(const Case& c, const std::vector<uint8_t>& from) {
-  std::vector<uint8_t> to(c.entries * c.to_rows * c.to_cols * c.bytes, 0);
+  std::vector<uint8_t> to(c.entries * c.to_rows * c.ld() * c.bytes, kPoison);
+  for (int64_t row = 0; row < c.entries * c.to_rows; ++row) {
+    std::memset(&to[row * c.ld() * c.bytes], 0, c.to_cols * c.bytes);
+  }
   for (int64_t e = 0; e < c.entries; ++e)
     for (int64_t r = 0; r < c.rows; ++r)
       for (int64_t col = 0; col < c.cols; ++col) {
         const int64_t src = e * c.from_stride + r * c.from_ld + col;
-        const int64_t dst = (e * c.to_rows + r) * c.to_cols + col;
+        const int64_t dst = (e * c.to_rows + r) * c.ld() + col;
         std::memcpy(&to[dst * c.bytes], &from[src * c.bytes], c.bytes);
       }
   return to;
@@ -48,11 +57,14 @@ TEST(MatrixRepitchGpu, EveryElementLandsAtItsNewPitchWithZerosAround) {
       {67, 45, 48, 72 * 48, 67, 45, 3, 2, 0},        // D out of its padding: rows and columns dropped
       {67, 45, 48, 72 * 48, 67, 45, 1, 2, 3},        // ... to a destination 6 bytes past alignment
       {9, 5, 7, 70, 9, 5, 5, 4, 1},                  // 225 fp32: no whole 16-byte vector at the end
+      {3, 5001, 5003, 3 * 5003, 3, 5056, 2, 2, 0},   // rows of ten warp segments, the last ragged
+      {67, 45, 48, 72 * 48, 67, 45, 2, 2, 0, 47},    // D back to a caller's pitch: its gaps left alone
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.cols << " ld " << c.from_ld << " stride "
                                       << c.from_stride << " -> " << c.to_rows << "x" << c.to_cols << " x"
-                                      << c.entries << ", " << c.bytes << " bytes, offset " << c.to_offset);
+                                      << c.entries << ", " << c.bytes << " bytes, offset " << c.to_offset
+                                      << ", to_ld " << c.to_ld);
     const int64_t from_entries = c.from_stride == 0 ? 1 : c.entries;
     const int64_t from_elems = (from_entries - 1) * c.from_stride + (c.rows - 1) * c.from_ld + c.cols;
     std::vector<uint8_t> from(from_elems * c.bytes);
@@ -64,18 +76,20 @@ TEST(MatrixRepitchGpu, EveryElementLandsAtItsNewPitchWithZerosAround) {
     const size_t before = c.to_offset * c.bytes, guard = 64;
     ASSERT_CUDA(cudaMalloc(&d_to, before + expected.size() + guard));
     ASSERT_CUDA(cudaMemcpy(d_from, from.data(), from.size(), cudaMemcpyHostToDevice));
-    ASSERT_CUDA(cudaMemset(d_to, 0xA5, before + expected.size() + guard));
-    gemm::detail::MatrixRepitch r;
+    ASSERT_CUDA(cudaMemset(d_to, kPoison, before + expected.size() + guard));
+    gemm::common::MatrixRepitch r;
     r.from = d_from, r.from_ld = c.from_ld, r.from_stride = c.from_stride;
-    r.to = static_cast<uint8_t*>(d_to) + before, r.to_rows = c.to_rows, r.to_cols = c.to_cols;
+    r.to = static_cast<uint8_t*>(d_to) + before, r.to_rows = c.to_rows, r.to_cols = c.to_cols, r.to_ld = c.to_ld;
     r.rows = c.rows, r.cols = c.cols;
     r.entries = c.entries, r.element_bytes = c.bytes;
-    ASSERT_CUDA(gemm::detail::CopyRepitched(r, nullptr));
+    ASSERT_CUDA(gemm::common::CopyRepitched(r, nullptr));
     std::vector<uint8_t> got(before + expected.size() + guard);
     ASSERT_CUDA(cudaMemcpy(got.data(), d_to, got.size(), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < before; ++i) ASSERT_EQ(got[i], 0xA5) << "byte " << i << " before the destination";
+    for (size_t i = 0; i < before; ++i) ASSERT_EQ(got[i], kPoison) << "byte " << i << " before the destination";
     for (size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(got[before + i], expected[i]) << "byte " << i;
-    for (size_t i = 0; i < guard; ++i) ASSERT_EQ(got[before + expected.size() + i], 0xA5) << "byte " << i << " after";
+    for (size_t i = 0; i < guard; ++i) {
+      ASSERT_EQ(got[before + expected.size() + i], kPoison) << "byte " << i << " after";
+    }
     cudaFree(d_from);
     cudaFree(d_to);
   }

@@ -1,6 +1,7 @@
 #include "common/tma_problem.h"
 
 #include "common/batch.h"
+#include "common/matrix_repitch.h"
 #include "common/tensor_map_cache.h"
 
 #include <cudaTypedefs.h>
@@ -63,15 +64,18 @@ std::string Encode(CUtensorMap* map, ElementType type, const void* base, int64_t
   return cache.Get({base, rows, cols, ld, box_cols, box_rows, static_cast<int>(type), entries, stride}, map, make);
 }
 
-// rows×cols at pitch `ld` -> a copy at LinePitch(cols)
-// (from the stream-ordered pool). Nothing past `cols` is read, so the
-// padding is left as it is. `src` null: allocation only (D).
+// rows×cols at pitch `ld` -> a copy at LinePitch(cols), zeros past `cols`
+// (from the stream-ordered pool). `src` null: allocation only (D).
 std::string PitchedCopy(__half** out, int64_t* out_ld, const __half* src, int64_t rows, int64_t cols, int64_t ld,
                         cudaStream_t s) {
   *out_ld = LinePitch(cols);
   cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(out), static_cast<size_t>(rows) * *out_ld * 2, s);
   if (e == cudaSuccess && src != nullptr) {
-    e = cudaMemcpy2DAsync(*out, *out_ld * 2, src, ld * 2, cols * 2, rows, cudaMemcpyDeviceToDevice, s);
+    MatrixRepitch c;
+    c.from = src, c.from_ld = ld;
+    c.to = *out, c.to_rows = rows, c.to_cols = *out_ld;
+    c.rows = rows, c.cols = cols;
+    e = CopyRepitched(c, s);
   }
   return e == cudaSuccess ? "" : std::string("staging a 16-byte-pitched copy: ") + cudaGetErrorString(e);
 }
@@ -159,7 +163,11 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
 std::string TmaProblem::Finish(cudaStream_t stream) {
   cudaError_t e = cudaSuccess;
   if (d_pad_ != nullptr) {
-    e = cudaMemcpy2DAsync(p_.d, p_.ldd * 2, d_pad_, ldd_pad_ * 2, p_.n * 2, p_.m, cudaMemcpyDeviceToDevice, stream);
+    MatrixRepitch c;
+    c.from = d_pad_, c.from_ld = ldd_pad_;
+    c.to = p_.d, c.to_rows = p_.m, c.to_cols = p_.n, c.to_ld = p_.ldd;
+    c.rows = p_.m, c.cols = p_.n;
+    e = CopyRepitched(c, stream);
   }
   stream_ = stream;
   Release();

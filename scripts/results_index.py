@@ -143,6 +143,9 @@ PURPOSES = {
                                    "VERIFICATION_FAST with C's type fixed at compile time and its samples in "
                                    "clusters along MN-contiguous operands, beside the build before; why the build "
                                    "before fails bf16 + 1.0·C with an MN operand at 1024^3",
+    "ladder_padded_copy": "gemm-bench --sweep 150 --layout dense, step 10 against cuBLAS, fp16 and bf16 x @ W: the "
+                          "ladder's padded copies by one kernel against cudaMemcpy2DAsync (the build before), in one "
+                          "call",
     "vendor_padding": "gemm-bench --vendor-padding (the GPU harness's padding part, with its tests part): step "
                       "0's forms on ragged shapes and batches, dense, on padded copies and at the aligned shape, "
                       "this build and the two before",

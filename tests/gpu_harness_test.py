@@ -113,6 +113,16 @@ class KernelToolsTest(unittest.TestCase):
         self.assertEqual(rows[1][0], 9)
         self.assertTrue(rows[1][2].startswith("tile halves swapped"))
 
+    def test_vendor_padding_rows_padded_and_not(self):
+        rows = readers.vendor_padding_rows(recorded("vendor_padding.md"))
+        self.assertEqual(len(rows), 9)  # the header and its rule are not rows
+        self.assertEqual(rows[0], {"shape": "257x383x301", "batch": 1, "dense": 0.0113, "padded": 0.0141,
+                                   "aligned": 0.006})
+        self.assertEqual([r["shape"] for r in rows if r["padded"] > r["dense"]], ["257x383x301"])
+        unpadded = readers.vendor_padding_rows(recorded("vendor_padding_batch_unpadded.md"))
+        self.assertEqual([(r["batch"], r["padded"]) for r in unpadded], [(16, None)] * 3)
+        self.assertEqual(unpadded[0]["aligned"], 0.0539)
+
     def test_ncu_cycles_per_kernel_with_thousands_separators(self):
         kernels = readers.ncu_csv(recorded("ncu_64x64x64.csv"))
         self.assertIn("TwoConsumersNarrowKernel", kernels)

@@ -202,6 +202,9 @@ def padding(lab):
     for i, (shapes, form) in enumerate(PADDING_RUNS):
         name = f"vendor_padding_{i}.md"
         lab.run(["gemm-bench", "--vendor-padding", "--shapes", shapes, *form.split()], out=name, timeout=180)
-        table = (lab.out / name).read_text(errors="replace").splitlines()
+        text = (lab.out / name).read_text(errors="replace")
+        rows = readers.vendor_padding_rows(text)
+        slower = [f"{r['shape']} x{r['batch']}" for r in rows if r["padded"] is not None and r["padded"] > r["dense"]]
         lab.note(f"step 0 on ragged shapes, dense and padded (gemm-bench --vendor-padding {form}):",
-                 *[f"  {line}" for line in table if line.startswith("| ") and line[2:3].isdigit()])
+                 *[f"  {line}" for line in text.splitlines() if readers.vendor_padding_rows(line)],
+                 f"  padded slower than dense: {', '.join(slower) or 'none'}")

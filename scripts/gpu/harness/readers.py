@@ -91,6 +91,20 @@ def diagnose_rows(text):
     return rows
 
 
+def vendor_padding_rows(text):
+    """gemm-bench --vendor-padding's table: per shape, its batch, the dense
+    and padded ms (padded None where the build did not pad it), and the
+    aligned shape's ms."""
+    rows = []
+    for line in text.splitlines():
+        cells = table_cells(line)
+        if len(cells) == 7 and cells[0][:1].isdigit():
+            padded = None if cells[3] == "not padded" else float(cells[3])
+            rows.append({"shape": cells[0], "batch": int(cells[1]), "dense": float(cells[2]), "padded": padded,
+                         "aligned": float(cells[6])})
+    return rows
+
+
 def back_to_back_limits(text, step=10):
     """gemm-bench --back-to-back's table: {m: (alone, generated)} TFLOPS of
     `step` by shape's first dimension."""

@@ -1,5 +1,6 @@
 // Faults a test can plant in the kernel library, to prove that a check
-// downstream catches them. Never set outside tests.
+// downstream catches them, and paths a test (or gemm-bench, to time both
+// ways) can force. Never set in the server.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -2,9 +2,10 @@
 // of ragged operands (kernels/src/vendor_form_padding.h) buys, per shape.
 // Each shape's form runs three ways through LaunchVendorForm, interleaved
 // round by round with L2 flushed before each run: on its dense operands,
-// on padded copies (the copies timed with the GEMM), and at the aligned
-// shape the padding rounds up to, dense (the padded GEMM without its
-// copies). Medians of ten rounds after one untimed. The rows show where the
+// on padded copies (the copies timed with the GEMM), and dense at the
+// aligned shape, every dimension rounded up to 16 bytes' worth (about the
+// padded GEMM without its copies: the padding leaves M as it is where no
+// stored row runs along it). Medians of ten rounds after one untimed. The rows show where the
 // padding starts to pay, which sets kPadFormsFrom.
 #pragma once
 

@@ -85,11 +85,11 @@ inline PaddedForm PaddedFormOf(const FormProblem& p, uint64_t from = kPadFormsFr
   if (f.stride_a == 0) q.form.stride_a = 0;
   if (f.stride_b == 0) q.form.stride_b = 0;
   if (f.stride_c == 0) q.form.stride_c = 0;
-  const auto entries = [&](int64_t stride) { return static_cast<uint64_t>(f.batch == 1 || stride == 0 ? 1 : f.batch); };
+  const auto bytes = [&](const OperandStorage& s) { return s.Footprint(f.batch) * ElementBytes(s.type); };
   out.a_at = 0;
-  out.b_at = Aligned(out.a_at + entries(f.stride_a) * m * k * ElementBytes(f.a));
-  out.c_at = Aligned(out.b_at + entries(f.stride_b) * n * k * ElementBytes(f.b));
-  out.d_at = Aligned(out.c_at + (f.ReadsC() ? entries(f.stride_c) * m * n * ElementBytes(f.c) : 0));
+  out.b_at = Aligned(out.a_at + bytes(StorageOfA(q.form, m, k)));
+  out.c_at = Aligned(out.b_at + bytes(StorageOfB(q.form, n, k)));
+  out.d_at = Aligned(out.c_at + (f.ReadsC() ? bytes(StorageOfC(q.form, m, n)) : 0));
   out.end = Aligned(out.d_at + static_cast<uint64_t>(f.batch) * m * n * ElementBytes(f.d));
   if (out.end > kPaddedCopiesAtMost) return PaddedForm{};
   return out;

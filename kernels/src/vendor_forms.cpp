@@ -172,33 +172,29 @@ namespace {
 std::atomic<uint64_t> pad_forms_from{detail::kPadFormsFrom};  // testing::SetVendorFormPadding
 detail::PaddedForm PaddedOf(const FormProblem& p) { return detail::PaddedFormOf(p, pad_forms_from.load()); }
 
-// One operand's entries at `from` (stored rows×cols, `stride` apart)
-// into `to`, stored to_rows×to_cols each, zeros in the rest.
-cudaError_t Repitch(const void* from, int64_t stride, StoredShape shape, void* to, StoredShape to_shape,
-                    int64_t entries, ElementType t, cudaStream_t stream) {
+// One operand's batch of entries, stored at `from` as `stored` says, into
+// `to`, stored as `padded` says, zeros in the rest. A shared operand
+// (stride 0) is one copy, as in vendor_form_padding.h.
+cudaError_t Repitch(const void* from, const OperandStorage& stored, const void* to, const OperandStorage& padded,
+                    int64_t batch, cudaStream_t stream) {
+  const bool one = batch == 1 || stored.stride == 0;
   common::MatrixRepitch c;
-  c.from = from, c.from_ld = shape.cols, c.from_stride = stride;
-  c.to = to, c.to_rows = to_shape.rows, c.to_cols = to_shape.cols;
-  c.rows = shape.rows, c.cols = shape.cols;
-  c.entries = stride == 0 ? 1 : entries;
-  c.element_bytes = static_cast<uint32_t>(ElementBytes(t));
+  c.from = from, c.from_ld = stored.cols, c.from_stride = one ? 0 : stored.stride;
+  c.to = const_cast<void*>(to), c.to_rows = padded.rows, c.to_cols = padded.cols;
+  c.rows = stored.rows, c.cols = stored.cols;
+  c.entries = one ? 1 : batch;
+  c.element_bytes = static_cast<uint32_t>(ElementBytes(stored.type));
   return common::CopyRepitched(c, stream);
 }
 
 // p's A, B and C into the padded problem q's buffers, zeros in K's padding
 // (the products there add nothing).
 cudaError_t CopyIntoPadded(const FormProblem& p, const FormProblem& q, cudaStream_t stream) {
-  const GemmForm& f = p.form;
-  const int64_t entries = f.batch;
-  cudaError_t e = Repitch(p.a, entries > 1 ? f.stride_a : 0, StoredShapeOf(f.a_layout, p.m, p.k),
-                          const_cast<void*>(q.a), StoredShapeOf(f.a_layout, q.m, q.k), entries, f.a, stream);
-  if (e == cudaSuccess) {
-    e = Repitch(p.b, entries > 1 ? f.stride_b : 0, StoredShapeOf(f.b_layout, p.n, p.k), const_cast<void*>(q.b),
-                StoredShapeOf(f.b_layout, q.n, q.k), entries, f.b, stream);
-  }
+  const GemmForm &f = p.form, &g = q.form;
+  cudaError_t e = Repitch(p.a, StorageOfA(f, p.m, p.k), q.a, StorageOfA(g, q.m, q.k), f.batch, stream);
+  if (e == cudaSuccess) e = Repitch(p.b, StorageOfB(f, p.n, p.k), q.b, StorageOfB(g, q.n, q.k), f.batch, stream);
   if (e == cudaSuccess && f.ReadsC()) {
-    e = Repitch(p.c, entries > 1 ? f.stride_c : 0, {p.m, p.n}, const_cast<void*>(q.c), {q.m, q.n}, entries, f.c,
-                stream);
+    e = Repitch(p.c, StorageOfC(f, p.m, p.n), q.c, StorageOfC(g, q.m, q.n), f.batch, stream);
   }
   return e;
 }

@@ -146,6 +146,9 @@ PURPOSES = {
     "ladder_padded_copy": "gemm-bench --sweep 150 --layout dense, step 10 against cuBLAS, fp16 and bf16 x @ W: the "
                           "ladder's padded copies by one kernel against cudaMemcpy2DAsync (the build before), in one "
                           "call",
+    "repitch_kernel": "the padded-copy kernel (common/matrix_repitch.h) against the build before in the same call: "
+                      "32-bit indices (kept), and aligned 16-byte words two ways (not kept); --vendor-padding, the "
+                      "dense sweep, ncu on the copies",
     "vendor_padding": "gemm-bench --vendor-padding (the GPU harness's padding part, with its tests part): step "
                       "0's forms on ragged shapes and batches, dense, on padded copies and at the aligned shape, "
                       "this build and the two before",

@@ -2,12 +2,13 @@
 // (kernels/src/common/matrix_repitch.h): every element where it belongs, zeros in
 // the rest of the destination, a shared source read for every entry, rows
 // longer than a warp's segment, a destination pitch whose gaps stay
-// untouched, and destinations that are not 16-byte aligned or end
-// mid-vector, in each element size.
+// untouched, and sources and destinations that are not 16-byte aligned
+// (each row shifted differently) or end mid-vector, in each element size.
 #include "common/matrix_repitch.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -59,6 +60,10 @@ TEST(MatrixRepitchGpu, EveryElementLandsAtItsNewPitchWithZerosAround) {
       {9, 5, 7, 70, 9, 5, 5, 4, 1},                  // 225 fp32: no whole 16-byte vector at the end
       {3, 5001, 5003, 3 * 5003, 3, 5056, 2, 2, 0},   // rows of ten warp segments, the last ragged
       {67, 45, 48, 72 * 48, 67, 45, 2, 2, 0, 47},    // D back to a caller's pitch: its gaps left alone
+      {5, 300, 301, 5 * 301, 5, 304, 2, 1, 0},       // fp8 rows starting at every odd byte of a word
+      {7, 1000, 1003, 7 * 1003, 8, 1008, 1, 2, 0},   // bf16 rows of many words, each shifted differently
+      {6, 260, 261, 0, 6, 264, 2, 4, 1},             // fp32, shifted source rows to destination rows 4 bytes in
+      {9, 77, 80, 9 * 80, 9, 77, 1, 1, 5, 83},       // fp8 D back to an odd pitch 5 bytes in
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.cols << " ld " << c.from_ld << " stride "
@@ -93,6 +98,32 @@ TEST(MatrixRepitchGpu, EveryElementLandsAtItsNewPitchWithZerosAround) {
     cudaFree(d_from);
     cudaFree(d_to);
   }
+}
+
+// Past 2^31 elements the kernel indexes in 64 bits: one fp8 row of that
+// many, padded, lands as the small ones do.
+TEST(MatrixRepitchGpu, ARowPastTwoToThe31ElementsTakesTheWideIndex) {
+  SKIP_WITHOUT_GPU();
+  constexpr int64_t kCols = (int64_t{1} << 31) + 500, kToCols = kCols + 524;
+  std::vector<uint8_t> from(kCols);
+  for (int64_t i = 0; i < kCols; ++i) from[i] = static_cast<uint8_t>(i * 37 + 11);
+  void *d_from = nullptr, *d_to = nullptr;
+  ASSERT_CUDA(cudaMalloc(&d_from, kCols));
+  ASSERT_CUDA(cudaMalloc(&d_to, kToCols));
+  ASSERT_CUDA(cudaMemcpy(d_from, from.data(), kCols, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemset(d_to, kPoison, kToCols));
+  gemm::common::MatrixRepitch r;
+  r.from = d_from, r.from_ld = kCols;
+  r.to = d_to, r.to_rows = 1, r.to_cols = kToCols;
+  r.rows = 1, r.cols = kCols, r.element_bytes = 1;
+  ASSERT_CUDA(gemm::common::CopyRepitched(r, nullptr));
+  std::vector<uint8_t> got(kToCols);
+  ASSERT_CUDA(cudaMemcpy(got.data(), d_to, kToCols, cudaMemcpyDeviceToHost));
+  cudaFree(d_from);
+  cudaFree(d_to);
+  const auto wrong = std::mismatch(from.begin(), from.end(), got.begin());
+  EXPECT_EQ(wrong.first, from.end()) << "first wrong byte " << (wrong.first - from.begin());
+  for (int64_t i = kCols; i < kToCols; ++i) ASSERT_EQ(got[i], 0) << "padding byte " << i - kCols;
 }
 
 }  // namespace

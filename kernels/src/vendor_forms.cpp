@@ -175,8 +175,8 @@ detail::PaddedForm PaddedOf(const FormProblem& p) { return detail::PaddedFormOf(
 // One operand's batch of entries, stored at `from` as `stored` says, into
 // `to`, stored as `padded` says, zeros in the rest. A shared operand
 // (stride 0) is one copy, as in vendor_form_padding.h.
-cudaError_t Repitch(const void* from, const OperandStorage& stored, const void* to, const OperandStorage& padded,
-                    int64_t batch, cudaStream_t stream) {
+common::MatrixRepitch RepitchOf(const void* from, const OperandStorage& stored, const void* to,
+                                const OperandStorage& padded, int64_t batch) {
   const bool one = batch == 1 || stored.stride == 0;
   common::MatrixRepitch c;
   c.from = from, c.from_ld = stored.cols, c.from_stride = one ? 0 : stored.stride;
@@ -184,19 +184,19 @@ cudaError_t Repitch(const void* from, const OperandStorage& stored, const void* 
   c.rows = stored.rows, c.cols = stored.cols;
   c.entries = one ? 1 : batch;
   c.element_bytes = static_cast<uint32_t>(ElementBytes(stored.type));
-  return common::CopyRepitched(c, stream);
+  return c;
 }
 
 // p's A, B and C into the padded problem q's buffers, zeros in K's padding
-// (the products there add nothing).
+// (the products there add nothing): one launch for those of one element size.
 cudaError_t CopyIntoPadded(const FormProblem& p, const FormProblem& q, cudaStream_t stream) {
   const GemmForm &f = p.form, &g = q.form;
-  cudaError_t e = Repitch(p.a, StorageOfA(f, p.m, p.k), q.a, StorageOfA(g, q.m, q.k), f.batch, stream);
-  if (e == cudaSuccess) e = Repitch(p.b, StorageOfB(f, p.n, p.k), q.b, StorageOfB(g, q.n, q.k), f.batch, stream);
-  if (e == cudaSuccess && f.ReadsC()) {
-    e = Repitch(p.c, StorageOfC(f, p.m, p.n), q.c, StorageOfC(g, q.m, q.n), f.batch, stream);
-  }
-  return e;
+  common::MatrixRepitch copies[3] = {
+      RepitchOf(p.a, StorageOfA(f, p.m, p.k), q.a, StorageOfA(g, q.m, q.k), f.batch),
+      RepitchOf(p.b, StorageOfB(f, p.n, p.k), q.b, StorageOfB(g, q.n, q.k), f.batch)};
+  int count = 2;
+  if (f.ReadsC()) copies[count++] = RepitchOf(p.c, StorageOfC(f, p.m, p.n), q.c, StorageOfC(g, q.m, q.n), f.batch);
+  return common::CopyRepitched(copies, count, stream);
 }
 
 // D out of the padded problem q's D into p's.

@@ -64,20 +64,21 @@ std::string Encode(CUtensorMap* map, ElementType type, const void* base, int64_t
   return cache.Get({base, rows, cols, ld, box_cols, box_rows, static_cast<int>(type), entries, stride}, map, make);
 }
 
-// rows×cols at pitch `ld` -> a copy at LinePitch(cols), zeros past `cols`
-// (from the stream-ordered pool). `src` null: allocation only (D).
+// Room for rows×cols at LinePitch(cols) (from the stream-ordered pool);
+// with `src` (rows×cols at pitch `ld`), the copy into it, zeros past
+// `cols`, added to `copies` for one launch with the other operand's.
 std::string PitchedCopy(__half** out, int64_t* out_ld, const __half* src, int64_t rows, int64_t cols, int64_t ld,
-                        cudaStream_t s) {
+                        cudaStream_t s, MatrixRepitch* copies = nullptr, int* count = nullptr) {
   *out_ld = LinePitch(cols);
   cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(out), static_cast<size_t>(rows) * *out_ld * 2, s);
-  if (e == cudaSuccess && src != nullptr) {
-    MatrixRepitch c;
+  if (e != cudaSuccess) return std::string("staging a 16-byte-pitched copy: ") + cudaGetErrorString(e);
+  if (src != nullptr) {
+    MatrixRepitch& c = copies[(*count)++];
     c.from = src, c.from_ld = ld;
     c.to = *out, c.to_rows = rows, c.to_cols = *out_ld;
     c.rows = rows, c.cols = cols;
-    e = CopyRepitched(c, s);
   }
-  return e == cudaSuccess ? "" : std::string("staging a 16-byte-pitched copy: ") + cudaGetErrorString(e);
+  return "";
 }
 
 }  // namespace
@@ -111,17 +112,24 @@ std::string TmaProblem::Prepare(const Problem& p, cudaStream_t stream, TmaBoxRow
   // boxes of 64 × 64 (common/tile_layout.h, TmaLoadTile).
   const bool a_k = p.a_layout == Layout::kKContiguous, b_k = p.b_layout == Layout::kKContiguous;
   const StoredShape a_stored = StoredShapeOf(p.a_layout, p.m, p.k), b_stored = StoredShapeOf(p.b_layout, p.n, p.k);
+  MatrixRepitch copies[2];
+  int count = 0;
   if (!Vectorizable(p.a, p.lda)) {
-    if (auto err = PitchedCopy(&a_pad_, &lda, p.a, a_stored.rows, a_stored.cols, p.lda, stream); !err.empty()) {
+    if (auto err = PitchedCopy(&a_pad_, &lda, p.a, a_stored.rows, a_stored.cols, p.lda, stream, copies, &count);
+        !err.empty()) {
       return err;
     }
     a = a_pad_;
   }
   if (!Vectorizable(p.b, p.ldb)) {
-    if (auto err = PitchedCopy(&b_pad_, &ldb, p.b, b_stored.rows, b_stored.cols, p.ldb, stream); !err.empty()) {
+    if (auto err = PitchedCopy(&b_pad_, &ldb, p.b, b_stored.rows, b_stored.cols, p.ldb, stream, copies, &count);
+        !err.empty()) {
       return err;
     }
     b = b_pad_;
+  }
+  if (cudaError_t e = CopyRepitched(copies, count, stream); e != cudaSuccess) {
+    return std::string("copying operands to a 16-byte pitch: ") + cudaGetErrorString(e);
   }
   if (auto err = Encode(&a_, p.operands, a, a_stored.rows, a_stored.cols, lda, a_entries, p.stride_a,
                         a_k ? kTileK : kMnBlockRows,

@@ -85,18 +85,22 @@ TEST(VendorFormPadding, EveryPaddedRowIsSixteenByteMultiple) {
   }
 }
 
-// Aligned shapes and small ones run as they are; the threshold counts a
-// batch's multiply-adds together.
+// Aligned shapes and small ones run as they are; the threshold counts an
+// entry's multiply-adds, however many entries a batch has.
 TEST(VendorFormPadding, AlignedAndSmallProblemsRunAsTheyAre) {
   EXPECT_FALSE(detail::PaddedFormOf(Problem(2470, 3728, 3104, kBf16, kBf16, kK, kMn)).pads);
   EXPECT_FALSE(detail::PaddedFormOf(Problem(4096, 4096, 4096, kBf16, kBf16, kMn, kMn)).pads);
-  EXPECT_FALSE(detail::PaddedFormOf(Problem(769, 771, 773, kBf16, kBf16, kK, kMn)).pads) << "below 2^29";
-  EXPECT_TRUE(detail::PaddedFormOf(Problem(769, 771, 773, kBf16, kBf16, kK, kMn), 0).pads) << "a test's threshold";
-  EXPECT_TRUE(detail::PaddedFormOf(Problem(1001, 1001, 1001, kBf16, kBf16, kK, kMn)).pads) << "above 2^29";
-  FormProblem batch = Problem(769, 771, 773, kBf16, kBf16, kK, kMn);
-  batch.form.batch = 2;
-  batch.form.StackDensely(769, 771, 773);
-  EXPECT_TRUE(detail::PaddedFormOf(batch).pads) << "two entries of 769x771x773 together";
+  EXPECT_FALSE(detail::PaddedFormOf(Problem(200, 201, 203, kBf16, kBf16, kK, kMn)).pads) << "below 2^24";
+  EXPECT_TRUE(detail::PaddedFormOf(Problem(200, 201, 203, kBf16, kBf16, kK, kMn), 0).pads) << "a test's threshold";
+  EXPECT_TRUE(detail::PaddedFormOf(Problem(257, 383, 301, kBf16, kBf16, kK, kMn)).pads) << "above 2^24";
+  FormProblem batch = Problem(127, 129, 131, kBf16, kBf16, kK, kMn);
+  batch.form.batch = 64;
+  batch.form.StackDensely(127, 129, 131);
+  EXPECT_FALSE(detail::PaddedFormOf(batch).pads) << "64 entries of 127x129x131, each below 2^24";
+  batch = Problem(257, 255, 263, kBf16, kBf16, kK, kMn);
+  batch.form.batch = 16;
+  batch.form.StackDensely(257, 255, 263);
+  EXPECT_TRUE(detail::PaddedFormOf(batch).pads) << "16 entries of 257x255x263, each above 2^24";
   // A stored K×M pads M (its rows), A stored M×K does not.
   EXPECT_EQ(detail::PaddedFormOf(Problem(2470, 3728, 3104, kBf16, kBf16, kMn, kK)).q.m, 2472);
 }

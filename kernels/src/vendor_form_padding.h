@@ -17,15 +17,16 @@
 
 namespace gemm::detail {
 
-// Problems of at least this many multiply-adds (batch·m·n·k, about 810³)
-// are padded where ragged. On an H200, copies included, bf16 forms ran
-// 1.01-1.17 times as fast padded at 769³, 1.2-1.5 at 1001³, 2.5-3.0 at
-// 1500³ and 4.0-5.2 at 2470x3725x3100; at 517x733x611 0.92-1.05, and
-// slower below; batches of 16 and 64 from 2^30 multiply-adds in all
-// 1.08-2.6 times, from 2^28 0.92-1.01, smaller ones 0.64-0.67
-// (gemm-bench --vendor-padding, PARTS=padding,
-// bench/results/h200_2026-11-29_vendor_padding_summary.txt).
-inline constexpr uint64_t kPadFormsFrom = uint64_t{1} << 29;
+// Problems whose entries have at least this many multiply-adds each
+// (m·n·k, about 256³) are padded where ragged, batches whatever their
+// count. On an H200, copies included, bf16 forms ran 1.03-1.07 times as fast
+// padded at 257x383x301, 1.3 at 517x733x611, 1.6-1.8 at 1001³ and 4.3-5.7 at
+// 2470x3725x3100; batches of 16 and 64 entries of 257x255x263 1.11-1.44
+// times, of 127x129x131 (2^21) 0.75-0.79 (gemm-bench --vendor-padding,
+// PARTS=padding, bench/results/h200_2026-11-29_vendor_padding_summary.txt).
+// A small entry's copies cost more than its GEMM saves, however many
+// entries share the launch.
+inline constexpr uint64_t kPadFormsFrom = uint64_t{1} << 24;
 
 // The copies are device memory the request holds beside its own operands:
 // a problem whose copies would take more runs on its dense operands, so
@@ -57,8 +58,8 @@ inline int64_t Unit(ElementType t) { return 16 / static_cast<int64_t>(ElementByt
 inline uint64_t Aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
 }  // namespace padding
 
-// `from`: the least multiply-adds to pad (kPadFormsFrom, or less in a
-// test). The copies are vendor_forms.cpp's.
+// `from`: the least multiply-adds an entry to pad (kPadFormsFrom, or less
+// in a test). The copies are vendor_forms.cpp's.
 inline PaddedForm PaddedFormOf(const FormProblem& p, uint64_t from = kPadFormsFrom) {
   using padding::Aligned, padding::RoundUp, padding::Unit;
   const GemmForm& f = p.form;
@@ -73,8 +74,7 @@ inline PaddedForm PaddedFormOf(const FormProblem& p, uint64_t from = kPadFormsFr
   if (f.ReadsC()) n_unit = std::max(n_unit, Unit(f.c));
   const int64_t m_unit = a_k ? 1 : Unit(f.a);
   const int64_t m = RoundUp(p.m, m_unit), n = RoundUp(p.n, n_unit), k = RoundUp(p.k, k_unit);
-  const uint64_t macs = static_cast<uint64_t>(f.batch) * static_cast<uint64_t>(p.m) * static_cast<uint64_t>(p.n) *
-                        static_cast<uint64_t>(p.k);
+  const uint64_t macs = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(p.n) * static_cast<uint64_t>(p.k);
   if ((m == p.m && n == p.n && k == p.k) || macs < from) return out;
   out.pads = true;
   FormProblem& q = out.q;

@@ -49,7 +49,7 @@ void Accumulate(const std::vector<float>& d, const std::vector<float>& cublas, c
 
 }  // namespace
 
-int RunAccuracy(const std::vector<AccuracyShape>& shapes, const std::vector<int>& steps, int device, int seeds,
+int RunAccuracy(const std::vector<BenchShape>& shapes, const std::vector<int>& steps, int device, int seeds,
                 uint64_t first_seed, const std::string& csv) {
   DeviceContext ctx;
   cudaStream_t stream;
@@ -64,7 +64,7 @@ int RunAccuracy(const std::vector<AccuracyShape>& shapes, const std::vector<int>
   }
   std::printf("| M×N×K | step | max \\|D − exact\\| | cuBLAS's | ratio | accumulation term | term needed | "
               "fail without term | fail with term |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-  for (const AccuracyShape& s : shapes) {
+  for (const BenchShape& s : shapes) {
     const uint64_t ae = s.m * s.k, be = s.n * s.k, de = s.m * s.n;
     __half *a = nullptr, *b = nullptr, *d = nullptr, *ref = nullptr;
     double* exact = nullptr;

@@ -8,15 +8,13 @@
 #include <string>
 #include <vector>
 
-namespace gemm::bench {
+#include "bench_shape.h"
 
-struct AccuracyShape {
-  int64_t m, n, k;
-};
+namespace gemm::bench {
 
 // Prints a markdown table (and writes `csv` when not empty); 0 on success.
 // Every shape runs with `seeds` pairs of fresh inputs; the worst is kept.
-int RunAccuracy(const std::vector<AccuracyShape>& shapes, const std::vector<int>& steps, int device, int seeds,
+int RunAccuracy(const std::vector<BenchShape>& shapes, const std::vector<int>& steps, int device, int seeds,
                 uint64_t first_seed, const std::string& csv);
 
 }  // namespace gemm::bench

@@ -43,7 +43,7 @@ int Rate(Launch launch, double seconds, cudaStream_t stream, cudaEvent_t start, 
 
 }  // namespace
 
-int RunBackToBack(const std::vector<BackToBackShape>& shapes, const std::vector<int>& steps, double seconds,
+int RunBackToBack(const std::vector<BenchShape>& shapes, const std::vector<int>& steps, double seconds,
                   int device) {
   TimedDevice dev;
   if (!OpenTimedDevice(device, &dev)) return 1;
@@ -53,7 +53,7 @@ int RunBackToBack(const std::vector<BackToBackShape>& shapes, const std::vector<
   std::printf(
       "| shape | step | GEMM back to back TFLOPS | runs | A and B generated before each GEMM, TFLOPS | runs |\n"
       "| --- | ---: | ---: | ---: | ---: | ---: |\n");
-  for (const BackToBackShape& s : shapes) {
+  for (const BenchShape& s : shapes) {
     __half *a = nullptr, *b = nullptr, *d = nullptr;
     BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&a, s.m * s.k * 2));
     BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&b, s.n * s.k * 2));

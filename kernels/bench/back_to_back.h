@@ -11,14 +11,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench_shape.h"
+
 namespace gemm::bench {
 
-struct BackToBackShape {
-  int64_t m, n, k;
-};
-
 // Prints a markdown table; 0 on success.
-int RunBackToBack(const std::vector<BackToBackShape>& shapes, const std::vector<int>& steps, double seconds,
+int RunBackToBack(const std::vector<BenchShape>& shapes, const std::vector<int>& steps, double seconds,
                   int device);
 
 }  // namespace gemm::bench

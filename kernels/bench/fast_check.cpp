@@ -35,7 +35,7 @@ int MedianMs(Run run, cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, 
 
 }  // namespace
 
-int RunFastCheck(const std::vector<FastCheckShape>& shapes, const FastCheckForm& form, int device) {
+int RunFastCheck(const std::vector<BenchShape>& shapes, const FastCheckForm& form, int device) {
   TimedDevice dev;
   if (!OpenTimedDevice(device, &dev)) return 1;
   const DeviceContext& ctx = dev.ctx;
@@ -53,7 +53,7 @@ int RunFastCheck(const std::vector<FastCheckShape>& shapes, const FastCheckForm&
       "| shape | GEMM ms (cuBLAS) | fast check ms | check / GEMM | passed | sure to catch one element off by | A and B "
       "generated ms | their bytes written by memset ms |\n"
       "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n");
-  for (const FastCheckShape& s : shapes) {
+  for (const BenchShape& s : shapes) {
     __half *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
     void* scratch = nullptr;
     BENCH_RETURN_ON_CUDA_ERROR(cudaMalloc(&a, s.m * s.k * 2));

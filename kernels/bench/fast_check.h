@@ -12,13 +12,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench_shape.h"
 #include "gemm/form.h"
 
 namespace gemm::bench {
-
-struct FastCheckShape {
-  int64_t m, n, k;
-};
 
 // The form checked: A's and B's type (also D's and C's), their layouts,
 // and β (C read where it is not 0).
@@ -29,6 +26,6 @@ struct FastCheckForm {
 };
 
 // Prints a markdown table; 0 on success.
-int RunFastCheck(const std::vector<FastCheckShape>& shapes, const FastCheckForm& form, int device);
+int RunFastCheck(const std::vector<BenchShape>& shapes, const FastCheckForm& form, int device);
 
 }  // namespace gemm::bench

@@ -61,6 +61,13 @@ struct Shape {
   std::string shape_class;  // sweeps only
 };
 
+// The shapes without their sweep classes, as the other modes take them.
+std::vector<gemm::bench::BenchShape> Dims(const std::vector<Shape>& shapes) {
+  std::vector<gemm::bench::BenchShape> dims;
+  for (const Shape& s : shapes) dims.push_back({s.m, s.n, s.k});
+  return dims;
+}
+
 // The autotuned cuBLASLt column (gemm/vendor_plan.h's AutotuneVendor), timed
 // beside the steps as a step of its own.
 constexpr int kAutotunedStep = -1;
@@ -256,26 +263,18 @@ int main(int argc, char** argv) {
   const Options opt = Parse(argc, argv);
   if (opt.diagnose) return gemm::bench::RunDiagnostics(opt.steps, opt.device);
   if (opt.fast_check) {
-    std::vector<gemm::bench::FastCheckShape> shapes;
-    for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
     const gemm::bench::FastCheckForm form{opt.dtype, opt.a_layout, opt.b_layout, opt.beta};
-    return gemm::bench::RunFastCheck(shapes, form, opt.device);
+    return gemm::bench::RunFastCheck(Dims(opt.shapes), form, opt.device);
   }
   if (opt.vendor_padding) {
-    std::vector<gemm::bench::VendorPaddingShape> shapes;
-    for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
     const gemm::bench::VendorPaddingForm form{opt.dtype, opt.a_layout, opt.b_layout, opt.beta, opt.batch, opt.shared_b};
-    return gemm::bench::RunVendorPadding(shapes, form, opt.device);
+    return gemm::bench::RunVendorPadding(Dims(opt.shapes), form, opt.device);
   }
   if (opt.back_to_back > 0) {
-    std::vector<gemm::bench::BackToBackShape> shapes;
-    for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
-    return gemm::bench::RunBackToBack(shapes, opt.steps, opt.back_to_back, opt.device);
+    return gemm::bench::RunBackToBack(Dims(opt.shapes), opt.steps, opt.back_to_back, opt.device);
   }
   if (opt.accuracy > 0) {
-    std::vector<gemm::bench::AccuracyShape> shapes;
-    for (const Shape& s : opt.shapes) shapes.push_back({s.m, s.n, s.k});
-    return gemm::bench::RunAccuracy(shapes, opt.steps, opt.device, opt.accuracy, opt.seed, opt.csv);
+    return gemm::bench::RunAccuracy(Dims(opt.shapes), opt.steps, opt.device, opt.accuracy, opt.seed, opt.csv);
   }
   gemm::DeviceContext ctx;
   if (auto err = gemm::CreateContext(opt.device, &ctx); !err.empty()) {

@@ -49,7 +49,7 @@ struct Way {
 
 }  // namespace
 
-int RunVendorPadding(const std::vector<VendorPaddingShape>& shapes, const VendorPaddingForm& form, int device) {
+int RunVendorPadding(const std::vector<BenchShape>& shapes, const VendorPaddingForm& form, int device) {
   TimedDevice dev;
   if (!OpenTimedDevice(device, &dev)) return 1;
   L2Flush flush;
@@ -58,7 +58,7 @@ int RunVendorPadding(const std::vector<VendorPaddingShape>& shapes, const Vendor
   std::printf("| shape | batch | dense ms | on padded copies ms | dense / padded | aligned shape | its ms |\n"
               "| --- | ---: | ---: | ---: | ---: | --- | ---: |\n");
   uint64_t seed = static_cast<uint64_t>(std::time(nullptr)) * 1000;
-  for (const VendorPaddingShape& s : shapes) {
+  for (const BenchShape& s : shapes) {
     const int64_t m = RoundUp(s.m, form.type), n = RoundUp(s.n, form.type), k = RoundUp(s.k, form.type);
     // Buffers for the aligned shape hold the ragged one's dense operands too.
     const uint64_t e = ElementBytes(form.type), entries = form.batch;

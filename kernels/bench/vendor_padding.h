@@ -12,13 +12,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench_shape.h"
 #include "gemm/form.h"
 
 namespace gemm::bench {
-
-struct VendorPaddingShape {
-  int64_t m, n, k;
-};
 
 // A, B, C and D all of `type`; C read where beta is not 0; a strided batch
 // of `batch` entries, B shared where `shared_b`.
@@ -31,6 +28,6 @@ struct VendorPaddingForm {
 };
 
 // Prints a markdown table; 0 on success.
-int RunVendorPadding(const std::vector<VendorPaddingShape>& shapes, const VendorPaddingForm& form, int device);
+int RunVendorPadding(const std::vector<BenchShape>& shapes, const VendorPaddingForm& form, int device);
 
 }  // namespace gemm::bench

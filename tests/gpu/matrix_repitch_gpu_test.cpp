@@ -156,18 +156,25 @@ TEST(MatrixRepitchGpu, CopiesGivenTogetherLandAsEachAlone) {
 }
 
 // An element size the kernel has no copy for is refused before anything
-// is written, even after copies it could make.
+// is written, even after more copies it could make than one launch takes.
 TEST(MatrixRepitchGpu, AnElementSizeOtherThanOneTwoOrFourIsRefusedBeforeAnyCopy) {
   SKIP_WITHOUT_GPU();
-  Staged good(kCases[0]), bad(kCases[1]);
-  ASSERT_TRUE(good.ok() && bad.ok());
-  gemm::common::MatrixRepitch copies[2] = {good.Copy(), bad.Copy()};
-  copies[1].element_bytes = 8;
-  EXPECT_EQ(gemm::common::CopyRepitched(copies, 2, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(gemm::common::CopyRepitched(copies[1], nullptr), cudaErrorInvalidValue);
-  std::vector<uint8_t> first(64);
-  ASSERT_CUDA(cudaMemcpy(first.data(), copies[0].to, first.size(), cudaMemcpyDeviceToHost));
-  for (uint8_t byte : first) ASSERT_EQ(byte, kPoison);
+  std::vector<std::unique_ptr<Staged>> staged;
+  std::vector<gemm::common::MatrixRepitch> copies;
+  for (int i = 0; i < 5; ++i) {
+    staged.push_back(std::make_unique<Staged>(kCases[0]));
+    ASSERT_TRUE(staged.back()->ok());
+    copies.push_back(staged.back()->Copy());
+  }
+  copies.back().element_bytes = 8;
+  EXPECT_EQ(gemm::common::CopyRepitched(copies.data(), static_cast<int>(copies.size()), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(gemm::common::CopyRepitched(copies.back(), nullptr), cudaErrorInvalidValue);
+  for (size_t i = 0; i + 1 < copies.size(); ++i) {
+    std::vector<uint8_t> first(64);
+    ASSERT_CUDA(cudaMemcpy(first.data(), copies[i].to, first.size(), cudaMemcpyDeviceToHost));
+    for (uint8_t byte : first) ASSERT_EQ(byte, kPoison) << "copy " << i << " was written";
+  }
 }
 
 // Past 2^31 elements the kernel indexes in 64 bits: one fp8 row of that

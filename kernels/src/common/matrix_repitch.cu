@@ -130,13 +130,18 @@ cudaError_t CopyRepitched(const MatrixRepitch& c, cudaStream_t stream) {
 }
 
 cudaError_t CopyRepitched(const MatrixRepitch* copies, int count, cudaStream_t stream) {
-  // One launch per element size, its copies in the order given.
+  // Every element size checked before anything is launched.
+  for (int i = 0; i < count; ++i) {
+    const uint32_t bytes = copies[i].element_bytes;
+    if (bytes != 1 && bytes != 2 && bytes != 4) return cudaErrorInvalidValue;
+  }
+  // One launch per element size (a second where it has more than
+  // kMaxCopies), its copies in the order given.
   for (uint32_t bytes : {1u, 2u, 4u}) {
     MatrixRepitch same[kMaxCopies];
     int n = 0;
     for (int i = 0; i < count; ++i) {
       const MatrixRepitch& c = copies[i];
-      if (c.element_bytes != 1 && c.element_bytes != 2 && c.element_bytes != 4) return cudaErrorInvalidValue;
       if (c.element_bytes != bytes) continue;
       if (n == kMaxCopies) {
         if (cudaError_t e = LaunchOfSize(bytes, same, n, stream); e != cudaSuccess) return e;

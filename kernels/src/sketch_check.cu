@@ -5,10 +5,13 @@
 // varies; the bound leaves room for it).
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "common/atomic_max.h"
+#include "common/widen_eight.h"
 #include "gemm/sketch_check_gpu.h"
+#include "gemm/test_hooks.h"
 #include "sketch_lines.h"
 #include "sketch_samples.h"
 
@@ -42,6 +45,99 @@ constexpr int LinesPerWarp() {
   return std::is_same_v<Op, sketch::DLines> && kVariant != 0 ? 1 : 2;
 }
 
+// Where a warp's lines run along 16-bit elements from 16-byte boundaries (D
+// and the operands as gemmd stores them), a lane reads eight adjacent
+// elements a load, kVectorsInFlight loads a line before it sums any: an
+// eighth of the loads and address arithmetic of a load an element, and one
+// word of each sign vector for the eight (ncu, H200, D's rows at 8192^2:
+// 0.87 of the instructions, 0.92 of the time). Lines whose sums read fp32
+// C, or the k-vectors and weights (OperandLines' variant 1, whose eight
+// doubles a lane would span sixteen cache lines a load), keep the load an
+// element.
+constexpr int kVectorsInFlight = 2;
+static_assert(8 * kVectorsInFlight <= sketch::kFlushEvery);
+
+template <class Op, ElementType T, int kVariant>
+constexpr bool EightALoad() {
+  if constexpr (T != ElementType::kF16 && T != ElementType::kBF16) return false;
+  if constexpr (std::is_same_v<Op, sketch::DLines>) return kVariant != 2;
+  return kVariant == 0;
+}
+
+// Eight elements of a line's matrix (and of C beside them, where D's lines
+// read C) from element r, as loaded: widened later.
+struct RawEight {
+  uint4 x, c;
+};
+__device__ inline bool At16(const void* data, int64_t element) {
+  return (reinterpret_cast<uintptr_t>(static_cast<const uint16_t*>(data) + element) & 15) == 0;
+}
+template <int kVariant>
+__device__ bool EightAligned(const sketch::OperandLines& op, const sketch::OperandLines::Line& l) {
+  return At16(op.matrix.data, l.base);
+}
+template <int kVariant>
+__device__ bool EightAligned(const sketch::DLines& op, const sketch::DLines::Line& l) {
+  return At16(op.problem.d.data, l.d_base) && (kVariant == 0 || At16(op.problem.c.data, l.c_base));
+}
+template <int kVariant>
+__device__ RawEight LoadEight(const sketch::OperandLines& op, const sketch::OperandLines::Line& l, int64_t r) {
+  return {*reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(op.matrix.data) + l.base + r), {}};
+}
+template <int kVariant>
+__device__ RawEight LoadEight(const sketch::DLines& op, const sketch::DLines::Line& l, int64_t r) {
+  RawEight raw{*reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(op.problem.d.data) + l.d_base + r), {}};
+  if constexpr (kVariant != 0) {
+    raw.c = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(op.problem.c.data) + l.c_base + r);
+  }
+  return raw;
+}
+
+// Accumulate's `plus` for element k of eight that start at bit `shift` of
+// each vector's word.
+__device__ inline uint32_t PlusOf(const uint32_t (&word)[V], int shift, int k) {
+  uint32_t plus = 0;
+#pragma unroll
+  for (int v = 0; v < V; ++v) plus |= ((word[v] >> (shift + k)) & 1u) << v;
+  return plus;
+}
+
+// WarpLines's elements [r0, end) eight a lane, end - r0 a multiple of
+// 256·kVectorsInFlight (every lane makes the same trips).
+template <class Op, ElementType T, int kVariant, int N, int L>
+__device__ void EightsOfLines(const Op& op, const typename Op::Line (&lines)[L], int64_t r0, int64_t end,
+                              double (&sums)[L][N], float (&partials)[L][Op::kPartials + 1]) {
+  const int lane = threadIdx.x & 31;
+  for (int64_t r = r0 + 8 * lane; r < end; r += 256 * kVectorsInFlight) {
+    RawEight raw[L][kVectorsInFlight];
+#pragma unroll
+    for (int u = 0; u < kVectorsInFlight; ++u) {
+#pragma unroll
+      for (int i = 0; i < L; ++i) raw[i][u] = LoadEight<kVariant>(op, lines[i], r + 256 * u);
+    }
+#pragma unroll
+    for (int u = 0; u < kVectorsInFlight; ++u) {
+      const int64_t at = r + 256 * u;
+      uint32_t word[V];
+      sketch::SignWordsAt(op.signs, op.words, at, word);
+      const int shift = static_cast<int>(at & 31);
+#pragma unroll
+      for (int i = 0; i < L; ++i) {
+        float x[8], c[8];
+        Widen8<T>(raw[i][u].x, x);
+        if constexpr (kVariant != 0) Widen8<T>(raw[i][u].c, c);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const sketch::Loaded loaded{x[k], kVariant != 0 ? c[k] : 0.0f};
+          op.template Accumulate<T, kVariant>(lines[i], at + k, loaded, PlusOf(word, shift, k), sums[i], partials[i]);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < L; ++i) Op::Flush(partials[i], sums[i]);
+  }
+}
+
 // A warp's LinesPerWarp outputs from `first`, elements [r0, r1) of each.
 template <class Op, ElementType T, int kVariant>
 __device__ void WarpLines(const Op& op, int64_t e, int64_t first, int64_t r0, int64_t r1) {
@@ -54,6 +150,16 @@ __device__ void WarpLines(const Op& op, int64_t e, int64_t first, int64_t r0, in
 #pragma unroll
   for (int i = 0; i < L; ++i) lines[i] = op.Begin(e, first + i < op.outputs ? first + i : op.outputs - 1);
   int64_t r = r0 + lane;
+  if constexpr (EightALoad<Op, T, kVariant>()) {
+    bool aligned = true;  // the same for the whole warp: its lines are
+#pragma unroll
+    for (int i = 0; i < L; ++i) aligned = aligned && EightAligned<kVariant>(op, lines[i]);
+    if (aligned) {
+      const int64_t end = r0 + (r1 - r0) / (256 * kVectorsInFlight) * (256 * kVectorsInFlight);
+      EightsOfLines<Op, T, kVariant>(op, lines, r0, end, sums, partials);
+      r = end + lane;
+    }
+  }
   for (; r + 32 * (kInFlight - 1) < r1; r += 32 * kInFlight) {
     sketch::Loaded x[L][kInFlight];
 #pragma unroll
@@ -92,57 +198,139 @@ __device__ void WarpLines(const Op& op, int64_t e, int64_t first, int64_t r0, in
   }
 }
 
-// A thread's output o, elements [r0, r1).
-template <class Op, ElementType T, int kVariant>
-__device__ void ThreadLine(const Op& op, int64_t e, int64_t o, int64_t r0, int64_t r1) {
+// Where an operand pass's outputs lie side by side in 16-bit memory (the
+// k-vector passes of operands stored K-contiguous, as gemmd stores them), a
+// thread takes two with one 4-byte load an element pair: the pair shares
+// the load's address arithmetic and the sign words (ncu, H200: 0.80 of the
+// instructions and 0.93 of the time at 8192^2, though 1.09 of the time at
+// 4096^2, where half the threads leave SMs idle). D's lines keep one a
+// thread: two, with seven sums each, spilled and ran no faster. Pairs are
+// taken only where they still leave kPairThreadsAtLeast threads: below,
+// SMs sit idle (an H200 holds 101,376 at three 256-thread blocks an SM),
+// and 1024^3 checks ran 1.10 times as long with pairs.
+constexpr int64_t kPairThreadsAtLeast = int64_t{1} << 17;
+std::atomic<int64_t> pair_threads_at_least{kPairThreadsAtLeast};  // testing::SetSketchPairs
+template <class Op, ElementType T>
+constexpr bool PairsALoad() {
+  return std::is_same_v<Op, sketch::OperandLines> && (T == ElementType::kF16 || T == ElementType::kBF16);
+}
+inline bool PairsPay(const sketch::OperandLines& op, int64_t batch) {
+  const int64_t chunks = (op.length + kChunkPerThread - 1) / kChunkPerThread;
+  return op.outputs / 2 * chunks * batch >= pair_threads_at_least.load(std::memory_order_relaxed);
+}
+inline bool PairsAligned(const sketch::OperandLines& op) {
+  const StridedView& m = op.matrix;
+  const int64_t output_stride = op.per_row ? m.row_stride : m.col_stride;
+  const int64_t reduction_stride = op.per_row ? m.col_stride : m.row_stride;
+  return op.outputs % 2 == 0 && (reinterpret_cast<uintptr_t>(m.data) & 3) == 0 && m.batch_stride % 2 == 0 &&
+         output_stride == 1 && reduction_stride % 2 == 0;
+}
+// Element r of a pair of lines from lines[0]: both outputs' values, one word.
+__device__ inline uint32_t LoadPair(const sketch::OperandLines& op, const sketch::OperandLines::Line& l, int64_t r) {
+  return *reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(op.matrix.data) + l.base + r * l.step);
+}
+template <ElementType T>
+__device__ void WidenPair(uint32_t pair, sketch::Loaded (&out)[2]) {
+  float x[8];
+  Widen8<T>(make_uint4(pair, 0, 0, 0), x);
+  out[0] = {x[0], 0.0f};
+  out[1] = {x[1], 0.0f};
+}
+
+// A thread's P outputs from o (P = 2: PairsALoad and PairsAligned),
+// elements [r0, r1).
+template <class Op, ElementType T, int kVariant, int P>
+__device__ void ThreadLines(const Op& op, int64_t e, int64_t o, int64_t r0, int64_t r1) {
   constexpr int N = Op::kSums;
-  double sums[N] = {};
-  float partials[Op::kPartials + 1] = {};
-  const typename Op::Line line = op.Begin(e, o);
-  int64_t r = r0;
-  for (; r + kInFlightPerThread - 1 < r1; r += kInFlightPerThread) {
-    sketch::Loaded x[kInFlightPerThread];
+  double sums[P][N] = {};
+  float partials[P][Op::kPartials + 1] = {};
+  typename Op::Line lines[P];
 #pragma unroll
-    for (int u = 0; u < kInFlightPerThread; ++u) x[u] = op.template Load<T, kVariant>(line, r + u);
+  for (int p = 0; p < P; ++p) lines[p] = op.Begin(e, o + p);
+  auto load = [&](int64_t r, sketch::Loaded (&x)[P]) {
+    if constexpr (P == 2) {
+      WidenPair<T>(LoadPair(op, lines[0], r), x);
+    } else {
+      x[0] = op.template Load<T, kVariant>(lines[0], r);
+    }
+  };
+  // A pair's loads carry twice the bytes: half as many in flight fill as much.
+  constexpr int G = kInFlightPerThread / P;
+  int64_t r = r0;
+  for (; r + G - 1 < r1; r += G) {
+    sketch::Loaded x[G][P];
+    if constexpr (P == 2) {  // every load issued before any is widened
+      uint32_t raw[G];
+#pragma unroll
+      for (int u = 0; u < G; ++u) raw[u] = LoadPair(op, lines[0], r + u);
+#pragma unroll
+      for (int u = 0; u < G; ++u) WidenPair<T>(raw[u], x[u]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < G; ++u) load(r + u, x[u]);
+    }
     uint32_t word[V];  // the group's signs lie in one word of each vector (kChunkPerThread)
     sketch::SignWordsAt(op.signs, op.words, r, word);
 #pragma unroll
-    for (int u = 0; u < kInFlightPerThread; ++u) {
-      op.template Accumulate<T, kVariant>(line, r + u, x[u], sketch::SignsIn(word, r + u), sums, partials);
+    for (int u = 0; u < G; ++u) {
+      const uint32_t plus = sketch::SignsIn(word, r + u);
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        op.template Accumulate<T, kVariant>(lines[p], r + u, x[u][p], plus, sums[p], partials[p]);
+      }
     }
-    Op::Flush(partials, sums);
+#pragma unroll
+    for (int p = 0; p < P; ++p) Op::Flush(partials[p], sums[p]);
   }
-  for (; r < r1; ++r) {  // fewer than kInFlightPerThread
+  for (; r < r1; ++r) {  // fewer than G
     const uint32_t plus = sketch::SignsAt(op.signs, op.words, r);
-    op.template Accumulate<T, kVariant>(line, r, op.template Load<T, kVariant>(line, r), plus, sums, partials);
+    sketch::Loaded x[P];
+    load(r, x);
+#pragma unroll
+    for (int p = 0; p < P; ++p) op.template Accumulate<T, kVariant>(lines[p], r, x[p], plus, sums[p], partials[p]);
   }
-  Op::Flush(partials, sums);
-  for (int s = 0; s < N; ++s) atomicAdd(op.Out(e, s, o), sums[s]);
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    Op::Flush(partials[p], sums[p]);
+    for (int s = 0; s < N; ++s) atomicAdd(op.Out(e, s, o + p), sums[p][s]);
+  }
 }
+
+// How a pass's threads take its outputs.
+enum class LinesBy { kThread, kThreadPair, kWarp };
 
 template <class Op, ElementType T, int kVariant>
 __global__ void __launch_bounds__(256, 3)
-    LinesKernel(Op op, int64_t chunk, bool warp_per_output) {
+    LinesKernel(Op op, int64_t chunk, LinesBy by) {
   const int64_t e = blockIdx.z;
   const int64_t r0 = int64_t{blockIdx.y} * chunk, r1 = r0 + chunk < op.length ? r0 + chunk : op.length;
   const int64_t thread = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (warp_per_output) {
+  if (by == LinesBy::kWarp) {
     const int64_t first = (thread >> 5) * LinesPerWarp<Op, kVariant>();
     if (first < op.outputs) WarpLines<Op, T, kVariant>(op, e, first, r0, r1);  // the same for the whole warp
+  } else if (by == LinesBy::kThreadPair) {
+    if constexpr (PairsALoad<Op, T>()) {
+      if (2 * thread < op.outputs) ThreadLines<Op, T, kVariant, 2>(op, e, 2 * thread, r0, r1);
+    }
   } else if (thread < op.outputs) {
-    ThreadLine<Op, T, kVariant>(op, e, thread, r0, r1);
+    ThreadLines<Op, T, kVariant, 1>(op, e, thread, r0, r1);
   }
 }
 
 template <class Op, ElementType T, int kVariant>
 cudaError_t LaunchVariant(const Op& op, int64_t batch, cudaStream_t stream) {
   constexpr int kThreads = 256, L = LinesPerWarp<Op, kVariant>();
-  const bool contiguous = op.contiguous();
-  const int64_t chunk = contiguous ? kChunkPerWarp : kChunkPerThread;
-  const int64_t threads = contiguous ? (op.outputs + L - 1) / L * 32 : op.outputs;
+  LinesBy by = op.contiguous() ? LinesBy::kWarp : LinesBy::kThread;
+  if constexpr (PairsALoad<Op, T>()) {
+    if (by == LinesBy::kThread && PairsAligned(op) && PairsPay(op, batch)) by = LinesBy::kThreadPair;
+  }
+  const int64_t chunk = by == LinesBy::kWarp ? kChunkPerWarp : kChunkPerThread;
+  const int64_t threads = by == LinesBy::kWarp         ? (op.outputs + L - 1) / L * 32
+                          : by == LinesBy::kThreadPair ? op.outputs / 2
+                                                       : op.outputs;
   const dim3 grid(static_cast<unsigned>((threads + kThreads - 1) / kThreads),
                   static_cast<unsigned>((op.length + chunk - 1) / chunk), static_cast<unsigned>(batch));
-  LinesKernel<Op, T, kVariant><<<grid, kThreads, 0, stream>>>(op, chunk, contiguous);
+  LinesKernel<Op, T, kVariant><<<grid, kThreads, 0, stream>>>(op, chunk, by);
   return cudaGetLastError();
 }
 
@@ -195,6 +383,10 @@ __global__ void JudgeKernel(SketchProblem p, const double* scratch, SketchResult
 }
 
 }  // namespace
+
+void testing::SetSketchPairs(SketchPairs pairs) {
+  pair_threads_at_least = pairs == SketchPairs::kWhereAligned ? 0 : kPairThreadsAtLeast;
+}
 
 cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResult* result, cudaStream_t stream) {
   auto* scratch = static_cast<double*>(scratch_bytes);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/cuda_engine.h"
@@ -222,6 +223,59 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnMnContiguousOperandsAndAnFp32C) {
       }
     }
   }
+}
+
+// Lines long enough for the passes' wide loads, and shapes that refuse
+// them: D's rows (with C beside them or not) and the MN-stored operands'
+// lines past 512 elements, eight a lane with a tail element by element;
+// the K-stored operands' k-vector passes two outputs a thread where K is
+// even (forced: shapes this small take one as built), one where it is odd
+// or as built; matrices of odd width, whose rows start
+// 16-byte aligned only every eighth row (a warp loads wide only where all
+// its lines are aligned, else element by element).
+TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnLongLinesLoadedWide) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(9);
+  uint64_t seed = 200;
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{520, 2600, 600}, {72, 2597, 601}}) {
+    const PlainGemm g(m, n, k, 11);
+    const MnStorage mn(g);
+    std::vector<uint16_t> c(m * n), d_with_c(m * n);
+    for (auto& x : c) x = gemm::FloatToHalf(u(rng));
+    for (int64_t e = 0; e < m * n; ++e) {
+      d_with_c[e] = gemm::FloatToHalf(static_cast<float>(g.exact[e] + 0.5 * gemm::HalfToFloat(c[e])));
+    }
+    for (auto [operands_mn, pairs] : {std::pair{false, gemm::testing::SketchPairs::kWhereAligned},
+                                      {false, gemm::testing::SketchPairs::kAsBuilt},
+                                      {true, gemm::testing::SketchPairs::kAsBuilt}}) {
+      gemm::testing::SetSketchPairs(pairs);
+      for (Fault fault : {Fault::kNone, Fault::kElement100x, Fault::kRow, Fault::kNaN}) {
+        for (bool with_c : {false, true}) {
+          SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                       (operands_mn ? ", A and B MN-stored, " : ", A and B K-stored, ") +
+                       (pairs == gemm::testing::SketchPairs::kWhereAligned ? "pairs forced, " : "") +
+                       FaultName(fault) + (with_c ? ", beta = 0.5" : ""));
+          std::vector<uint16_t> d = g.Planted(fault, rng);
+          if (with_c) {  // as in TheGpuAndTheHostAgree
+            for (int64_t e = 0; e < m * n; ++e) {
+              d[e] = d[e] == g.d[e] ? d_with_c[e]
+                                    : gemm::FloatToHalf(gemm::HalfToFloat(d[e]) + 0.5f * gemm::HalfToFloat(c[e]));
+            }
+          }
+          gemm::SketchProblem p = mn.Problem(g, d, operands_mn, operands_mn, ++seed);
+          if (with_c) {
+            p.reads_c = true;
+            p.beta = 0.5;
+            p.c = {nullptr, gemm::ElementType::kF16, n, 1, 0};
+          }
+          ExpectTheGpuAndTheHostAgree(operands_mn ? mn.a : g.a, operands_mn ? mn.b : g.b, p, d,
+                                      with_c ? c : std::vector<uint16_t>{});
+        }
+      }
+    }
+  }
+  gemm::testing::SetSketchPairs(gemm::testing::SketchPairs::kAsBuilt);
 }
 
 std::unique_ptr<CudaEngine> MakeEngine() {

@@ -19,6 +19,13 @@ void PlantVendorFault(bool on);
 enum class VendorFormPadding { kAsBuilt, kEveryRagged, kNever };
 void SetVendorFormPadding(VendorFormPadding padding);
 
+// Where VERIFICATION_FAST's operand passes take two outputs a thread
+// (kernels/src/sketch_check.cu): only where enough threads remain to fill
+// the GPU, as built, or wherever their loads allow (a test's small shapes
+// then take that path).
+enum class SketchPairs { kAsBuilt, kWhereAligned };
+void SetSketchPairs(SketchPairs pairs);
+
 // While planted, ladder step `step` computes a wrong D as a kernel with a
 // typical fault would: kNarrowN leaves the right half of D's columns
 // unwritten (a descriptor's N too small), kShortK reads only the first

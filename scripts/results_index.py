@@ -142,7 +142,8 @@ PURPOSES = {
     "fast_check_wide_loads": "the GPU tests, verify and fastncu parts and gemm-bench --fast-check: VERIFICATION_FAST's "
                              "line passes reading eight 16-bit elements a lane along a warp's lines and two outputs "
                              "a thread in the k-vector passes, beside the build before; D's columns in pairs, "
-                             "half-length chunks and k-vectors staged in shared memory (not kept)",
+                             "half-length chunks, k-vectors staged in shared memory and sign-bit negation (not "
+                             "kept)",
     "fast_check_typed_c_clusters": "gemm-bench --fast-check in the forms' types, layouts and C, and ncu per pass: "
                                    "VERIFICATION_FAST with C's type fixed at compile time and its samples in "
                                    "clusters along MN-contiguous operands, beside the build before; why the build "

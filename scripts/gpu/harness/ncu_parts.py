@@ -88,37 +88,44 @@ def fast_check_passes(kernels):
 
 
 def fast_check_ncu(lab):
-    """VERIFICATION_FAST's kernels at 4096^3 under ncu, one check, for
+    """VERIFICATION_FAST's kernels under ncu, one check a shape, for
     gemm-bench and every bin/gemm-bench-* (earlier builds or variants added
     by hand): each pass's time, DRAM throughput, issue slots busy and warp
     instructions. FAST_CHECK_FORM passes gemm-bench the form checked, e.g.
     "--dtype bf16 --b-layout mn --beta 0.5" (x @ W + 0.5·C); fp16 A·Bᵀ
-    where it is empty."""
+    where it is empty. FAST_CHECK_SHAPES: the shapes, comma-separated
+    (default 4096x4096x4096; the passes' balance moves with size, so
+    8192x8192x8192 is worth a look where a change targets the largest)."""
     if not shutil.which("ncu"):
         lab.note("ncu: not here")
         return
     benches = ["gemm-bench"] + lab.tools_like("gemm-bench-*")
     form = os.environ.get("FAST_CHECK_FORM", "").split()
-    what = f"4096^3{' ' + ' '.join(form) if form else ''}"
-    for bench in benches:
-        log = lab.out / f"ncu_fast_check_{bench}.csv"
-        lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
-                 "--kernel-name-base", "function", "--kernel-name", "regex:^(LinesKernel|SamplesKernel|ClusterSamplesKernel)$",
-                 "--launch-count", len(FAST_CHECK_PASSES) + 1, "--metrics", ",".join(FAST_CHECK_METRICS),
-                 lab.tool(bench), "--fast-check", "--shapes", "4096x4096x4096", *form],
-                out=f"ncu_fast_check_{bench}.log", timeout=200)
-        try:
-            passes = fast_check_passes(readers.ncu_csv(log.read_text(errors="replace")))
-        except OSError:
-            passes = {}
-        for name, metrics in passes.items():
-            if not metrics:
-                lab.note(f"ncu fast check {what} {bench} {name}: no counters read")
-                continue
-            lab.note(f"ncu fast check {what} {bench:18s} {name:9s}: "
-                     f"{metrics.get('gpu__time_duration.sum', 0) / 1e3:6.1f} us, "
-                     + ", ".join(f"{label} {metrics.get(m, 0):,.0f}" for m, label in FAST_CHECK_METRICS.items()
-                                 if label != "ns"))
+    shapes = [s for s in os.environ.get("FAST_CHECK_SHAPES", "4096x4096x4096").split(",") if s]
+    for shape in shapes:
+        m, n, k = shape.split("x")
+        what = (f"{m}^3" if m == n == k else shape) + (f" {' '.join(form)}" if form else "")
+        for bench in benches:
+            tag = f"{bench}" if shape == "4096x4096x4096" else f"{bench}_{shape}"
+            log = lab.out / f"ncu_fast_check_{tag}.csv"
+            lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
+                     "--kernel-name-base", "function", "--kernel-name",
+                     "regex:^(LinesKernel|SamplesKernel|ClusterSamplesKernel)$",
+                     "--launch-count", len(FAST_CHECK_PASSES) + 1, "--metrics", ",".join(FAST_CHECK_METRICS),
+                     lab.tool(bench), "--fast-check", "--shapes", shape, *form],
+                    out=f"ncu_fast_check_{tag}.log", timeout=200)
+            try:
+                passes = fast_check_passes(readers.ncu_csv(log.read_text(errors="replace")))
+            except OSError:
+                passes = {}
+            for name, metrics in passes.items():
+                if not metrics:
+                    lab.note(f"ncu fast check {what} {bench} {name}: no counters read")
+                    continue
+                lab.note(f"ncu fast check {what} {bench:18s} {name:9s}: "
+                         f"{metrics.get('gpu__time_duration.sum', 0) / 1e3:6.1f} us, "
+                         + ", ".join(f"{label} {metrics.get(m, 0):,.0f}" for m, label in FAST_CHECK_METRICS.items()
+                                     if label != "ns"))
 
 
 # ncu's warp-state breakdown: for each reason, the warps stalled for it per

@@ -57,9 +57,12 @@ constexpr int LinesPerWarp() {
 constexpr int kVectorsInFlight = 2;
 static_assert(8 * kVectorsInFlight <= sketch::kFlushEvery);
 
+template <ElementType T>
+constexpr bool kSixteenBit = T == ElementType::kF16 || T == ElementType::kBF16;
+
 template <class Op, ElementType T, int kVariant>
 constexpr bool EightALoad() {
-  if constexpr (T != ElementType::kF16 && T != ElementType::kBF16) return false;
+  if constexpr (!kSixteenBit<T>) return false;
   if constexpr (std::is_same_v<Op, sketch::DLines>) return kVariant != 2;
   return kVariant == 0;
 }
@@ -93,15 +96,6 @@ __device__ RawEight LoadEight(const sketch::DLines& op, const sketch::DLines::Li
   return raw;
 }
 
-// Accumulate's `plus` for element k of eight that start at bit `shift` of
-// each vector's word.
-__device__ inline uint32_t PlusOf(const uint32_t (&word)[V], int shift, int k) {
-  uint32_t plus = 0;
-#pragma unroll
-  for (int v = 0; v < V; ++v) plus |= ((word[v] >> (shift + k)) & 1u) << v;
-  return plus;
-}
-
 // WarpLines's elements [r0, end) eight a lane, end - r0 a multiple of
 // 256·kVectorsInFlight (every lane makes the same trips).
 template <class Op, ElementType T, int kVariant, int N, int L>
@@ -129,7 +123,8 @@ __device__ void EightsOfLines(const Op& op, const typename Op::Line (&lines)[L],
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
           const sketch::Loaded loaded{x[k], kVariant != 0 ? c[k] : 0.0f};
-          op.template Accumulate<T, kVariant>(lines[i], at + k, loaded, PlusOf(word, shift, k), sums[i], partials[i]);
+          op.template Accumulate<T, kVariant>(lines[i], at + k, loaded, sketch::SignsAtBit(word, shift + k), sums[i],
+                                              partials[i]);
         }
       }
     }
@@ -212,7 +207,7 @@ constexpr int64_t kPairThreadsAtLeast = int64_t{1} << 17;
 std::atomic<int64_t> pair_threads_at_least{kPairThreadsAtLeast};  // testing::SetSketchPairs
 template <class Op, ElementType T>
 constexpr bool PairsALoad() {
-  return std::is_same_v<Op, sketch::OperandLines> && (T == ElementType::kF16 || T == ElementType::kBF16);
+  return std::is_same_v<Op, sketch::OperandLines> && kSixteenBit<T>;
 }
 inline bool PairsPay(const sketch::OperandLines& op, int64_t batch) {
   const int64_t chunks = (op.length + kChunkPerThread - 1) / kChunkPerThread;

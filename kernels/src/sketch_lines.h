@@ -71,11 +71,16 @@ GEMM_HOST_DEVICE inline uint32_t SignsAt(const uint32_t* signs, int64_t words, i
 GEMM_HOST_DEVICE inline void SignWordsAt(const uint32_t* signs, int64_t words, int64_t r, uint32_t (&word)[V]) {
   for (int v = 0; v < V; ++v) word[v] = signs[v * words + (r >> 5)];
 }
-// SignsAt's value from the words SignWordsAt read.
-GEMM_HOST_DEVICE inline uint32_t SignsIn(const uint32_t (&word)[V], int64_t r) {
+// SignsAt's value from the words SignWordsAt read, at bit `bit` of each
+// (r & 31): where a run of elements starts at a known bit, the GPU's loops
+// give the bit directly.
+GEMM_HOST_DEVICE inline uint32_t SignsAtBit(const uint32_t (&word)[V], int bit) {
   uint32_t plus = 0;
-  for (int v = 0; v < V; ++v) plus |= ((word[v] >> (r & 31)) & 1u) << v;
+  for (int v = 0; v < V; ++v) plus |= ((word[v] >> bit) & 1u) << v;
   return plus;
+}
+GEMM_HOST_DEVICE inline uint32_t SignsIn(const uint32_t (&word)[V], int64_t r) {
+  return SignsAtBit(word, static_cast<int>(r & 31));
 }
 
 // Reduces op(A) or op(B): per output, Σ m·vec_v over the reduction index

@@ -10,6 +10,8 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "engine/cuda_engine.h"
@@ -140,6 +142,46 @@ void ExpectTheGpuAndTheHostAgree(const std::vector<uint16_t>& a, const std::vect
   EXPECT_NEAR(gpu.worst_line_ratio, host.worst_line_ratio, 1e-4 * host.worst_line_ratio + 1e-6);
 }
 
+// C in [-1, 1] beside g's D (fp16 bits or fp32 as CElement says), and
+// the D an epilogue with beta = 0.5 writes: the exact product plus 0.5·C,
+// rounded once.
+template <class CElement>
+struct HalfC {
+  std::vector<CElement> c;
+  std::vector<uint16_t> d_with_c;
+
+  HalfC(const PlainGemm& g, std::mt19937_64& rng) : c(g.m * g.n), d_with_c(g.m * g.n) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& x : c) x = Stored(u(rng));
+    for (int64_t e = 0; e < g.m * g.n; ++e) {
+      d_with_c[e] = gemm::FloatToHalf(static_cast<float>(g.exact[e] + 0.5 * Value(c[e])));
+    }
+  }
+  // A planted fault moved onto the D with C: where it left D alone, that
+  // D; where it changed D, the changed value plus 0.5·C.
+  std::vector<uint16_t> Onto(const PlainGemm& g, std::vector<uint16_t> planted) const {
+    for (size_t e = 0; e < planted.size(); ++e) {
+      planted[e] = planted[e] == g.d[e] ? d_with_c[e]
+                                        : gemm::FloatToHalf(gemm::HalfToFloat(planted[e]) + 0.5f * Value(c[e]));
+    }
+    return planted;
+  }
+  static CElement Stored(float x) {
+    if constexpr (std::is_same_v<CElement, uint16_t>) {
+      return gemm::FloatToHalf(x);
+    } else {
+      return x;
+    }
+  }
+  static float Value(CElement x) {
+    if constexpr (std::is_same_v<CElement, uint16_t>) {
+      return gemm::HalfToFloat(x);
+    } else {
+      return x;
+    }
+  }
+};
+
 // With and without C, on a D in whole 128-column tiles, on a ragged one
 // stored as the server stores it (rows 8-aligned, NaN in the padding: a
 // pass that read past a row's last column would see it) and on a ragged
@@ -155,23 +197,12 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgree) {
   for (const Layout& l : {Layout{200, 256, 264, 256, "whole tiles"}, Layout{300, 133, 200, 136, "ragged, pitched"},
                           Layout{300, 133, 200, 133, "ragged, dense"}}) {
     const PlainGemm g(l.m, l.n, l.k, 9);
-    // C in [-1, 1], and the D an epilogue with beta = 0.5 would round once.
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<uint16_t> c(l.m * l.n), d_with_c(l.m * l.n);
-    for (auto& x : c) x = gemm::FloatToHalf(u(rng));
-    for (int64_t e = 0; e < l.m * l.n; ++e) {
-      d_with_c[e] = gemm::FloatToHalf(static_cast<float>(g.exact[e] + 0.5 * gemm::HalfToFloat(c[e])));
-    }
+    const HalfC<uint16_t> c(g, rng);
     for (Fault fault : {Fault::kNone, Fault::kElement100x, Fault::kRow, Fault::kNaN}) {
       for (bool with_c : {false, true}) {
         SCOPED_TRACE(std::string(l.what) + ", " + FaultName(fault) + (with_c ? ", beta = 0.5" : ""));
         std::vector<uint16_t> d = g.Planted(fault, rng);
-        if (with_c) {  // the fault moved onto D with C: where it changed D, the changed value plus C
-          for (int64_t e = 0; e < l.m * l.n; ++e) {
-            d[e] = d[e] == g.d[e] ? d_with_c[e]
-                                  : gemm::FloatToHalf(gemm::HalfToFloat(d[e]) + 0.5f * gemm::HalfToFloat(c[e]));
-          }
-        }
+        if (with_c) d = c.Onto(g, std::move(d));
         gemm::SketchProblem p = g.Problem(d, ++seed);
         p.d.row_stride = l.ld;
         if (with_c) {
@@ -180,7 +211,7 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgree) {
           p.c = {nullptr, gemm::ElementType::kF16, l.ld, 1, 0};
         }
         ExpectTheGpuAndTheHostAgree(g.a, g.b, p, Pitched(d, l.m, l.n, l.ld),
-                                    with_c ? Pitched(c, l.m, l.n, l.ld) : std::vector<uint16_t>{});
+                                    with_c ? Pitched(c.c, l.m, l.n, l.ld) : std::vector<uint16_t>{});
       }
     }
   }
@@ -195,11 +226,7 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnMnContiguousOperandsAndAnFp32C) {
   uint64_t seed = 100;
   const PlainGemm g(300, 133, 200, 10);
   const MnStorage mn(g);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> c(g.m * g.n);
-  std::vector<uint16_t> d_with_c(g.m * g.n);
-  for (auto& x : c) x = u(rng);
-  for (int64_t e = 0; e < g.m * g.n; ++e) d_with_c[e] = gemm::FloatToHalf(static_cast<float>(g.exact[e] + 0.5 * c[e]));
+  const HalfC<float> c(g, rng);
   for (auto [a_mn, b_mn] : {std::pair{true, false}, {false, true}, {true, true}, {false, false}}) {
     for (Fault fault : {Fault::kNone, Fault::kElement100x, Fault::kRow}) {
       for (bool with_c : {false, true}) {
@@ -207,11 +234,7 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnMnContiguousOperandsAndAnFp32C) {
         SCOPED_TRACE(std::string("A ") + (a_mn ? "MN" : "K") + ", B " + (b_mn ? "MN" : "K") + ", " +
                      FaultName(fault) + (with_c ? ", beta = 0.5 with an fp32 C" : ""));
         std::vector<uint16_t> d = g.Planted(fault, rng);
-        if (with_c) {
-          for (int64_t e = 0; e < g.m * g.n; ++e) {
-            d[e] = d[e] == g.d[e] ? d_with_c[e] : gemm::FloatToHalf(gemm::HalfToFloat(d[e]) + 0.5f * c[e]);
-          }
-        }
+        if (with_c) d = c.Onto(g, std::move(d));
         gemm::SketchProblem p = mn.Problem(g, d, a_mn, b_mn, ++seed);
         if (with_c) {
           p.reads_c = true;
@@ -219,7 +242,7 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnMnContiguousOperandsAndAnFp32C) {
           p.c = {nullptr, gemm::ElementType::kF32, g.n, 1, 0};
         }
         ExpectTheGpuAndTheHostAgree(a_mn ? mn.a : g.a, b_mn ? mn.b : g.b, p, d,
-                                    with_c ? c : std::vector<float>{});
+                                    with_c ? c.c : std::vector<float>{});
       }
     }
   }
@@ -237,15 +260,10 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnLongLinesLoadedWide) {
   SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(9);
   uint64_t seed = 200;
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{520, 2600, 600}, {72, 2597, 601}}) {
     const PlainGemm g(m, n, k, 11);
     const MnStorage mn(g);
-    std::vector<uint16_t> c(m * n), d_with_c(m * n);
-    for (auto& x : c) x = gemm::FloatToHalf(u(rng));
-    for (int64_t e = 0; e < m * n; ++e) {
-      d_with_c[e] = gemm::FloatToHalf(static_cast<float>(g.exact[e] + 0.5 * gemm::HalfToFloat(c[e])));
-    }
+    const HalfC<uint16_t> c(g, rng);
     for (auto [operands_mn, pairs] : {std::pair{false, gemm::testing::SketchPairs::kWhereAligned},
                                       {false, gemm::testing::SketchPairs::kAsBuilt},
                                       {true, gemm::testing::SketchPairs::kAsBuilt}}) {
@@ -257,12 +275,7 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnLongLinesLoadedWide) {
                        (pairs == gemm::testing::SketchPairs::kWhereAligned ? "pairs forced, " : "") +
                        FaultName(fault) + (with_c ? ", beta = 0.5" : ""));
           std::vector<uint16_t> d = g.Planted(fault, rng);
-          if (with_c) {  // as in TheGpuAndTheHostAgree
-            for (int64_t e = 0; e < m * n; ++e) {
-              d[e] = d[e] == g.d[e] ? d_with_c[e]
-                                    : gemm::FloatToHalf(gemm::HalfToFloat(d[e]) + 0.5f * gemm::HalfToFloat(c[e]));
-            }
-          }
+          if (with_c) d = c.Onto(g, std::move(d));
           gemm::SketchProblem p = mn.Problem(g, d, operands_mn, operands_mn, ++seed);
           if (with_c) {
             p.reads_c = true;
@@ -270,7 +283,7 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnLongLinesLoadedWide) {
             p.c = {nullptr, gemm::ElementType::kF16, n, 1, 0};
           }
           ExpectTheGpuAndTheHostAgree(operands_mn ? mn.a : g.a, operands_mn ? mn.b : g.b, p, d,
-                                      with_c ? c : std::vector<uint16_t>{});
+                                      with_c ? c.c : std::vector<uint16_t>{});
         }
       }
     }

@@ -1,6 +1,7 @@
 // VERIFICATION_FAST's passes on the GPU (gemm/sketch_check.h): six
-// reductions over the operands and D, then a verdict per row and column,
-// then the sampled elements (sketch_samples.cu). The sums (fp64,
+// reductions over the operands and D (D's two in one read of it where D
+// allows: sketch_d_tiles.cu), then a verdict per row and column, then the
+// sampled elements (sketch_samples.cu). The sums (fp64,
 // sketch_lines.h) are added up across blocks by atomics (their order
 // varies; the bound leaves room for it).
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 #include "common/widen_eight.h"
 #include "gemm/sketch_check_gpu.h"
 #include "gemm/test_hooks.h"
+#include "sketch_d_tiles.h"
 #include "sketch_lines.h"
 #include "sketch_samples.h"
 
@@ -396,8 +398,12 @@ cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResul
   }
   const dim3 lines(static_cast<unsigned>((p.m + p.n + 255) / 256), static_cast<unsigned>(p.batch));
   NormsKernel<<<lines, 256, 0, stream>>>(p, scratch);
-  for (const sketch::DLines* op : {&passes.d_rows, &passes.d_columns}) {
-    if (auto e = LaunchLines(*op, p.batch, stream); e != cudaSuccess) return e;
+  if (DTilesApply(passes.d_rows)) {
+    if (auto e = LaunchDTiles(passes.d_rows, passes.d_columns, p.batch, stream); e != cudaSuccess) return e;
+  } else {
+    for (const sketch::DLines* op : {&passes.d_rows, &passes.d_columns}) {
+      if (auto e = LaunchLines(*op, p.batch, stream); e != cudaSuccess) return e;
+    }
   }
   JudgeKernel<<<lines, 256, 0, stream>>>(p, scratch, result);
   LaunchSketchSamples(p, scratch, result, stream);

@@ -229,7 +229,7 @@ struct DLines {
     // In fp32 where D is 16-bit: a bound, not a result; JudgeLine widens
     // the sum by 2^-10 for fp32's rounding of its terms and of the partials.
     if constexpr (T == ElementType::kF16 || T == ElementType::kBF16) {
-      float b32 = HalfUlpF(T, d) + 0x1p-24f * fabsf(d) + static_cast<float>(l.own_norm) * l.other_float_norms[r];
+      float b32 = HonestError16(T, d, static_cast<float>(l.own_norm) * l.other_float_norms[r]);
       if constexpr (kReadsC) b32 += static_cast<float>(c_rounding) * fabsf(c);
       partials[0] += b32 * b32;
     } else {
@@ -242,6 +242,12 @@ struct DLines {
       sums[2 * V + 1] += fabs(dd);
     }
     partials[1] += d - d == 0 ? 0.0f : 1.0f;  // NaN or Inf
+  }
+  // e where D is 16-bit, before β·C's term: half an ulp, the epilogue's
+  // fp32 rounding, and `norms`, the K-aware term (own_norm times the other
+  // line's norm, in fp32).
+  GEMM_HOST_DEVICE static float HonestError16(ElementType T, float d, float norms) {
+    return HalfUlpF(T, d) + 0x1p-24f * fabsf(d) + norms;
   }
   // The partials into the fp64 sums, and cleared.
   GEMM_HOST_DEVICE static void Flush(float* partials, double* sums) {

@@ -184,8 +184,9 @@ struct HalfC {
 
 // With and without C, on a D in whole 128-column tiles, on a ragged one
 // stored as the server stores it (rows 8-aligned, NaN in the padding: a
-// pass that read past a row's last column would see it) and on a ragged
-// dense one.
+// pass that read past a row's last column would see it), on a ragged dense
+// one, and on one whose rows are whole 4-element words in a pitch (without
+// C, D's rows and columns are summed by tiles there: sketch_d_tiles.cu).
 TEST(SketchCheckGpu, TheGpuAndTheHostAgree) {
   SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(7);
@@ -195,7 +196,8 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgree) {
     const char* what;
   };
   for (const Layout& l : {Layout{200, 256, 264, 256, "whole tiles"}, Layout{300, 133, 200, 136, "ragged, pitched"},
-                          Layout{300, 133, 200, 133, "ragged, dense"}}) {
+                          Layout{300, 133, 200, 133, "ragged, dense"},
+                          Layout{300, 132, 200, 136, "a part strip, pitched"}}) {
     const PlainGemm g(l.m, l.n, l.k, 9);
     const HalfC<uint16_t> c(g, rng);
     for (Fault fault : {Fault::kNone, Fault::kElement100x, Fault::kRow, Fault::kNaN}) {

@@ -67,22 +67,29 @@ def beta_ncu(lab):
                            f"_{bench}_beta{beta}_{round_}")
 
 
-# The fast check's line passes in launch order (kernels/src/sketch_check.cu).
-FAST_CHECK_PASSES = ("b_rows", "a_columns", "a_rows", "b_columns", "d_rows", "d_columns")
+# The fast check's line passes in launch order (kernels/src/sketch_check.cu):
+# the operands', then D's rows and columns, or one pass of D's tiles in their
+# place (DTilesKernel, kernels/src/sketch_d_tiles.cu) where D allows it.
+FAST_CHECK_OPERAND_PASSES = ("b_rows", "a_columns", "a_rows", "b_columns")
+FAST_CHECK_PASSES = FAST_CHECK_OPERAND_PASSES + ("d_rows", "d_columns")
 FAST_CHECK_METRICS = {"gpu__time_duration.sum": "ns", "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
                       "sm__inst_issued.avg.pct_of_peak_sustained_active": "issue %",
                       "smsp__inst_executed.sum": "warp instructions"}
 
 
 def fast_check_passes(kernels):
-    """ncu_csv's kernels of one fast check: per pass of FAST_CHECK_PASSES and
-    for the sampled elements, {metric: value}."""
+    """ncu_csv's kernels of one fast check: per pass of FAST_CHECK_PASSES (or
+    of the operands' and "d_tiles", where D's tiles ran) and for the sampled
+    elements, {metric: value}."""
     lines = kernels.get("LinesKernel", {})
+    tiles = kernels.get("DTilesKernel", {})
     # Single samples where both operands run along K, clusters where one is stored MN-contiguous.
     samples = kernels.get("SamplesKernel") or kernels.get("ClusterSamplesKernel", {})
     passes = {}
-    for i, name in enumerate(FAST_CHECK_PASSES):
+    for i, name in enumerate(FAST_CHECK_OPERAND_PASSES if tiles else FAST_CHECK_PASSES):
         passes[name] = {m: values[i] for m, values in lines.items() if i < len(values)}
+    if tiles:
+        passes["d_tiles"] = {m: values[0] for m, values in tiles.items() if values}
     passes["samples"] = {m: values[0] for m, values in samples.items() if values}
     return passes
 
@@ -110,7 +117,7 @@ def fast_check_ncu(lab):
             log = lab.out / f"ncu_fast_check_{tag}.csv"
             lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
                      "--kernel-name-base", "function", "--kernel-name",
-                     "regex:^(LinesKernel|SamplesKernel|ClusterSamplesKernel)$",
+                     "regex:^(LinesKernel|DTilesKernel|SamplesKernel|ClusterSamplesKernel)$",
                      "--launch-count", len(FAST_CHECK_PASSES) + 1, "--metrics", ",".join(FAST_CHECK_METRICS),
                      lab.tool(bench), "--fast-check", "--shapes", shape, *form],
                     out=f"ncu_fast_check_{tag}.log", timeout=200)

@@ -139,6 +139,9 @@ PURPOSES = {
                         "verification's cost",
     "fast_check_forms": "gemm-bench --fast-check in the forms' types, layouts and C, and the fastncu part on two "
                         "of them; C's element loaded beside D's in the check's passes (measured, not kept)",
+    "fast_check_d_tiles": "the GPU sketch-check and forms tests, gemm-bench --fast-check, the fastncu and verify "
+                          "parts: VERIFICATION_FAST's sums over D's rows and columns from one read of D "
+                          "(DTilesKernel) beside the two line passes, and the first tile kernel (not kept)",
     "fast_check_wide_loads": "the GPU tests, verify and fastncu parts and gemm-bench --fast-check: VERIFICATION_FAST's "
                              "line passes reading eight 16-bit elements a lane along a warp's lines and two outputs "
                              "a thread in the k-vector passes, beside the build before; D's columns in pairs, "

@@ -186,6 +186,17 @@ class KernelToolsTest(unittest.TestCase):
         self.assertEqual(instructions["a_rows"], instructions["b_columns"])
         self.assertGreater(instructions["d_rows"], instructions["b_rows"])
 
+    def test_d_tiles_take_the_place_of_d_lines(self):
+        # D's rows and columns in one kernel (DTilesKernel); the capture also
+        # holds the next check's first LinesKernel, which is not a pass of this one.
+        passes = ncu_parts.fast_check_passes(readers.ncu_csv(recorded("ncu_fast_check_tiles.csv")))
+        self.assertEqual(list(passes), [*ncu_parts.FAST_CHECK_OPERAND_PASSES, "d_tiles", "samples"])
+        for name, metrics in passes.items():
+            self.assertEqual(set(metrics), set(ncu_parts.FAST_CHECK_METRICS), name)
+        instructions = {name: m["smsp__inst_executed.sum"] for name, m in passes.items()}
+        self.assertEqual(instructions["b_rows"], instructions["a_columns"])
+        self.assertGreater(instructions["d_tiles"], instructions["b_rows"])
+
     def test_fast_check_samples_are_found_as_clusters_too(self):
         # Both operands stored MN-contiguous: the samples run as ClusterSamplesKernel.
         passes = ncu_parts.fast_check_passes(readers.ncu_csv(recorded("ncu_fast_check_clusters.csv")))

@@ -59,6 +59,10 @@ __device__ inline void Widen4(uint2 v, float (&out)[kLaneColumns]) {
 }
 
 __device__ inline double SignOf(uint32_t word, int bit) { return (word >> bit) & 1u ? 1.0 : -1.0; }
+// x with its sign bit flipped where `flip` has bit 31: exact, one instruction.
+__device__ inline double Flipped(double x, uint32_t flip) {
+  return __hiloint2double(__double2hiint(x) ^ static_cast<int>(flip), __double2loint(x));
+}
 
 template <ElementType T>
 __global__ void __launch_bounds__(kWarps * 32, 2)
@@ -80,8 +84,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const uint16_t* d = static_cast<const uint16_t*>(p.d.data) + e * p.d.batch_stride + j0;
 
   // The lane's columns: x's signs (four bits of one word, j0 being a
-  // multiple of 4) and the columns' norms.
-  double x_sign[V][kLaneColumns];
+  // multiple of 4) as the sign bit that negates d, and the columns' norms.
+  // (As ±1.0 to multiply by, in 16 registers, they were worked out again at
+  // every element: five instructions a vector where this takes one.)
+  uint32_t x_flip[V][kLaneColumns];
   float norm[kLaneColumns];
   {
     const int64_t j = active ? j0 : 0;
@@ -90,7 +96,13 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     for (int v = 0; v < V; ++v) {
       const uint32_t word = rows.signs[v * rows.words + (j >> 5)];
 #pragma unroll
-      for (int k = 0; k < kLaneColumns; ++k) x_sign[v][k] = SignOf(word, static_cast<int>(j & 31) + k);
+      for (int k = 0; k < kLaneColumns; ++k) {
+        x_flip[v][k] = (word >> ((j & 31) + k)) & 1u ? 0u : 0x80000000u;
+        // Inline PTX (nothing in CCCL does this): an empty statement the
+        // compiler must take the mask from, so that it keeps the mask in a
+        // register rather than working it out again at every element.
+        asm volatile("" : "+r"(x_flip[v][k]));
+      }
     }
 #pragma unroll
     for (int k = 0; k < kLaneColumns; ++k) norm[k] = active ? column_norms[j + k] : 0.0f;
@@ -133,7 +145,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
           const double dd = x[k];
 #pragma unroll
           for (int v = 0; v < V; ++v) {
-            part[q][v] = fma(dd, x_sign[v][k], part[q][v]);
+            part[q][v] += Flipped(dd, x_flip[v][k]);
             column[v][k] = fma(dd, y_sign[v], column[v][k]);
           }
           part[q][V] += fabs(dd);

@@ -98,8 +98,6 @@ PURPOSES = {
     "split_tail_targets": "the GPU harness's tests and sass parts, then its bench, bf16, batch, sweep and targets "
                           "parts, on the build with step 10's split tail: the ladder's targets judged once more on "
                           "an H200",
-    "fast_check_d_tiles": "the GPU tests and fastncu part and gemm-bench --fast-check: VERIFICATION_FAST's two "
-                          "passes over D as one tiled read of it (not kept) beside the two passes",
     "split_k_sums": "the GPU harness's tests and forms parts after step 0's forms were held to split-K partial "
                     "sums in fp32: the long-K forms test on the build before and this one, and both servers' forms "
                     "table with two long-K rows",
@@ -141,7 +139,7 @@ PURPOSES = {
                         "of them; C's element loaded beside D's in the check's passes (measured, not kept)",
     "fast_check_d_tiles": "the GPU sketch-check and forms tests, gemm-bench --fast-check, the fastncu and verify "
                           "parts: VERIFICATION_FAST's sums over D's rows and columns from one read of D "
-                          "(DTilesKernel) beside the two line passes, and the first tile kernel (not kept)",
+                          "(DTilesKernel) beside the two line passes, and two earlier tile kernels (not kept)",
     "fast_check_wide_loads": "the GPU tests, verify and fastncu parts and gemm-bench --fast-check: VERIFICATION_FAST's "
                              "line passes reading eight 16-bit elements a lane along a warp's lines and two outputs "
                              "a thread in the k-vector passes, beside the build before; D's columns in pairs, "

@@ -28,6 +28,25 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A pitched fp16 matrix as FillRandom leaves it: the host generator's
+// values in its rows × cols, and `gap` (what was there before the fill)
+// everywhere else in each row's pitch.
+::testing::AssertionResult HoldsThePitchedFill(const std::vector<uint16_t>& host, int64_t rows, int64_t cols,
+                                               int64_t ld, uint64_t seed, gemm::OperandId operand, uint16_t gap) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < ld; ++c) {
+      const uint16_t got = host[r * ld + c];
+      if (c >= cols) {
+        if (got != gap) return ::testing::AssertionFailure() << "a gap was written at row " << r << ", column " << c;
+      } else if (const float want = gemm::RandomValue(seed, operand, r * cols + c); gemm::HalfToFloat(got) != want) {
+        return ::testing::AssertionFailure() << "seed " << seed << ", row " << r << ", column " << c << ": "
+                                             << gemm::HalfToFloat(got) << ", not " << want;
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // A context keeps at least split-K's workspace in the device's pool, and
 // never lowers what the process chose to keep (gemmd keeps everything).
 TEST_F(KernelsGpuTest, AContextRaisesThePoolsReleaseThresholdButNeverLowersIt) {
@@ -106,17 +125,7 @@ TEST_F(KernelsGpuTest, FillRandomInVectorsMatchesTheHostGeneratorAcrossTheCarry)
   ASSERT_CUDA(cudaMemcpyAsync(host.data(), d, host.size() * 2, cudaMemcpyDeviceToHost, stream_));
   ASSERT_CUDA(cudaStreamSynchronize(stream_));
   cudaFree(d);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < ld; ++c) {
-      const uint16_t got = host[r * ld + c];
-      if (c >= cols) {
-        ASSERT_EQ(got, 0x7B7B) << "gap at row " << r << ", column " << c;
-      } else {
-        ASSERT_EQ(gemm::HalfToFloat(got), gemm::RandomValue(seed, gemm::OperandId::kA, r * cols + c))
-            << "seed " << seed << ", row " << r << ", column " << c;
-      }
-    }
-  }
+  EXPECT_TRUE(HoldsThePitchedFill(host, rows, cols, ld, seed, gemm::OperandId::kA, 0x7B7B));
 }
 
 // The many-matrix fill gives each matrix what the one-matrix fill gives it,
@@ -481,15 +490,7 @@ TEST_F(KernelsGpuTest, PitchedFillCompareAndReferenceSkipTheGaps) {
   std::vector<uint16_t> host(rows * ld);
   ASSERT_CUDA(cudaMemcpyAsync(host.data(), x, host.size() * 2, cudaMemcpyDeviceToHost, stream_));
   ASSERT_CUDA(cudaStreamSynchronize(stream_));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < ld; ++c) {
-      if (c < cols) {
-        ASSERT_EQ(gemm::HalfToFloat(host[r * ld + c]), gemm::RandomValue(99, gemm::OperandId::kA, r * cols + c));
-      } else {
-        ASSERT_EQ(host[r * ld + c], 0xFFFF) << "a gap was written at " << r << ", " << c;
-      }
-    }
-  }
+  ASSERT_TRUE(HoldsThePitchedFill(host, rows, cols, ld, 99, gemm::OperandId::kA, 0xFFFF));
   ASSERT_CUDA(cudaMemcpyAsync(y, x, rows * ld * 2, cudaMemcpyDeviceToDevice, stream_));
   gemm::CompareResult host_cmp{};
   auto compare = [&] {

@@ -21,6 +21,7 @@
 #include "gemm/test_hooks.h"
 #include "gpu_test_util.h"
 #include "shape_sweep.h"
+#include "sketch_d_tiles.h"
 #include "sketch_faults.h"
 
 namespace gemmd::testing {
@@ -291,6 +292,41 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnLongLinesLoadedWide) {
     }
   }
   gemm::testing::SetSketchPairs(gemm::testing::SketchPairs::kAsBuilt);
+}
+
+// Which checks sum D by tiles (sketch_d_tiles.cu) and which keep the two
+// line passes: a 16-bit D whose rows are contiguous whole 4-element words
+// from an 8-byte boundary, with no C, and nothing else. No GPU needed.
+TEST(SketchCheckGpu, DTilesTakeASixteenBitDInWholeWordsWithoutC) {
+  alignas(16) static uint16_t storage[8];
+  gemm::SketchProblem plain;
+  plain.m = 64, plain.n = 128, plain.k = 32;
+  plain.d = {storage, gemm::ElementType::kF16, 128, 1, 0};
+  auto takes = [](const gemm::SketchProblem& p) {
+    gemm::sketch::DLines rows{};
+    rows.problem = p;
+    rows.per_row = true;
+    return gemm::DTilesApply(rows);
+  };
+  auto with = [&](auto change) {
+    gemm::SketchProblem p = plain;
+    change(p);
+    return p;
+  };
+  EXPECT_TRUE(takes(plain));
+  EXPECT_TRUE(takes(with([](auto& p) { p.d.type = gemm::ElementType::kBF16; })));
+  EXPECT_TRUE(takes(with([](auto& p) { p.d.row_stride = 132; })));  // pitched
+  EXPECT_TRUE(takes(with([](auto& p) { p.batch = 3, p.d.batch_stride = 64 * 132, p.d.row_stride = 132; })));
+  EXPECT_FALSE(takes(with([](auto& p) { p.d.type = gemm::ElementType::kF32; })));
+  EXPECT_FALSE(takes(with([](auto& p) {
+    p.reads_c = true, p.beta = 0.5;
+    p.c = p.d;
+  })));
+  EXPECT_FALSE(takes(with([](auto& p) { p.n = 130, p.d.row_stride = 130; })));   // a part word a row
+  EXPECT_FALSE(takes(with([](auto& p) { p.n = 124, p.d.row_stride = 126; })));   // rows off 8-byte bounds
+  EXPECT_FALSE(takes(with([](auto& p) { p.d.row_stride = 1, p.d.col_stride = 64; })));  // column-major D
+  EXPECT_FALSE(takes(with([](auto& p) { p.d.data = storage + 1; })));
+  EXPECT_FALSE(takes(with([](auto& p) { p.batch = 2, p.d.batch_stride = 64 * 128 + 2; })));
 }
 
 std::unique_ptr<CudaEngine> MakeEngine() {

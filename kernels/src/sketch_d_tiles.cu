@@ -41,7 +41,8 @@ constexpr int kTileSums = V + 2;
 // more than they fill, so that the lanes reading one output each hit
 // different banks.
 constexpr int kRowsReduced = 4, kRowOutputs = kRowsReduced * kTileSums, kLanePitch = kRowOutputs + 1;
-static_assert(kRowOutputs == 16 && kRowsInFlight % kRowsReduced == 0);
+constexpr int kHalfWarp = 16;  // output o's two lanes: o and o + kHalfWarp, each over half the lanes' shares
+static_assert(kRowOutputs == kHalfWarp && kRowsInFlight % kRowsReduced == 0);
 // Where tile sum s goes among DLines' sums (sketch_lines.h).
 __device__ constexpr int OutOf(int s) { return s < V ? s : s == V ? 2 * V + 1 : 2 * V; }
 constexpr int kNonFinite = 2 * V + 2;
@@ -188,11 +189,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
         for (int s = 0; s < kTileSums; ++s) mine[lane * kLanePitch + q * kTileSums + s] = part[q][s];
       }
       __syncwarp();
-      const int o = lane % kRowOutputs, half = lane / kRowOutputs;
+      const int o = lane % kHalfWarp, half = lane / kHalfWarp;
       double total = 0.0;
 #pragma unroll
-      for (int t = 0; t < 16; ++t) total += mine[(half * 16 + t) * kLanePitch + o];
-      total += __shfl_xor_sync(0xffffffffu, total, kRowOutputs);
+      for (int t = 0; t < kHalfWarp; ++t) total += mine[(half * kHalfWarp + t) * kLanePitch + o];
+      total += __shfl_xor_sync(0xffffffffu, total, kHalfWarp);
       const int64_t row = i + g * kRowsReduced + o / kTileSums;
       if (half == 0 && row < i1) atomicAdd(rows.Out(e, OutOf(o % kTileSums), row), total);
       __syncwarp();

@@ -1,6 +1,6 @@
 // VERIFICATION_FAST's passes on the GPU (gemm/sketch_check.h): six
 // reductions over the operands and D (D's two in one read of it where D
-// allows: sketch_d_tiles.cu), then a verdict per row and column, then the
+// allows: sketch_d_tiles.cu; B's two likewise: sketch_operand_tiles.cu), then a verdict per row and column, then the
 // sampled elements (sketch_samples.cu). The sums (fp64,
 // sketch_lines.h) are added up across blocks by atomics (their order
 // varies; the bound leaves room for it).
@@ -14,6 +14,7 @@
 #include "gemm/sketch_check_gpu.h"
 #include "gemm/test_hooks.h"
 #include "sketch_d_tiles.h"
+#include "sketch_operand_tiles.h"
 #include "sketch_lines.h"
 #include "sketch_samples.h"
 
@@ -392,9 +393,17 @@ cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResul
   const int64_t signs = SketchLayout{p.m, p.n, p.k}.sign_words();
   SignsKernel<<<static_cast<unsigned>((signs + 255) / 256), 256, 0, stream>>>(p, scratch);
   const sketch::Passes passes = sketch::PassesOf(p, scratch);
-  // The k-vectors first, then the operands' lines that read them.
-  for (const sketch::OperandLines* op : {&passes.b_rows, &passes.a_columns, &passes.a_rows, &passes.b_columns}) {
-    if (auto e = LaunchLines(*op, p.batch, stream); e != cudaSuccess) return e;
+  // The k-vectors first, then the operands' lines that read them; where B
+  // allows, B's two passes in one read of it, after yᵀ·op(A) and before
+  // op(A)·(op(B)·x), which read what it writes.
+  if (OperandTilesApply(passes.b_rows, p.batch)) {
+    if (auto e = LaunchLines(passes.a_columns, p.batch, stream); e != cudaSuccess) return e;
+    if (auto e = LaunchOperandTiles(passes.b_rows, passes.b_columns, p.batch, stream); e != cudaSuccess) return e;
+    if (auto e = LaunchLines(passes.a_rows, p.batch, stream); e != cudaSuccess) return e;
+  } else {
+    for (const sketch::OperandLines* op : {&passes.b_rows, &passes.a_columns, &passes.a_rows, &passes.b_columns}) {
+      if (auto e = LaunchLines(*op, p.batch, stream); e != cudaSuccess) return e;
+    }
   }
   const dim3 lines(static_cast<unsigned>((p.m + p.n + 255) / 256), static_cast<unsigned>(p.batch));
   NormsKernel<<<lines, 256, 0, stream>>>(p, scratch);

@@ -26,14 +26,16 @@
 
 #include <cfloat>
 
-#include "common/widen_eight.h"
+#include "sketch_tiles.h"
 
 namespace gemm {
 namespace {
 
 using sketch::V;
 
-constexpr int kWarps = 8, kLaneColumns = 4, kStripColumns = 32 * kLaneColumns, kRowsInFlight = 8;
+using namespace sketch_tiles;
+
+constexpr int kRowsInFlight = 8;
 // A column's (and a row's) sums a lane carries: y·d (x·d) per vector, Σ|d|, Σe².
 constexpr int kTileSums = V + 2;
 // Rows whose sums are added up across the lanes together: 16 outputs, each
@@ -41,31 +43,10 @@ constexpr int kTileSums = V + 2;
 // more than they fill, so that the lanes reading one output each hit
 // different banks.
 constexpr int kRowsReduced = 4, kRowOutputs = kRowsReduced * kTileSums, kLanePitch = kRowOutputs + 1;
-constexpr int kHalfWarp = 16;  // output o's two lanes: o and o + kHalfWarp, each over half the lanes' shares
-static_assert(kRowOutputs == kHalfWarp && kRowsInFlight % kRowsReduced == 0);
+static_assert(kRowOutputs == kHalfWarp && kRowsInFlight % kRowsReduced == 0 && kLeastRowsPerWarp % kRowsInFlight == 0);
 // Where tile sum s goes among DLines' sums (sketch_lines.h).
 __device__ constexpr int OutOf(int s) { return s < V ? s : s == V ? 2 * V + 1 : 2 * V; }
 constexpr int kNonFinite = 2 * V + 2;
-// Fewer rows a warp where that leaves fewer blocks than this, down to
-// kRowsInFlight: 1024 blocks of two an SM fill an H200's 132 SMs about four
-// times over.
-constexpr int64_t kBlocksAtLeast = 1024;
-// Rows a warp takes at most: a column's fp32 Σe² gathers that many terms.
-constexpr int kMostRowsPerWarp = 32;
-
-template <ElementType T>
-__device__ inline void Widen4(uint2 v, float (&out)[kLaneColumns]) {
-  float eight[8];
-  Widen8<T>(make_uint4(v.x, v.y, 0u, 0u), eight);
-#pragma unroll
-  for (int k = 0; k < kLaneColumns; ++k) out[k] = eight[k];
-}
-
-__device__ inline double SignOf(uint32_t word, int bit) { return (word >> bit) & 1u ? 1.0 : -1.0; }
-// x with its sign bit flipped where `flip` has bit 31: exact, one instruction.
-__device__ inline double Flipped(double x, uint32_t flip) {
-  return __hiloint2double(__double2hiint(x) ^ static_cast<int>(flip), __double2loint(x));
-}
 
 template <ElementType T>
 __global__ void __launch_bounds__(kWarps * 32, 2)
@@ -233,10 +214,8 @@ cudaError_t LaunchDTiles(const sketch::DLines& rows, const sketch::DLines& colum
                          cudaStream_t stream) {
   const SketchProblem& p = rows.problem;
   const int64_t strips = (p.n + kStripColumns - 1) / kStripColumns;
-  auto bands = [&](int rows_per_warp) { return (p.m + kWarps * rows_per_warp - 1) / (kWarps * rows_per_warp); };
-  int rows_per_warp = kMostRowsPerWarp;
-  while (rows_per_warp > kRowsInFlight && strips * bands(rows_per_warp) * batch < kBlocksAtLeast) rows_per_warp /= 2;
-  const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(bands(rows_per_warp)),
+  const int rows_per_warp = RowsPerWarp(p.m, strips, batch);
+  const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(Bands(p.m, rows_per_warp)),
                   static_cast<unsigned>(batch));
   if (p.d.type == ElementType::kF16) {
     DTilesKernel<ElementType::kF16><<<grid, kWarps * 32, 0, stream>>>(rows, columns, rows_per_warp);

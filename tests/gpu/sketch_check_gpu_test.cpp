@@ -22,6 +22,7 @@
 #include "gpu_test_util.h"
 #include "shape_sweep.h"
 #include "sketch_d_tiles.h"
+#include "sketch_operand_tiles.h"
 #include "sketch_faults.h"
 
 namespace gemmd::testing {
@@ -327,6 +328,36 @@ TEST(SketchCheckGpu, DTilesTakeASixteenBitDInWholeWordsWithoutC) {
   EXPECT_FALSE(takes(with([](auto& p) { p.d.row_stride = 1, p.d.col_stride = 64; })));  // column-major D
   EXPECT_FALSE(takes(with([](auto& p) { p.d.data = storage + 1; })));
   EXPECT_FALSE(takes(with([](auto& p) { p.batch = 2, p.d.batch_stride = 64 * 128 + 2; })));
+}
+
+// Which checks take B's two passes by tiles (sketch_operand_tiles.cu): a
+// 16-bit B stored with K or with N contiguous, its stored rows whole
+// 4-element words from an 8-byte boundary; nothing else. No GPU needed.
+TEST(SketchCheckGpu, OperandTilesTakeASixteenBitBInWholeWordsEitherWay) {
+  alignas(16) static uint16_t storage[8];
+  const int64_t n = 128, k = 64;
+  auto takes = [&](gemm::StridedView b, int64_t batch = 1) {
+    gemm::sketch::OperandLines by_signs{};
+    by_signs.matrix = b;
+    by_signs.per_row = true;
+    by_signs.length = n;
+    by_signs.outputs = k;
+    return gemm::OperandTilesApply(by_signs, batch);
+  };
+  using gemm::ElementType;
+  const gemm::StridedView k_contiguous{storage, ElementType::kF16, 1, k, 0};  // B stored N×K: A·Bᵀ
+  const gemm::StridedView n_contiguous{storage, ElementType::kBF16, n, 1, 0};  // B stored K×N: x @ W
+  EXPECT_TRUE(takes(k_contiguous));
+  EXPECT_TRUE(takes(n_contiguous));
+  EXPECT_TRUE(takes({storage, ElementType::kF16, 1, k + 4, 0}));             // pitched
+  EXPECT_TRUE(takes({storage, ElementType::kF16, 1, k, 0}, 3));             // one B for every entry
+  EXPECT_TRUE(takes({storage, ElementType::kF16, 1, k, n * k}, 3));
+  EXPECT_FALSE(takes({storage, ElementType::kF32, 1, k, 0}));
+  EXPECT_FALSE(takes({storage, ElementType::kF8E4M3, 1, k, 0}));
+  EXPECT_FALSE(takes({storage, ElementType::kF16, 1, k + 2, 0}));           // rows off 8-byte bounds
+  EXPECT_FALSE(takes({storage + 1, ElementType::kF16, 1, k, 0}));
+  EXPECT_FALSE(takes({storage, ElementType::kF16, 2, 2 * k, 0}));           // neither way contiguous
+  EXPECT_FALSE(takes({storage, ElementType::kF16, 1, k, n * k + 2}, 3));
 }
 
 std::unique_ptr<CudaEngine> MakeEngine() {

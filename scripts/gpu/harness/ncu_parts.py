@@ -69,8 +69,11 @@ def beta_ncu(lab):
 
 # The fast check's line passes in launch order (kernels/src/sketch_check.cu):
 # the operands', then D's rows and columns, or one pass of D's tiles in their
-# place (DTilesKernel, kernels/src/sketch_d_tiles.cu) where D allows it.
+# place (DTilesKernel, kernels/src/sketch_d_tiles.cu) where D allows it; where
+# B allows, B's two passes are one of B's tiles (OperandTilesKernel) between
+# A's two.
 FAST_CHECK_OPERAND_PASSES = ("b_rows", "a_columns", "a_rows", "b_columns")
+FAST_CHECK_A_PASSES = ("a_columns", "a_rows")
 FAST_CHECK_PASSES = FAST_CHECK_OPERAND_PASSES + ("d_rows", "d_columns")
 FAST_CHECK_METRICS = {"gpu__time_duration.sum": "ns", "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
                       "sm__inst_issued.avg.pct_of_peak_sustained_active": "issue %",
@@ -83,11 +86,15 @@ def fast_check_passes(kernels):
     elements, {metric: value}."""
     lines = kernels.get("LinesKernel", {})
     tiles = kernels.get("DTilesKernel", {})
+    b_tiles = kernels.get("OperandTilesKernel", {})
     # Single samples where both operands run along K, clusters where one is stored MN-contiguous.
     samples = kernels.get("SamplesKernel") or kernels.get("ClusterSamplesKernel", {})
     passes = {}
-    for i, name in enumerate(FAST_CHECK_OPERAND_PASSES if tiles else FAST_CHECK_PASSES):
+    operand_lines = FAST_CHECK_A_PASSES if b_tiles else FAST_CHECK_OPERAND_PASSES
+    for i, name in enumerate(operand_lines if tiles else operand_lines + FAST_CHECK_PASSES[4:]):
         passes[name] = {m: values[i] for m, values in lines.items() if i < len(values)}
+    if b_tiles:
+        passes["b_tiles"] = {m: values[0] for m, values in b_tiles.items() if values}
     if tiles:
         passes["d_tiles"] = {m: values[0] for m, values in tiles.items() if values}
     passes["samples"] = {m: values[0] for m, values in samples.items() if values}
@@ -117,7 +124,7 @@ def fast_check_ncu(lab):
             log = lab.out / f"ncu_fast_check_{tag}.csv"
             lab.run(["ncu", "--clock-control", "none", "--csv", "--log-file", log, "--print-kernel-base", "function",
                      "--kernel-name-base", "function", "--kernel-name",
-                     "regex:^(LinesKernel|DTilesKernel|SamplesKernel|ClusterSamplesKernel)$",
+                     "regex:^(LinesKernel|DTilesKernel|OperandTilesKernel|SamplesKernel|ClusterSamplesKernel)$",
                      "--launch-count", len(FAST_CHECK_PASSES) + 1, "--metrics", ",".join(FAST_CHECK_METRICS),
                      lab.tool(bench), "--fast-check", "--shapes", shape, *form],
                     out=f"ncu_fast_check_{tag}.log", timeout=200)

@@ -1,0 +1,233 @@
+// op(B)·x and (yᵀ·op(A))·op(B) of VERIFICATION_FAST from one read of B.
+//
+// sketch_check.cu's line passes read B twice: once for the k-vector
+// op(B)·x (a sign per column of op(B)), once for the k-vector yᵀ·op(A)
+// times op(B) (an fp64 weight per row of op(B)), together about 27 issue
+// slots an element (H200, fp16 at 8192^3: 58 and 69 µs, 31.5M and 26.1M
+// warp instructions, ncu). Neither needs more than an element's value,
+// its magnitude and its square, so one read of B can feed both: a lane's
+// four stored columns keep their weights (signs or k-vector entries) all
+// the way down, and a stored row's are the same for the whole warp.
+//
+// B is stored with N contiguous (x @ W: op(B)'s rows are stored rows, and
+// the signs go with the columns) or K contiguous (A·Bᵀ: op(B)'s columns
+// are stored rows, and the k-vector entries go with the columns). The
+// tiles are sketch_d_tiles.cu's (sketch_tiles.h), as is the rows' reduction
+// through shared memory four rows at a time.
+#include "sketch_operand_tiles.h"
+
+#include "sketch_tiles.h"
+
+namespace gemm {
+namespace {
+
+using sketch::V;
+using namespace sketch_tiles;
+
+// A line's sums (OperandLines): a dot per vector, then Σ|b| (by signs) or
+// Σ|b|·weight (by k-vectors), then Σb² (by k-vectors; never read by signs).
+constexpr int kSums = V + 2;
+constexpr int kRowsInFlight = 8, kRowsReduced = 4, kOutputs = kRowsReduced * kSums, kLanePitch = kOutputs + 1;
+static_assert(kOutputs == kHalfWarp && kRowsInFlight % kRowsReduced == 0 && kLeastRowsPerWarp % kRowsInFlight == 0);
+static_assert(kSums * kStripColumns <= 32 * kLanePitch);
+
+// B as the tiles walk it: rows of `columns` contiguous elements, `pitch`
+// apart.
+struct StoredB {
+  const uint16_t* data;
+  int64_t rows, columns, pitch, batch_stride;
+};
+
+// kRowsBySigns: B stored with N contiguous, so the stored rows' sums (op(B)·x)
+// take the signs and the stored columns' ((yᵀ·op(A))·op(B)) the k-vector
+// entries, a stored row's the same for the whole warp; else the reverse.
+template <ElementType T, bool kRowsBySigns>
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    OperandTilesKernel(sketch::OperandLines by_signs, sketch::OperandLines by_vectors, StoredB b, int rows_per_warp) {
+  __shared__ double scratch[kWarps][32 * kLanePitch];
+  const sketch::OperandLines& row_op = kRowsBySigns ? by_signs : by_vectors;
+  const sketch::OperandLines& column_op = kRowsBySigns ? by_vectors : by_signs;
+  const int64_t e = blockIdx.z;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  double* mine = scratch[warp];
+  const int64_t j0 = int64_t{blockIdx.x} * kStripColumns + kLaneColumns * lane;
+  const bool active = j0 < b.columns;  // all four columns or none (OperandTilesApply)
+  const int64_t i0 = (int64_t{blockIdx.y} * kWarps + warp) * rows_per_warp;
+  const int64_t i1 = i0 + rows_per_warp < b.rows ? i0 + rows_per_warp : b.rows;
+  const double* entry = by_vectors.scratch + e * by_vectors.entry_doubles;
+  const double* vec = entry + by_vectors.vec_at;        // V k-vectors of by_vectors.length
+  const double* weight = entry + by_vectors.weight_at;  // their absolute weights
+  const int64_t k_length = by_vectors.length;
+  const uint16_t* base = b.data + e * b.batch_stride + j0;
+
+  // The lane's columns' weights: x's signs as the sign bit that negates b
+  // (sketch_d_tiles.cu says why as masks), or the k-vectors' entries.
+  uint32_t x_flip[V][kLaneColumns] = {};
+  double lane_vec[V][kLaneColumns] = {}, lane_weight[kLaneColumns] = {};
+  if (active) {
+    if constexpr (kRowsBySigns) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const uint32_t word = by_signs.signs[v * by_signs.words + (j0 >> 5)];
+#pragma unroll
+        for (int k = 0; k < kLaneColumns; ++k) {
+          x_flip[v][k] = (word >> ((j0 & 31) + k)) & 1u ? 0u : 0x80000000u;
+          // Inline PTX (nothing in CCCL does this): keeps the mask in a
+          // register rather than worked out again at every element.
+          asm volatile("" : "+r"(x_flip[v][k]));
+        }
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kLaneColumns; ++k) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) lane_vec[v][k] = vec[v * k_length + j0 + k];
+        lane_weight[k] = weight[j0 + k];
+      }
+    }
+  }
+  double column[kSums][kLaneColumns] = {};
+
+  for (int64_t i = i0; i < i1; i += kRowsInFlight) {  // i0 and i a multiple of kRowsInFlight
+    uint2 raw[kRowsInFlight] = {};
+    if (active) {
+      const uint16_t* at = base + i * b.pitch;
+      if (i + kRowsInFlight <= i1) {
+#pragma unroll
+        for (int u = 0; u < kRowsInFlight; ++u, at += b.pitch) raw[u] = *reinterpret_cast<const uint2*>(at);
+      } else {
+#pragma unroll
+        for (int u = 0; u < kRowsInFlight; ++u, at += b.pitch) {
+          if (i + u < i1) raw[u] = *reinterpret_cast<const uint2*>(at);
+        }
+      }
+    }
+    uint32_t x_word[V] = {};  // the rows' signs where they go with the rows: eight bits of one word
+    if constexpr (!kRowsBySigns) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) x_word[v] = by_signs.signs[v * by_signs.words + (i >> 5)];
+    }
+#pragma unroll
+    for (int g = 0; g < kRowsInFlight / kRowsReduced; ++g) {
+      double part[kRowsReduced][kSums] = {};  // this lane's share of each row's sums
+#pragma unroll
+      for (int q = 0; q < kRowsReduced; ++q) {
+        const int64_t row = i + g * kRowsReduced + q;
+        if (!active || row >= i1) continue;
+        // The row's weights, the same for the whole warp.
+        double row_vec[V], row_weight = 0.0, row_sign[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          if constexpr (kRowsBySigns) {
+            row_vec[v] = vec[v * k_length + row];
+          } else {
+            row_sign[v] = SignOf(x_word[v], static_cast<int>(row & 31));
+          }
+        }
+        if constexpr (kRowsBySigns) row_weight = weight[row];
+        const int u = g * kRowsReduced + q;
+        float x[kLaneColumns];
+        Widen4<T>(raw[u], x);
+#pragma unroll
+        for (int k = 0; k < kLaneColumns; ++k) {
+          const double bb = x[k];
+          if constexpr (kRowsBySigns) {
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+              part[q][v] += Flipped(bb, x_flip[v][k]);
+              column[v][k] = fma(bb, row_vec[v], column[v][k]);
+            }
+            part[q][V] += fabs(bb);
+            column[V][k] = fma(fabs(bb), row_weight, column[V][k]);
+            column[V + 1][k] = fma(bb, bb, column[V + 1][k]);
+          } else {
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+              part[q][v] = fma(bb, lane_vec[v][k], part[q][v]);
+              column[v][k] = fma(bb, row_sign[v], column[v][k]);
+            }
+            part[q][V] = fma(fabs(bb), lane_weight[k], part[q][V]);
+            part[q][V + 1] = fma(bb, bb, part[q][V + 1]);
+            column[V][k] += fabs(bb);
+          }
+        }
+      }
+      // The rows' sums across the lanes, as sketch_d_tiles.cu adds them.
+#pragma unroll
+      for (int q = 0; q < kRowsReduced; ++q) {
+#pragma unroll
+        for (int s = 0; s < kSums; ++s) mine[lane * kLanePitch + q * kSums + s] = part[q][s];
+      }
+      __syncwarp();
+      const int o = lane % kHalfWarp, half = lane / kHalfWarp;
+      double total = 0.0;
+#pragma unroll
+      for (int t = 0; t < kHalfWarp; ++t) total += mine[(half * kHalfWarp + t) * kLanePitch + o];
+      total += __shfl_xor_sync(0xffffffffu, total, kHalfWarp);
+      const int64_t row = i + g * kRowsReduced + o / kSums;
+      const int s = o % kSums;
+      const bool read = !(kRowsBySigns && s == V + 1);  // the sign lines' Σb² is never read
+      if (half == 0 && row < i1 && read) atomicAdd(row_op.Out(e, s, row), total);
+      __syncwarp();
+    }
+  }
+
+  // Every warp writes its columns' sums, zeros where it had no rows.
+#pragma unroll
+  for (int k = 0; k < kLaneColumns; ++k) {
+#pragma unroll
+    for (int s = 0; s < kSums; ++s) mine[s * kStripColumns + kLaneColumns * lane + k] = column[s][k];
+  }
+  __syncthreads();
+  for (int q = threadIdx.x; q < kSums * kStripColumns; q += kWarps * 32) {
+    const int64_t j = int64_t{blockIdx.x} * kStripColumns + q % kStripColumns;
+    const int s = q / kStripColumns;
+    if (j >= b.columns || (!kRowsBySigns && s == V + 1)) continue;
+    double total = 0.0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) total += scratch[w][q];
+    atomicAdd(column_op.Out(e, s, j), total);
+  }
+}
+
+// B as the tiles walk it, or rows = 0 where they cannot.
+StoredB StoredOf(const sketch::OperandLines& by_signs, int64_t batch) {
+  const StridedView& m = by_signs.matrix;
+  const int64_t n = by_signs.length, k = by_signs.outputs;  // op(B)·x: K outputs along N
+  const bool sixteen_bit = m.type == ElementType::kF16 || m.type == ElementType::kBF16;
+  const bool n_contiguous = m.col_stride == 1, k_contiguous = m.row_stride == 1 && !n_contiguous;
+  if (!sixteen_bit || !(n_contiguous || k_contiguous)) return {};
+  StoredB b{static_cast<const uint16_t*>(m.data), n_contiguous ? k : n, n_contiguous ? n : k,
+            n_contiguous ? m.row_stride : m.col_stride, m.batch_stride};
+  const bool in_words = b.columns % kLaneColumns == 0 && b.pitch % kLaneColumns == 0 &&
+                        (batch == 1 || b.batch_stride % kLaneColumns == 0) &&
+                        (reinterpret_cast<uintptr_t>(b.data) & 7) == 0;
+  return in_words ? b : StoredB{};
+}
+
+}  // namespace
+
+bool OperandTilesApply(const sketch::OperandLines& by_signs, int64_t batch) {
+  return by_signs.per_row && by_signs.vec_at < 0 && StoredOf(by_signs, batch).rows > 0;
+}
+
+cudaError_t LaunchOperandTiles(const sketch::OperandLines& by_signs, const sketch::OperandLines& by_vectors,
+                               int64_t batch, cudaStream_t stream) {
+  const StoredB b = StoredOf(by_signs, batch);
+  const bool rows_by_signs = by_signs.matrix.col_stride == 1;
+  const int64_t strips = (b.columns + kStripColumns - 1) / kStripColumns;
+  const int rows_per_warp = RowsPerWarp(b.rows, strips, batch);
+  const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(Bands(b.rows, rows_per_warp)),
+                  static_cast<unsigned>(batch));
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, kWarps * 32, 0, stream>>>(by_signs, by_vectors, b, rows_per_warp);
+    return cudaGetLastError();
+  };
+  const bool f16 = by_signs.matrix.type == ElementType::kF16;
+  if (rows_by_signs) {
+    return launch(f16 ? OperandTilesKernel<ElementType::kF16, true> : OperandTilesKernel<ElementType::kBF16, true>);
+  }
+  return launch(f16 ? OperandTilesKernel<ElementType::kF16, false> : OperandTilesKernel<ElementType::kBF16, false>);
+}
+
+}  // namespace gemm

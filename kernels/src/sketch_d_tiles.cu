@@ -19,6 +19,10 @@
 // other warps' in shared memory, and one atomic an output and sum adds the
 // block's share.
 //
+// Where C is read (of D's type: DTilesApply), a lane reads C's four
+// elements beside D's and sums c·x, y·c and |β·c| the same way, with half
+// the rows in flight and in each reduction (TileShape).
+//
 // Non-finite elements are counted off the common path: a NaN or an Inf d
 // has an infinite half ulp, so the lane's fp32 Σe² over its four elements
 // is not finite, and only then does the lane look at them one by one.
@@ -35,27 +39,42 @@ using sketch::V;
 
 using namespace sketch_tiles;
 
-constexpr int kRowsInFlight = 8;
-// A column's (and a row's) sums a lane carries: y·d (x·d) per vector, Σ|d|, Σe².
-constexpr int kTileSums = V + 2;
-// Rows whose sums are added up across the lanes together: 16 outputs, each
-// taken by two lanes. A lane's shares lie kLanePitch doubles apart, one
-// more than they fill, so that the lanes reading one output each hit
-// different banks.
-constexpr int kRowsReduced = 4, kRowOutputs = kRowsReduced * kTileSums, kLanePitch = kRowOutputs + 1;
-static_assert(kRowOutputs == kHalfWarp && kRowsInFlight % kRowsReduced == 0 && kLeastRowsPerWarp % kRowsInFlight == 0);
-// Where tile sum s goes among DLines' sums (sketch_lines.h).
-__device__ constexpr int OutOf(int s) { return s < V ? s : s == V ? 2 * V + 1 : 2 * V; }
+// What a tile's lanes carry, with C read (D's type, kReadsC) or not. A
+// row's (and a column's) sums: d·x (y·d) per vector, c·x (y·c) too where C
+// is read, Σ(|d| + |β·c|), Σe². Rows whose sums are added up across the
+// lanes together: kOutputs sums, each taken by two lanes over half of the
+// lanes' shares, which lie kLanePitch doubles apart, one more than they
+// fill, so that the lanes reading one output each hit different banks.
+// With C, fewer rows in flight and in a reduction keep a thread within the
+// 128 registers of two blocks an SM.
+template <bool kReadsC>
+struct TileShape {
+  static constexpr int kDots = kReadsC ? 2 * V : V;
+  static constexpr int kSums = kDots + 2;
+  static constexpr int kRowsInFlight = kReadsC ? 4 : 8;
+  static constexpr int kRowsReduced = kReadsC ? 2 : 4;
+  static constexpr int kOutputs = kRowsReduced * kSums;
+  static constexpr int kLanePitch = kOutputs + 1;
+  // Column sums that fit a warp's scratch at once, for the block's final
+  // reduction, taken in rounds.
+  static constexpr int kColumnSumsAtOnce = 32 * kLanePitch / kStripColumns;
+  static_assert(kOutputs <= kHalfWarp && kRowsInFlight % kRowsReduced == 0 && kSums % kColumnSumsAtOnce == 0);
+  static_assert(kLeastRowsPerWarp % kRowsInFlight == 0, "a warp's groups of rows start a multiple of their size apart");
+  // Where tile sum s goes among DLines' sums (sketch_lines.h).
+  __device__ static constexpr int OutOf(int s) { return s < kDots ? s : s == kDots ? 2 * V + 1 : 2 * V; }
+};
 constexpr int kNonFinite = 2 * V + 2;
 
-template <ElementType T>
+template <ElementType T, bool kReadsC>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     DTilesKernel(sketch::DLines rows, sketch::DLines columns, int rows_per_warp) {
+  using Shape = TileShape<kReadsC>;
+  constexpr int kDots = Shape::kDots, kSums = Shape::kSums, kRowsInFlight = Shape::kRowsInFlight;
+  constexpr int kRowsReduced = Shape::kRowsReduced, kOutputs = Shape::kOutputs, kLanePitch = Shape::kLanePitch;
   // Per warp: its lanes' row sums, kLanePitch doubles a lane, to be added
-  // up across the lanes; at the end, its columns' sums, kTileSums rows of
-  // kStripColumns, to be added up across the warps.
+  // up across the lanes; at the end, its columns' sums, kColumnSumsAtOnce
+  // rows of kStripColumns at a time, to be added up across the warps.
   __shared__ double scratch[kWarps][32 * kLanePitch];
-  static_assert(kTileSums * kStripColumns <= 32 * kLanePitch);
   const SketchProblem& p = rows.problem;
   const int64_t e = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -66,6 +85,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const int64_t i1 = i0 + rows_per_warp < p.m ? i0 + rows_per_warp : p.m;
   const double* entry = rows.scratch + e * rows.entry_doubles;
   const uint16_t* d = static_cast<const uint16_t*>(p.d.data) + e * p.d.batch_stride + j0;
+  const uint16_t* c = kReadsC ? static_cast<const uint16_t*>(p.c.data) + e * p.c.batch_stride + j0 : nullptr;
+  const float c_rounding = static_cast<float>(rows.c_rounding);
 
   // The lane's columns: x's signs (four bits of one word, j0 being a
   // multiple of 4) as the sign bit that negates d, and the columns' norms.
@@ -91,13 +112,13 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 #pragma unroll
     for (int k = 0; k < kLaneColumns; ++k) norm[k] = active ? column_norms[j + k] : 0.0f;
   }
-  double column[V + 1][kLaneColumns] = {};  // y·d per vector, then Σ|d|
+  double column[kDots + 1][kLaneColumns] = {};  // y·d (and y·c) per vector, then Σ(|d| + |β·c|)
   // At most kMostRowsPerWarp (32) terms in fp32: off by under 2^-18 of
   // itself with the terms' own rounding, inside JudgeLine's 2^-10.
   float column_e2[kLaneColumns] = {};
 
   for (int64_t i = i0; i < i1; i += kRowsInFlight) {  // i0 and i a multiple of kRowsInFlight
-    uint2 raw[kRowsInFlight] = {};
+    uint2 raw[kRowsInFlight] = {}, raw_c[kRowsInFlight] = {};
     if (active) {
       // A row's address from the one above it: one 64-bit add, where a
       // multiply and a bounds test a row cost four instructions an element.
@@ -111,10 +132,17 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
           if (i + u < i1) raw[u] = *reinterpret_cast<const uint2*>(at);
         }
       }
+      if constexpr (kReadsC) {
+        const uint16_t* at_c = c + i * p.c.row_stride;
+#pragma unroll
+        for (int u = 0; u < kRowsInFlight; ++u, at_c += p.c.row_stride) {
+          if (i + u < i1) raw_c[u] = *reinterpret_cast<const uint2*>(at_c);
+        }
+      }
     }
     // What is the same along each of these rows, worked out once by lane u
-    // for row i + u: its norm term; and y's signs, whose eight bits lie in
-    // one word of each vector.
+    // for row i + u: its norm term; and y's signs, whose bits lie in one
+    // word of each vector.
     const float own_of_lane =
         lane < kRowsInFlight && i + lane < i1 ? static_cast<float>(rows.accumulation * entry[rows.a_norms_at + i + lane])
                                               : 0.0f;
@@ -123,7 +151,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     for (int v = 0; v < V; ++v) y_word[v] = columns.signs[v * columns.words + (i >> 5)];
 #pragma unroll
     for (int g = 0; g < kRowsInFlight / kRowsReduced; ++g) {
-      double part[kRowsReduced][kTileSums] = {};  // this lane's share of each row's sums
+      double part[kRowsReduced][kSums] = {};  // this lane's share of each row's sums
 #pragma unroll
       for (int q = 0; q < kRowsReduced; ++q) {
         const int u = g * kRowsReduced + q;
@@ -132,8 +160,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
         double y_sign[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) y_sign[v] = SignOf(y_word[v], static_cast<int>((i + u) & 31));
-        float x[kLaneColumns];
+        float x[kLaneColumns], xc[kLaneColumns];
         Widen4<T>(raw[u], x);
+        if constexpr (kReadsC) Widen4<T>(raw_c[u], xc);
         float e2 = 0.0f;
 #pragma unroll
         for (int k = 0; k < kLaneColumns; ++k) {
@@ -143,13 +172,27 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
             part[q][v] += Flipped(dd, x_flip[v][k]);
             column[v][k] = fma(dd, y_sign[v], column[v][k]);
           }
-          part[q][V] += fabs(dd);
-          column[V][k] += fabs(dd);
-          const float b = sketch::DLines::HonestError16(T, x[k], own * norm[k]);
+          if constexpr (!kReadsC) {
+            part[q][kDots] += fabs(dd);
+            column[kDots][k] += fabs(dd);
+          }
+          float b = sketch::DLines::HonestError16(T, x[k], own * norm[k]);
+          if constexpr (kReadsC) {
+            const double cc = xc[k];
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+              part[q][V + v] += Flipped(cc, x_flip[v][k]);
+              column[V + v][k] = fma(cc, y_sign[v], column[V + v][k]);
+            }
+            const double magnitude = fabs(dd) + fabs(p.beta * cc);
+            part[q][kDots] += magnitude;
+            column[kDots][k] += magnitude;
+            b += c_rounding * fabsf(xc[k]);
+          }
           e2 += b * b;
           column_e2[k] += b * b;
         }
-        part[q][V + 1] = e2;
+        part[q][kDots + 1] = e2;
         if (!(e2 <= FLT_MAX)) {  // a NaN or an Inf among the four, or a bound past fp32
 #pragma unroll
           for (int k = 0; k < kLaneColumns; ++k) {
@@ -160,42 +203,55 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
           }
         }
       }
-      // The rows' sums across the lanes: each lane's kRowsReduced·kTileSums
-      // shares through shared memory, then lane l adds up output l % 16
-      // over half of the lanes and a shuffle adds the two halves: about
+      // The rows' sums across the lanes: each lane's kOutputs shares
+      // through shared memory, then lanes o and o + kOutputs add up output
+      // o over half of the lanes each, and a shuffle adds the two: about
       // three instructions an element, where a shuffle tree a row took 15.
 #pragma unroll
       for (int q = 0; q < kRowsReduced; ++q) {
 #pragma unroll
-        for (int s = 0; s < kTileSums; ++s) mine[lane * kLanePitch + q * kTileSums + s] = part[q][s];
+        for (int s = 0; s < kSums; ++s) mine[lane * kLanePitch + q * kSums + s] = part[q][s];
       }
       __syncwarp();
-      const int o = lane % kHalfWarp, half = lane / kHalfWarp;
+      const int o = lane % kOutputs, half = lane / kOutputs;
       double total = 0.0;
+      if (half < 2) {
 #pragma unroll
-      for (int t = 0; t < kHalfWarp; ++t) total += mine[(half * kHalfWarp + t) * kLanePitch + o];
-      total += __shfl_xor_sync(0xffffffffu, total, kHalfWarp);
-      const int64_t row = i + g * kRowsReduced + o / kTileSums;
-      if (half == 0 && row < i1) atomicAdd(rows.Out(e, OutOf(o % kTileSums), row), total);
+        for (int t = 0; t < kHalfWarp; ++t) total += mine[(half * kHalfWarp + t) * kLanePitch + o];
+      }
+      if constexpr (kOutputs == kHalfWarp) {
+        total += __shfl_xor_sync(0xffffffffu, total, kHalfWarp);
+      } else {
+        total += __shfl_down_sync(0xffffffffu, total, kOutputs);
+      }
+      const int64_t row = i + g * kRowsReduced + o / kSums;
+      if (half == 0 && row < i1) atomicAdd(rows.Out(e, Shape::OutOf(o % kSums), row), total);
       __syncwarp();
     }
   }
 
-  // Every warp writes its columns' sums, zeros where it had no rows.
+  // Every warp writes its columns' sums, zeros where it had no rows,
+  // kColumnSumsAtOnce at a time, and the block adds them up.
+  constexpr int kAtOnce = Shape::kColumnSumsAtOnce;
 #pragma unroll
-  for (int k = 0; k < kLaneColumns; ++k) {
+  for (int s0 = 0; s0 < kSums; s0 += kAtOnce) {
+    if (s0 > 0) __syncthreads();  // the round before has read the scratch
 #pragma unroll
-    for (int s = 0; s <= V; ++s) mine[s * kStripColumns + kLaneColumns * lane + k] = column[s][k];
-    mine[(V + 1) * kStripColumns + kLaneColumns * lane + k] = column_e2[k];
-  }
-  __syncthreads();
-  for (int q = threadIdx.x; q < kTileSums * kStripColumns; q += kWarps * 32) {
-    const int64_t j = int64_t{blockIdx.x} * kStripColumns + q % kStripColumns;
-    if (j >= p.n) continue;
-    double total = 0.0;
+    for (int k = 0; k < kLaneColumns; ++k) {
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) total += scratch[w][q];
-    atomicAdd(columns.Out(e, OutOf(q / kStripColumns), j), total);
+      for (int s = s0; s < s0 + kAtOnce; ++s) {
+        mine[(s - s0) * kStripColumns + kLaneColumns * lane + k] = s <= kDots ? column[s][k] : column_e2[k];
+      }
+    }
+    __syncthreads();
+    for (int q = threadIdx.x; q < kAtOnce * kStripColumns; q += kWarps * 32) {
+      const int64_t j = int64_t{blockIdx.x} * kStripColumns + q % kStripColumns;
+      if (j >= p.n) continue;
+      double total = 0.0;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) total += scratch[w][q];
+      atomicAdd(columns.Out(e, Shape::OutOf(s0 + q / kStripColumns), j), total);
+    }
   }
 }
 
@@ -203,11 +259,16 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 
 bool DTilesApply(const sketch::DLines& rows) {
   const SketchProblem& p = rows.problem;
-  const StridedView& d = p.d;
+  // A matrix the tiles read: rows contiguous, whole 4-element words from
+  // 8-byte boundaries.
+  auto in_words = [&](const StridedView& x) {
+    return x.col_stride == 1 && x.row_stride % kLaneColumns == 0 &&
+           (p.batch == 1 || x.batch_stride % kLaneColumns == 0) && (reinterpret_cast<uintptr_t>(x.data) & 7) == 0;
+  };
+  const StridedView &d = p.d, &c = p.c;
   const bool sixteen_bit = d.type == ElementType::kF16 || d.type == ElementType::kBF16;
-  return rows.per_row && !p.reads_c && sixteen_bit && d.col_stride == 1 && p.n % kLaneColumns == 0 &&
-         d.row_stride % kLaneColumns == 0 && (p.batch == 1 || d.batch_stride % kLaneColumns == 0) &&
-         (reinterpret_cast<uintptr_t>(d.data) & 7) == 0;
+  return rows.per_row && sixteen_bit && p.n % kLaneColumns == 0 && in_words(d) &&
+         (!p.reads_c || (c.type == d.type && in_words(c)));
 }
 
 cudaError_t LaunchDTiles(const sketch::DLines& rows, const sketch::DLines& columns, int64_t batch,
@@ -217,12 +278,15 @@ cudaError_t LaunchDTiles(const sketch::DLines& rows, const sketch::DLines& colum
   const int rows_per_warp = RowsPerWarp(p.m, strips, batch);
   const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(Bands(p.m, rows_per_warp)),
                   static_cast<unsigned>(batch));
-  if (p.d.type == ElementType::kF16) {
-    DTilesKernel<ElementType::kF16><<<grid, kWarps * 32, 0, stream>>>(rows, columns, rows_per_warp);
-  } else {
-    DTilesKernel<ElementType::kBF16><<<grid, kWarps * 32, 0, stream>>>(rows, columns, rows_per_warp);
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, kWarps * 32, 0, stream>>>(rows, columns, rows_per_warp);
+    return cudaGetLastError();
+  };
+  const bool f16 = p.d.type == ElementType::kF16;
+  if (p.reads_c) {
+    return launch(f16 ? DTilesKernel<ElementType::kF16, true> : DTilesKernel<ElementType::kBF16, true>);
   }
-  return cudaGetLastError();
+  return launch(f16 ? DTilesKernel<ElementType::kF16, false> : DTilesKernel<ElementType::kBF16, false>);
 }
 
 }  // namespace gemm

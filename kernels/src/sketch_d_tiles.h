@@ -11,7 +11,8 @@ namespace gemm {
 
 // Whether D's row and column sums (`rows`, `columns`: the passes of
 // sketch::PassesOf) can be taken by tiles: D 16-bit, its rows contiguous,
-// a whole number of 4-element words a row, and no C.
+// a whole number of 4-element words a row from 8-byte boundaries, and C,
+// where read, of D's type and laid out the same way.
 bool DTilesApply(const sketch::DLines& rows);
 
 // Both passes' sums, as the two LaunchLines calls would leave them (up to

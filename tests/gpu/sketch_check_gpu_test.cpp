@@ -297,8 +297,9 @@ TEST(SketchCheckGpu, TheGpuAndTheHostAgreeOnLongLinesLoadedWide) {
 
 // Which checks sum D by tiles (sketch_d_tiles.cu) and which keep the two
 // line passes: a 16-bit D whose rows are contiguous whole 4-element words
-// from an 8-byte boundary, with no C, and nothing else. No GPU needed.
-TEST(SketchCheckGpu, DTilesTakeASixteenBitDInWholeWordsWithoutC) {
+// from an 8-byte boundary, and C, where read, of D's type laid out the
+// same way; nothing else. No GPU needed.
+TEST(SketchCheckGpu, DTilesTakeASixteenBitDInWholeWordsAndACOfItsType) {
   alignas(16) static uint16_t storage[8];
   gemm::SketchProblem plain;
   plain.m = 64, plain.n = 128, plain.k = 32;
@@ -319,9 +320,18 @@ TEST(SketchCheckGpu, DTilesTakeASixteenBitDInWholeWordsWithoutC) {
   EXPECT_TRUE(takes(with([](auto& p) { p.d.row_stride = 132; })));  // pitched
   EXPECT_TRUE(takes(with([](auto& p) { p.batch = 3, p.d.batch_stride = 64 * 132, p.d.row_stride = 132; })));
   EXPECT_FALSE(takes(with([](auto& p) { p.d.type = gemm::ElementType::kF32; })));
+  EXPECT_TRUE(takes(with([](auto& p) {
+    p.reads_c = true, p.beta = 0.5;
+    p.c = p.d;
+  })));
+  EXPECT_FALSE(takes(with([](auto& p) {
+    p.reads_c = true, p.beta = 0.5;
+    p.c = {storage, gemm::ElementType::kF32, 128, 1, 0};
+  })));
   EXPECT_FALSE(takes(with([](auto& p) {
     p.reads_c = true, p.beta = 0.5;
     p.c = p.d;
+    p.c.row_stride = 130;
   })));
   EXPECT_FALSE(takes(with([](auto& p) { p.n = 130, p.d.row_stride = 130; })));   // a part word a row
   EXPECT_FALSE(takes(with([](auto& p) { p.n = 124, p.d.row_stride = 126; })));   // rows off 8-byte bounds

@@ -12,9 +12,10 @@
 //
 // A block's eight warps take one 128-column strip of D, one above the
 // other, rows_per_warp rows each; a lane takes four adjacent columns, one
-// 8-byte load a row, with kRowsInFlight rows' loads issued before any is
-// summed. The rows' sums meet across the warp four rows at a time through
-// shared memory, and one atomic an output and sum adds the warp's share.
+// 8-byte load a row, the next group of kRowsInFlight rows loaded while a
+// group is summed. The rows' sums meet across the warp four rows at a time
+// through shared memory, and one atomic an output and sum adds the warp's
+// share.
 // The columns' sums stay in registers down the warp's rows, then meet the
 // other warps' in shared memory, and one atomic an output and sum adds the
 // block's share.
@@ -51,7 +52,7 @@ template <bool kReadsC>
 struct TileShape {
   static constexpr int kDots = kReadsC ? 2 * V : V;
   static constexpr int kSums = kDots + 2;
-  static constexpr int kRowsInFlight = kReadsC ? 4 : 8;
+  static constexpr int kRowsInFlight = kReadsC ? 2 : 4;
   static constexpr int kRowsReduced = kReadsC ? 2 : 4;
   static constexpr int kOutputs = kRowsReduced * kSums;
   static constexpr int kLanePitch = kOutputs + 1;
@@ -117,45 +118,57 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   // itself with the terms' own rounding, inside JudgeLine's 2^-10.
   float column_e2[kLaneColumns] = {};
 
-  for (int64_t i = i0; i < i1; i += kRowsInFlight) {  // i0 and i a multiple of kRowsInFlight
-    uint2 raw[kRowsInFlight] = {}, raw_c[kRowsInFlight] = {};
-    if (active) {
-      // A row's address from the one above it: one 64-bit add, where a
-      // multiply and a bounds test a row cost four instructions an element.
-      const uint16_t* at = d + i * p.d.row_stride;
-      if (i + kRowsInFlight <= i1) {
+  // What is the same along each of the warp's rows, read once before them:
+  // row i0 + l's norm term by lane l, and y's signs, whose bits for all of
+  // the warp's rows lie in one word of each vector (rows_per_warp divides
+  // 32, and i0 is a multiple of it).
+  const float own_of_lane = lane < rows_per_warp && i0 + lane < i1
+                                ? static_cast<float>(rows.accumulation * entry[rows.a_norms_at + i0 + lane])
+                                : 0.0f;
+  uint32_t y_word[V] = {};
 #pragma unroll
-        for (int u = 0; u < kRowsInFlight; ++u, at += p.d.row_stride) raw[u] = *reinterpret_cast<const uint2*>(at);
-      } else {
+  for (int v = 0; v < V; ++v) {
+    if (i0 < i1) y_word[v] = columns.signs[v * columns.words + (i0 >> 5)];
+  }
+
+  // A group of rows is loaded while the group before it is summed, so that
+  // a warp never waits a whole round trip to memory between groups.
+  auto load = [&](int64_t i, uint2 (&raw)[kRowsInFlight], uint2 (&raw_c)[kRowsInFlight]) {
+    if (!active) return;
+    // A row's address from the one above it: one 64-bit add, where a
+    // multiply and a bounds test a row cost four instructions an element.
+    const uint16_t* at = d + i * p.d.row_stride;
+    if (i + kRowsInFlight <= i1) {
 #pragma unroll
-        for (int u = 0; u < kRowsInFlight; ++u, at += p.d.row_stride) {
-          if (i + u < i1) raw[u] = *reinterpret_cast<const uint2*>(at);
-        }
-      }
-      if constexpr (kReadsC) {
-        const uint16_t* at_c = c + i * p.c.row_stride;
+      for (int u = 0; u < kRowsInFlight; ++u, at += p.d.row_stride) raw[u] = *reinterpret_cast<const uint2*>(at);
+    } else {
 #pragma unroll
-        for (int u = 0; u < kRowsInFlight; ++u, at_c += p.c.row_stride) {
-          if (i + u < i1) raw_c[u] = *reinterpret_cast<const uint2*>(at_c);
-        }
+      for (int u = 0; u < kRowsInFlight; ++u, at += p.d.row_stride) {
+        if (i + u < i1) raw[u] = *reinterpret_cast<const uint2*>(at);
       }
     }
-    // What is the same along each of these rows, worked out once by lane u
-    // for row i + u: its norm term; and y's signs, whose bits lie in one
-    // word of each vector.
-    const float own_of_lane =
-        lane < kRowsInFlight && i + lane < i1 ? static_cast<float>(rows.accumulation * entry[rows.a_norms_at + i + lane])
-                                              : 0.0f;
-    uint32_t y_word[V];
+    if constexpr (kReadsC) {
+      const uint16_t* at_c = c + i * p.c.row_stride;
 #pragma unroll
-    for (int v = 0; v < V; ++v) y_word[v] = columns.signs[v * columns.words + (i >> 5)];
+      for (int u = 0; u < kRowsInFlight; ++u, at_c += p.c.row_stride) {
+        if (i + u < i1) raw_c[u] = *reinterpret_cast<const uint2*>(at_c);
+      }
+    }
+  };
+  uint2 next[kRowsInFlight] = {}, next_c[kRowsInFlight] = {};
+  load(i0, next, next_c);
+  for (int64_t i = i0; i < i1; i += kRowsInFlight) {  // i0 and i a multiple of kRowsInFlight
+    uint2 raw[kRowsInFlight], raw_c[kRowsInFlight];
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) raw[u] = next[u], raw_c[u] = next_c[u];
+    if (i + kRowsInFlight < i1) load(i + kRowsInFlight, next, next_c);
 #pragma unroll
     for (int g = 0; g < kRowsInFlight / kRowsReduced; ++g) {
       double part[kRowsReduced][kSums] = {};  // this lane's share of each row's sums
 #pragma unroll
       for (int q = 0; q < kRowsReduced; ++q) {
         const int u = g * kRowsReduced + q;
-        const float own = __shfl_sync(0xffffffffu, own_of_lane, u);
+        const float own = __shfl_sync(0xffffffffu, own_of_lane, static_cast<int>(i - i0) + u);
         if (!active || i + u >= i1) continue;
         double y_sign[V];
 #pragma unroll

@@ -27,7 +27,7 @@ using namespace sketch_tiles;
 // A line's sums (OperandLines): a dot per vector, then Σ|b| (by signs) or
 // Σ|b|·weight (by k-vectors), then Σb² (by k-vectors; never read by signs).
 constexpr int kSums = V + 2;
-constexpr int kRowsInFlight = 8, kRowsReduced = 4, kOutputs = kRowsReduced * kSums, kLanePitch = kOutputs + 1;
+constexpr int kRowsInFlight = 4, kRowsReduced = 4, kOutputs = kRowsReduced * kSums, kLanePitch = kOutputs + 1;
 static_assert(kOutputs == kHalfWarp && kRowsInFlight % kRowsReduced == 0 && kLeastRowsPerWarp % kRowsInFlight == 0);
 static_assert(kSums * kStripColumns <= 32 * kLanePitch);
 
@@ -45,6 +45,7 @@ template <ElementType T, bool kRowsBySigns>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     OperandTilesKernel(sketch::OperandLines by_signs, sketch::OperandLines by_vectors, StoredB b, int rows_per_warp) {
   __shared__ double scratch[kWarps][32 * kLanePitch];
+  __shared__ double row_weights[kWarps][kMostRowsPerWarp][V + 1];
   const sketch::OperandLines& row_op = kRowsBySigns ? by_signs : by_vectors;
   const sketch::OperandLines& column_op = kRowsBySigns ? by_vectors : by_signs;
   const int64_t e = blockIdx.z;
@@ -88,25 +89,48 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   }
   double column[kSums][kLaneColumns] = {};
 
-  for (int64_t i = i0; i < i1; i += kRowsInFlight) {  // i0 and i a multiple of kRowsInFlight
-    uint2 raw[kRowsInFlight] = {};
-    if (active) {
-      const uint16_t* at = base + i * b.pitch;
-      if (i + kRowsInFlight <= i1) {
+  // What is the same along each of the warp's rows, read once before them:
+  // x's signs where they go with the rows, whose bits for all of the warp's
+  // rows lie in one word of each vector (rows_per_warp divides 32, and i0
+  // is a multiple of it); else the rows' k-vector entries and weights,
+  // through shared memory, one row's a lane.
+  uint32_t x_word[V] = {};
+  if constexpr (kRowsBySigns) {
+    if (lane < rows_per_warp && i0 + lane < i1) {
 #pragma unroll
-        for (int u = 0; u < kRowsInFlight; ++u, at += b.pitch) raw[u] = *reinterpret_cast<const uint2*>(at);
-      } else {
+      for (int v = 0; v < V; ++v) row_weights[warp][lane][v] = vec[v * k_length + i0 + lane];
+      row_weights[warp][lane][V] = weight[i0 + lane];
+    }
+    __syncwarp();
+  } else {
 #pragma unroll
-        for (int u = 0; u < kRowsInFlight; ++u, at += b.pitch) {
-          if (i + u < i1) raw[u] = *reinterpret_cast<const uint2*>(at);
-        }
+    for (int v = 0; v < V; ++v) {
+      if (i0 < i1) x_word[v] = by_signs.signs[v * by_signs.words + (i0 >> 5)];
+    }
+  }
+
+  // A group of rows is loaded while the group before it is summed
+  // (sketch_d_tiles.cu says why).
+  auto load = [&](int64_t i, uint2 (&raw)[kRowsInFlight]) {
+    if (!active) return;
+    const uint16_t* at = base + i * b.pitch;
+    if (i + kRowsInFlight <= i1) {
+#pragma unroll
+      for (int u = 0; u < kRowsInFlight; ++u, at += b.pitch) raw[u] = *reinterpret_cast<const uint2*>(at);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kRowsInFlight; ++u, at += b.pitch) {
+        if (i + u < i1) raw[u] = *reinterpret_cast<const uint2*>(at);
       }
     }
-    uint32_t x_word[V] = {};  // the rows' signs where they go with the rows: eight bits of one word
-    if constexpr (!kRowsBySigns) {
+  };
+  uint2 next[kRowsInFlight] = {};
+  load(i0, next);
+  for (int64_t i = i0; i < i1; i += kRowsInFlight) {  // i0 and i a multiple of kRowsInFlight
+    uint2 raw[kRowsInFlight];
 #pragma unroll
-      for (int v = 0; v < V; ++v) x_word[v] = by_signs.signs[v * by_signs.words + (i >> 5)];
-    }
+    for (int u = 0; u < kRowsInFlight; ++u) raw[u] = next[u];
+    if (i + kRowsInFlight < i1) load(i + kRowsInFlight, next);
 #pragma unroll
     for (int g = 0; g < kRowsInFlight / kRowsReduced; ++g) {
       double part[kRowsReduced][kSums] = {};  // this lane's share of each row's sums
@@ -119,12 +143,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 #pragma unroll
         for (int v = 0; v < V; ++v) {
           if constexpr (kRowsBySigns) {
-            row_vec[v] = vec[v * k_length + row];
+            row_vec[v] = row_weights[warp][row - i0][v];
           } else {
             row_sign[v] = SignOf(x_word[v], static_cast<int>(row & 31));
           }
         }
-        if constexpr (kRowsBySigns) row_weight = weight[row];
+        if constexpr (kRowsBySigns) row_weight = row_weights[warp][row - i0][V];
         const int u = g * kRowsReduced + q;
         float x[kLaneColumns];
         Widen4<T>(raw[u], x);

@@ -90,10 +90,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const float c_rounding = static_cast<float>(rows.c_rounding);
 
   // The lane's columns: x's signs (four bits of one word, j0 being a
-  // multiple of 4) as the sign bit that negates d, and the columns' norms.
-  // (As ±1.0 to multiply by, in 16 registers, they were worked out again at
-  // every element: five instructions a vector where this takes one.)
-  uint32_t x_flip[V][kLaneColumns];
+  // multiple of 4) as ±1.0 for one fused multiply-add a term, and the
+  // columns' norms. Left to itself the compiler works each sign out again
+  // at every element (five instructions a vector), and a sign-bit mask
+  // XORed into d costs a logic op and a register move besides the add.
+  double x_sign[V][kLaneColumns];
   float norm[kLaneColumns];
   {
     const int64_t j = active ? j0 : 0;
@@ -103,11 +104,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       const uint32_t word = rows.signs[v * rows.words + (j >> 5)];
 #pragma unroll
       for (int k = 0; k < kLaneColumns; ++k) {
-        x_flip[v][k] = (word >> ((j & 31) + k)) & 1u ? 0u : 0x80000000u;
+        x_sign[v][k] = SignOf(word, static_cast<int>((j & 31) + k));
         // Inline PTX (nothing in CCCL does this): an empty statement the
-        // compiler must take the mask from, so that it keeps the mask in a
+        // compiler must take the sign from, so that it keeps it in a
         // register rather than working it out again at every element.
-        asm volatile("" : "+r"(x_flip[v][k]));
+        asm volatile("" : "+d"(x_sign[v][k]));
       }
     }
 #pragma unroll
@@ -164,12 +165,18 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     if (i + kRowsInFlight < i1) load(i + kRowsInFlight, next, next_c);
 #pragma unroll
     for (int g = 0; g < kRowsInFlight / kRowsReduced; ++g) {
-      double part[kRowsReduced][kSums] = {};  // this lane's share of each row's sums
+      // This lane's share of each row's sums, begun with its first column's
+      // terms rather than added to zeros.
+      double part[kRowsReduced][kSums];
 #pragma unroll
       for (int q = 0; q < kRowsReduced; ++q) {
         const int u = g * kRowsReduced + q;
         const float own = __shfl_sync(0xffffffffu, own_of_lane, static_cast<int>(i - i0) + u);
-        if (!active || i + u >= i1) continue;
+        if (!active || i + u >= i1) {
+#pragma unroll
+          for (int s = 0; s < kSums; ++s) part[q][s] = 0.0;
+          continue;
+        }
         double y_sign[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) y_sign[v] = SignOf(y_word[v], static_cast<int>((i + u) & 31));
@@ -182,11 +189,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
           const double dd = x[k];
 #pragma unroll
           for (int v = 0; v < V; ++v) {
-            part[q][v] += Flipped(dd, x_flip[v][k]);
+            part[q][v] = k == 0 ? dd * x_sign[v][k] : fma(dd, x_sign[v][k], part[q][v]);
             column[v][k] = fma(dd, y_sign[v], column[v][k]);
           }
           if constexpr (!kReadsC) {
-            part[q][kDots] += fabs(dd);
+            part[q][kDots] = k == 0 ? fabs(dd) : part[q][kDots] + fabs(dd);
             column[kDots][k] += fabs(dd);
           }
           float b = sketch::DLines::HonestError16(T, x[k], own * norm[k]);
@@ -194,11 +201,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
             const double cc = xc[k];
 #pragma unroll
             for (int v = 0; v < V; ++v) {
-              part[q][V + v] += Flipped(cc, x_flip[v][k]);
+              part[q][V + v] = k == 0 ? cc * x_sign[v][k] : fma(cc, x_sign[v][k], part[q][V + v]);
               column[V + v][k] = fma(cc, y_sign[v], column[V + v][k]);
             }
             const double magnitude = fabs(dd) + fabs(p.beta * cc);
-            part[q][kDots] += magnitude;
+            part[q][kDots] = k == 0 ? magnitude : part[q][kDots] + magnitude;
             column[kDots][k] += magnitude;
             b += c_rounding * fabsf(xc[k]);
           }

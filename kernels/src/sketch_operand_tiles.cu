@@ -61,9 +61,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const int64_t k_length = by_vectors.length;
   const uint16_t* base = b.data + e * b.batch_stride + j0;
 
-  // The lane's columns' weights: x's signs as the sign bit that negates b
-  // (sketch_d_tiles.cu says why as masks), or the k-vectors' entries.
-  uint32_t x_flip[V][kLaneColumns] = {};
+  // The lane's columns' weights: x's signs as ±1.0 held in registers
+  // (sketch_d_tiles.cu says why), or the k-vectors' entries.
+  double x_sign[V][kLaneColumns] = {};
   double lane_vec[V][kLaneColumns] = {}, lane_weight[kLaneColumns] = {};
   if (active) {
     if constexpr (kRowsBySigns) {
@@ -72,10 +72,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
         const uint32_t word = by_signs.signs[v * by_signs.words + (j0 >> 5)];
 #pragma unroll
         for (int k = 0; k < kLaneColumns; ++k) {
-          x_flip[v][k] = (word >> ((j0 & 31) + k)) & 1u ? 0u : 0x80000000u;
-          // Inline PTX (nothing in CCCL does this): keeps the mask in a
+          x_sign[v][k] = SignOf(word, static_cast<int>((j0 & 31) + k));
+          // Inline PTX (nothing in CCCL does this): keeps the sign in a
           // register rather than worked out again at every element.
-          asm volatile("" : "+r"(x_flip[v][k]));
+          asm volatile("" : "+d"(x_sign[v][k]));
         }
       }
     } else {
@@ -133,11 +133,17 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     if (i + kRowsInFlight < i1) load(i + kRowsInFlight, next);
 #pragma unroll
     for (int g = 0; g < kRowsInFlight / kRowsReduced; ++g) {
-      double part[kRowsReduced][kSums] = {};  // this lane's share of each row's sums
+      // This lane's share of each row's sums, begun with its first column's
+      // terms rather than added to zeros.
+      double part[kRowsReduced][kSums];
 #pragma unroll
       for (int q = 0; q < kRowsReduced; ++q) {
         const int64_t row = i + g * kRowsReduced + q;
-        if (!active || row >= i1) continue;
+        if (!active || row >= i1) {
+#pragma unroll
+          for (int s = 0; s < kSums; ++s) part[q][s] = 0.0;
+          continue;
+        }
         // The row's weights, the same for the whole warp.
         double row_vec[V], row_weight = 0.0, row_sign[V];
 #pragma unroll
@@ -158,20 +164,21 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
           if constexpr (kRowsBySigns) {
 #pragma unroll
             for (int v = 0; v < V; ++v) {
-              part[q][v] += Flipped(bb, x_flip[v][k]);
+              part[q][v] = k == 0 ? bb * x_sign[v][k] : fma(bb, x_sign[v][k], part[q][v]);
               column[v][k] = fma(bb, row_vec[v], column[v][k]);
             }
-            part[q][V] += fabs(bb);
+            part[q][V] = k == 0 ? fabs(bb) : part[q][V] + fabs(bb);
+            part[q][V + 1] = 0.0;  // never read
             column[V][k] = fma(fabs(bb), row_weight, column[V][k]);
             column[V + 1][k] = fma(bb, bb, column[V + 1][k]);
           } else {
 #pragma unroll
             for (int v = 0; v < V; ++v) {
-              part[q][v] = fma(bb, lane_vec[v][k], part[q][v]);
+              part[q][v] = k == 0 ? bb * lane_vec[v][k] : fma(bb, lane_vec[v][k], part[q][v]);
               column[v][k] = fma(bb, row_sign[v], column[v][k]);
             }
-            part[q][V] = fma(fabs(bb), lane_weight[k], part[q][V]);
-            part[q][V + 1] = fma(bb, bb, part[q][V + 1]);
+            part[q][V] = k == 0 ? fabs(bb) * lane_weight[k] : fma(fabs(bb), lane_weight[k], part[q][V]);
+            part[q][V + 1] = k == 0 ? bb * bb : fma(bb, bb, part[q][V + 1]);
             column[V][k] += fabs(bb);
           }
         }

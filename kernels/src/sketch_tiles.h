@@ -31,10 +31,6 @@ __device__ inline void Widen4(uint2 v, float (&out)[kLaneColumns]) {
 }
 
 __device__ inline double SignOf(uint32_t word, int bit) { return (word >> bit) & 1u ? 1.0 : -1.0; }
-// x with its sign bit flipped where `flip` has bit 31: exact, one instruction.
-__device__ inline double Flipped(double x, uint32_t flip) {
-  return __hiloint2double(__double2hiint(x) ^ static_cast<int>(flip), __double2loint(x));
-}
 
 // Rows a warp takes: the most that still leaves kBlocksAtLeast blocks.
 inline int RowsPerWarp(int64_t rows, int64_t strips, int64_t batch) {

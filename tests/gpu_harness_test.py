@@ -197,6 +197,23 @@ class KernelToolsTest(unittest.TestCase):
         self.assertEqual(instructions["b_rows"], instructions["a_columns"])
         self.assertGreater(instructions["d_tiles"], instructions["b_rows"])
 
+    def test_operand_tiles_are_named_in_the_checks_order(self):
+        # Every operand pass by tiles: A's columns, B's tiles, A's rows; the
+        # capture's later tile launches belong to the next check.
+        passes = ncu_parts.fast_check_passes(readers.ncu_csv(recorded("ncu_fast_check_operand_tiles.csv")))
+        self.assertEqual(list(passes), ["a_columns", "b_tiles", "a_rows", "d_tiles", "samples"])
+        instructions = {name: m["smsp__inst_executed.sum"] for name, m in passes.items()}
+        # B's tiles take both of B's passes, A's launches one each.
+        self.assertGreater(instructions["b_tiles"], instructions["a_columns"])
+        self.assertGreater(instructions["b_tiles"], instructions["a_rows"])
+
+    def test_mixed_operand_passes_are_numbered_not_guessed(self):
+        passes = ncu_parts.fast_check_passes(readers.ncu_csv(recorded("ncu_fast_check_mixed_tiles.csv")))
+        self.assertEqual(list(passes), ["operand_lines_1", "operand_lines_2", "operand_tiles_1", "operand_tiles_2",
+                                        "d_tiles", "samples"])
+        for name, metrics in passes.items():
+            self.assertEqual(set(metrics), set(ncu_parts.FAST_CHECK_METRICS), name)
+
     def test_fast_check_samples_are_found_as_clusters_too(self):
         # Both operands stored MN-contiguous: the samples run as ClusterSamplesKernel.
         passes = ncu_parts.fast_check_passes(readers.ncu_csv(recorded("ncu_fast_check_clusters.csv")))

@@ -393,17 +393,27 @@ cudaError_t SketchCheck(const SketchProblem& p, void* scratch_bytes, SketchResul
   const int64_t signs = SketchLayout{p.m, p.n, p.k}.sign_words();
   SignsKernel<<<static_cast<unsigned>((signs + 255) / 256), 256, 0, stream>>>(p, scratch);
   const sketch::Passes passes = sketch::PassesOf(p, scratch);
-  // The k-vectors first, then the operands' lines that read them; where B
-  // allows, B's two passes in one read of it, after yᵀ·op(A) and before
-  // op(A)·(op(B)·x), which read what it writes.
+  // The k-vectors first, then the passes that read them. Where B allows,
+  // B's two passes in one read of it, after yᵀ·op(A) and before
+  // op(A)·(op(B)·x), which read what it writes; A's passes by tiles where A
+  // allows, by lines elsewhere.
+  const bool a_tiles = OperandTilesApply(passes.a_columns, p.batch);
+  auto a_pass = [&](const sketch::OperandLines& op, OperandPasses which) {
+    return a_tiles ? LaunchOperandTiles(passes.a_columns, passes.a_rows, which, p.batch, stream)
+                   : LaunchLines(op, p.batch, stream);
+  };
   if (OperandTilesApply(passes.b_rows, p.batch)) {
-    if (auto e = LaunchLines(passes.a_columns, p.batch, stream); e != cudaSuccess) return e;
-    if (auto e = LaunchOperandTiles(passes.b_rows, passes.b_columns, p.batch, stream); e != cudaSuccess) return e;
-    if (auto e = LaunchLines(passes.a_rows, p.batch, stream); e != cudaSuccess) return e;
-  } else {
-    for (const sketch::OperandLines* op : {&passes.b_rows, &passes.a_columns, &passes.a_rows, &passes.b_columns}) {
-      if (auto e = LaunchLines(*op, p.batch, stream); e != cudaSuccess) return e;
+    if (auto e = a_pass(passes.a_columns, OperandPasses::kBySigns); e != cudaSuccess) return e;
+    if (auto e = LaunchOperandTiles(passes.b_rows, passes.b_columns, OperandPasses::kBoth, p.batch, stream);
+        e != cudaSuccess) {
+      return e;
     }
+    if (auto e = a_pass(passes.a_rows, OperandPasses::kByVectors); e != cudaSuccess) return e;
+  } else {
+    if (auto e = LaunchLines(passes.b_rows, p.batch, stream); e != cudaSuccess) return e;
+    if (auto e = a_pass(passes.a_columns, OperandPasses::kBySigns); e != cudaSuccess) return e;
+    if (auto e = a_pass(passes.a_rows, OperandPasses::kByVectors); e != cudaSuccess) return e;
+    if (auto e = LaunchLines(passes.b_columns, p.batch, stream); e != cudaSuccess) return e;
   }
   const dim3 lines(static_cast<unsigned>((p.m + p.n + 255) / 256), static_cast<unsigned>(p.batch));
   NormsKernel<<<lines, 256, 0, stream>>>(p, scratch);

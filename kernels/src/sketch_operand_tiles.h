@@ -1,6 +1,8 @@
-// VERIFICATION_FAST's two passes over op(B) taken in one read of B
-// (sketch_operand_tiles.cu), where B allows: op(B)·x and (yᵀ·op(A))·op(B),
-// which sketch_check.cu's line passes read B for once each.
+// VERIFICATION_FAST's passes over a 16-bit operand by tiles
+// (sketch_operand_tiles.cu), where the operand allows: op(B)·x and
+// (yᵀ·op(A))·op(B) in one read of B, and A's yᵀ·op(A) and
+// op(A)·(op(B)·x), each of which needs a k-vector that a pass over B
+// makes or reads, one at a time.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,16 +11,19 @@
 
 namespace gemm {
 
-// Whether op(B)'s two passes (`by_signs`: op(B)·x, `by_vectors`: the
-// k-vectors yᵀ·op(A) times op(B); sketch::PassesOf's b_rows and b_columns)
-// can be taken by tiles: B 16-bit, stored with K or N contiguous in whole
+// Which of an operand's two passes a launch takes.
+enum class OperandPasses { kBySigns, kByVectors, kBoth };
+
+// Whether an operand's passes (`by_signs`: op(B)·x or yᵀ·op(A);
+// `by_vectors`: (yᵀ·op(A))·op(B) or op(A)·(op(B)·x); sketch::PassesOf's
+// b_rows and b_columns, or a_columns and a_rows) can be taken by tiles: the
+// operand 16-bit, stored with K or its other axis contiguous, in whole
 // 4-element words from 8-byte boundaries.
 bool OperandTilesApply(const sketch::OperandLines& by_signs, int64_t batch);
 
-// Both passes' sums, as the two LaunchLines calls would leave them (up to
-// the order of their fp64 additions). The k-vectors must be ready: the
-// pass over A's columns runs first.
+// The passes' sums, as LaunchLines would leave them (up to the order of
+// their fp64 additions). A pass by vectors needs its k-vectors ready.
 cudaError_t LaunchOperandTiles(const sketch::OperandLines& by_signs, const sketch::OperandLines& by_vectors,
-                               int64_t batch, cudaStream_t stream);
+                               OperandPasses passes, int64_t batch, cudaStream_t stream);
 
 }  // namespace gemm

@@ -340,20 +340,24 @@ TEST(SketchCheckGpu, DTilesTakeASixteenBitDInWholeWordsAndACOfItsType) {
   EXPECT_FALSE(takes(with([](auto& p) { p.batch = 2, p.d.batch_stride = 64 * 128 + 2; })));
 }
 
+// Whether an operand's passes take tiles, by_signs summing `length`
+// elements along op's rows (per_row) or columns into `outputs` sums.
+bool OperandTilesTake(gemm::StridedView m, bool per_row, int64_t length, int64_t outputs, int64_t batch) {
+  gemm::sketch::OperandLines by_signs{};
+  by_signs.matrix = m;
+  by_signs.per_row = per_row;
+  by_signs.length = length;
+  by_signs.outputs = outputs;
+  return gemm::OperandTilesApply(by_signs, batch);
+}
+
 // Which checks take B's two passes by tiles (sketch_operand_tiles.cu): a
 // 16-bit B stored with K or with N contiguous, its stored rows whole
 // 4-element words from an 8-byte boundary; nothing else. No GPU needed.
 TEST(SketchCheckGpu, OperandTilesTakeASixteenBitBInWholeWordsEitherWay) {
   alignas(16) static uint16_t storage[8];
   const int64_t n = 128, k = 64;
-  auto takes = [&](gemm::StridedView b, int64_t batch = 1) {
-    gemm::sketch::OperandLines by_signs{};
-    by_signs.matrix = b;
-    by_signs.per_row = true;
-    by_signs.length = n;
-    by_signs.outputs = k;
-    return gemm::OperandTilesApply(by_signs, batch);
-  };
+  auto takes = [&](gemm::StridedView b, int64_t batch = 1) { return OperandTilesTake(b, true, n, k, batch); };
   using gemm::ElementType;
   const gemm::StridedView k_contiguous{storage, ElementType::kF16, 1, k, 0};  // B stored N×K: A·Bᵀ
   const gemm::StridedView n_contiguous{storage, ElementType::kBF16, n, 1, 0};  // B stored K×N: x @ W
@@ -368,6 +372,25 @@ TEST(SketchCheckGpu, OperandTilesTakeASixteenBitBInWholeWordsEitherWay) {
   EXPECT_FALSE(takes({storage + 1, ElementType::kF16, 1, k, 0}));
   EXPECT_FALSE(takes({storage, ElementType::kF16, 2, 2 * k, 0}));           // neither way contiguous
   EXPECT_FALSE(takes({storage, ElementType::kF16, 1, k, n * k + 2}, 3));
+}
+
+// A's passes take the same tiles, A's sign axis being M: yᵀ·op(A) sums
+// over op(A)'s rows (per_row false). No GPU needed.
+TEST(SketchCheckGpu, OperandTilesTakeASixteenBitAInWholeWordsEitherWay) {
+  alignas(16) static uint16_t storage[8];
+  const int64_t m = 96, k = 64;
+  auto takes = [&](gemm::StridedView a, int64_t batch = 1) { return OperandTilesTake(a, false, m, k, batch); };
+  using gemm::ElementType;
+  EXPECT_TRUE(takes({storage, ElementType::kF16, k, 1, 0}));              // A stored M×K
+  EXPECT_TRUE(takes({storage, ElementType::kBF16, 1, m, 0}));             // A stored K×M
+  EXPECT_TRUE(takes({storage, ElementType::kF16, k + 8, 1, 0}));          // pitched
+  EXPECT_TRUE(takes({storage, ElementType::kF16, k, 1, m * k}, 3));       // a batch
+  EXPECT_FALSE(takes({storage, ElementType::kF16, k + 2, 1, 0}));         // rows off 8-byte bounds
+  EXPECT_FALSE(takes({storage, ElementType::kBF16, 1, m + 2, 0}));
+  EXPECT_FALSE(takes({storage, ElementType::kF32, k, 1, 0}));
+  EXPECT_FALSE(takes({storage, ElementType::kF16, 2 * k, 2, 0}));         // neither way contiguous
+  // M×K with K not a whole number of words: the line passes take it.
+  EXPECT_FALSE(OperandTilesTake({storage, ElementType::kF16, 62, 1, 0}, false, m, 62, 1));
 }
 
 std::unique_ptr<CudaEngine> MakeEngine() {

@@ -73,7 +73,6 @@ def beta_ncu(lab):
 # B allows, B's two passes are one of B's tiles (OperandTilesKernel) between
 # A's two.
 FAST_CHECK_OPERAND_PASSES = ("b_rows", "a_columns", "a_rows", "b_columns")
-FAST_CHECK_A_PASSES = ("a_columns", "a_rows")
 FAST_CHECK_PASSES = FAST_CHECK_OPERAND_PASSES + ("d_rows", "d_columns")
 FAST_CHECK_METRICS = {"gpu__time_duration.sum": "ns", "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
                       "sm__inst_issued.avg.pct_of_peak_sustained_active": "issue %",
@@ -82,19 +81,27 @@ FAST_CHECK_METRICS = {"gpu__time_duration.sum": "ns", "dram__throughput.avg.pct_
 
 def fast_check_passes(kernels):
     """ncu_csv's kernels of one fast check: per pass of FAST_CHECK_PASSES (or
-    of the operands' and "d_tiles", where D's tiles ran) and for the sampled
-    elements, {metric: value}."""
+    of the operands' tiles and "d_tiles", where tiles ran) and for the
+    sampled elements, {metric: value}. Where every operand pass ran by
+    tiles, their launches are A's columns, B's tiles, A's rows. Where some
+    ran by lines, the capture does not tell which pass each launch was
+    (ncu_csv keeps the order within a kernel only): they are numbered."""
     lines = kernels.get("LinesKernel", {})
     tiles = kernels.get("DTilesKernel", {})
-    b_tiles = kernels.get("OperandTilesKernel", {})
+    operand_tiles = kernels.get("OperandTilesKernel", {})
     # Single samples where both operands run along K, clusters where one is stored MN-contiguous.
     samples = kernels.get("SamplesKernel") or kernels.get("ClusterSamplesKernel", {})
+    if not operand_tiles:
+        tile_names, line_names = (), FAST_CHECK_OPERAND_PASSES
+    elif not lines:
+        tile_names, line_names = ("a_columns", "b_tiles", "a_rows"), ()
+    else:
+        tile_names, line_names = ("operand_tiles_1", "operand_tiles_2"), ("operand_lines_1", "operand_lines_2")
     passes = {}
-    operand_lines = FAST_CHECK_A_PASSES if b_tiles else FAST_CHECK_OPERAND_PASSES
-    for i, name in enumerate(operand_lines if tiles else operand_lines + FAST_CHECK_PASSES[4:]):
+    for i, name in enumerate(line_names + (() if tiles else FAST_CHECK_PASSES[4:])):
         passes[name] = {m: values[i] for m, values in lines.items() if i < len(values)}
-    if b_tiles:
-        passes["b_tiles"] = {m: values[0] for m, values in b_tiles.items() if values}
+    for i, name in enumerate(tile_names):
+        passes[name] = {m: values[i] for m, values in operand_tiles.items() if i < len(values)}
     if tiles:
         passes["d_tiles"] = {m: values[0] for m, values in tiles.items() if values}
     passes["samples"] = {m: values[0] for m, values in samples.items() if values}

@@ -140,9 +140,10 @@ PURPOSES = {
     "fast_check_d_tiles": "the GPU sketch-check and forms tests, gemm-bench --fast-check, the fastncu and verify "
                           "parts: VERIFICATION_FAST's sums over D's rows and columns from one read of D "
                           "(DTilesKernel) beside the two line passes, and two earlier tile kernels (not kept)",
-    "fast_check_operand_tiles": "the GPU sketch-check and forms tests, gemm-bench --fast-check in three forms and the "
-                                "fastncu part: B's two passes from one read of B (OperandTilesKernel) and D's tiles "
-                                "reading C of D's type, beside the build before",
+    "fast_check_operand_tiles": "the GPU tests, verify part, gemm-bench --fast-check in three forms and the fastncu "
+                                "part, seven calls: B's two passes from one read of B (OperandTilesKernel), D's tiles "
+                                "reading C of D's type, the next rows loaded while a group is summed, signed terms as "
+                                "one fused multiply-add, and A's passes by tiles, each beside the build before",
     "fast_check_wide_loads": "the GPU tests, verify and fastncu parts and gemm-bench --fast-check: VERIFICATION_FAST's "
                              "line passes reading eight 16-bit elements a lane along a warp's lines and two outputs "
                              "a thread in the k-vector passes, beside the build before; D's columns in pairs, "

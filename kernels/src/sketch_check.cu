@@ -1,9 +1,10 @@
 // VERIFICATION_FAST's passes on the GPU (gemm/sketch_check.h): six
-// reductions over the operands and D (D's two in one read of it where D
-// allows: sketch_d_tiles.cu; B's two likewise: sketch_operand_tiles.cu), then a verdict per row and column, then the
-// sampled elements (sketch_samples.cu). The sums (fp64,
-// sketch_lines.h) are added up across blocks by atomics (their order
-// varies; the bound leaves room for it).
+// reductions over the operands and D, by tiles where a matrix allows (D's
+// two in one read of it: sketch_d_tiles.cu; B's two likewise, and A's one
+// at a time: sketch_operand_tiles.cu), by lines elsewhere; then a verdict
+// per row and column, then the sampled elements (sketch_samples.cu). The
+// sums (fp64, sketch_lines.h) are added up across blocks by atomics (their
+// order varies; the bound leaves room for it).
 #include <cuda_runtime.h>
 
 #include <atomic>

@@ -89,28 +89,15 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const uint16_t* c = kReadsC ? static_cast<const uint16_t*>(p.c.data) + e * p.c.batch_stride + j0 : nullptr;
   const float c_rounding = static_cast<float>(rows.c_rounding);
 
-  // The lane's columns: x's signs (four bits of one word, j0 being a
-  // multiple of 4) as ±1.0 for one fused multiply-add a term, and the
-  // columns' norms. Left to itself the compiler works each sign out again
-  // at every element (five instructions a vector), and a sign-bit mask
-  // XORed into d costs a logic op and a register move besides the add.
+  // The lane's columns: x's signs as ±1.0 (sketch_tiles.h; a sign-bit
+  // mask XORed into d cost a logic op and a register move besides the
+  // add), and the columns' norms.
   double x_sign[V][kLaneColumns];
   float norm[kLaneColumns];
   {
     const int64_t j = active ? j0 : 0;
     const float* column_norms = reinterpret_cast<const float*>(entry + rows.float_norms_at) + p.m;
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      const uint32_t word = rows.signs[v * rows.words + (j >> 5)];
-#pragma unroll
-      for (int k = 0; k < kLaneColumns; ++k) {
-        x_sign[v][k] = SignOf(word, static_cast<int>((j & 31) + k));
-        // Inline PTX (nothing in CCCL does this): an empty statement the
-        // compiler must take the sign from, so that it keeps it in a
-        // register rather than working it out again at every element.
-        asm volatile("" : "+d"(x_sign[v][k]));
-      }
-    }
+    LaneSigns(rows.signs, rows.words, j, x_sign);
 #pragma unroll
     for (int k = 0; k < kLaneColumns; ++k) norm[k] = active ? column_norms[j + k] : 0.0f;
   }
@@ -120,17 +107,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   float column_e2[kLaneColumns] = {};
 
   // What is the same along each of the warp's rows, read once before them:
-  // row i0 + l's norm term by lane l, and y's signs, whose bits for all of
-  // the warp's rows lie in one word of each vector (rows_per_warp divides
-  // 32, and i0 is a multiple of it).
+  // row i0 + l's norm term by lane l, and y's sign words.
   const float own_of_lane = lane < rows_per_warp && i0 + lane < i1
                                 ? static_cast<float>(rows.accumulation * entry[rows.a_norms_at + i0 + lane])
                                 : 0.0f;
   uint32_t y_word[V] = {};
-#pragma unroll
-  for (int v = 0; v < V; ++v) {
-    if (i0 < i1) y_word[v] = columns.signs[v * columns.words + (i0 >> 5)];
-  }
+  RowSignWords(columns.signs, columns.words, i0, i1, y_word);
 
   // A group of rows is loaded while the group before it is summed, so that
   // a warp never waits a whole round trip to memory between groups.
@@ -223,29 +205,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
           }
         }
       }
-      // The rows' sums across the lanes: each lane's kOutputs shares
-      // through shared memory, then lanes o and o + kOutputs add up output
-      // o over half of the lanes each, and a shuffle adds the two: about
-      // three instructions an element, where a shuffle tree a row took 15.
-#pragma unroll
-      for (int q = 0; q < kRowsReduced; ++q) {
-#pragma unroll
-        for (int s = 0; s < kSums; ++s) mine[lane * kLanePitch + q * kSums + s] = part[q][s];
-      }
-      __syncwarp();
-      const int o = lane % kOutputs, half = lane / kOutputs;
-      double total = 0.0;
-      if (half < 2) {
-#pragma unroll
-        for (int t = 0; t < kHalfWarp; ++t) total += mine[(half * kHalfWarp + t) * kLanePitch + o];
-      }
-      if constexpr (kOutputs == kHalfWarp) {
-        total += __shfl_xor_sync(0xffffffffu, total, kHalfWarp);
-      } else {
-        total += __shfl_down_sync(0xffffffffu, total, kOutputs);
-      }
+      // The rows' sums across the lanes (sketch_tiles.h).
+      const double total = AddUpAcrossLanes(part, mine, lane);
+      const int o = lane % kOutputs;
       const int64_t row = i + g * kRowsReduced + o / kSums;
-      if (half == 0 && row < i1) atomicAdd(rows.Out(e, Shape::OutOf(o % kSums), row), total);
+      if (lane < kOutputs && row < i1) atomicAdd(rows.Out(e, Shape::OutOf(o % kSums), row), total);
       __syncwarp();
     }
   }

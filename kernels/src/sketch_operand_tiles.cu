@@ -104,17 +104,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPasses == OperandPasses::kBySign
   double lane_vec[V][kLaneColumns] = {}, lane_weight[kLaneColumns] = {};
   if (active && kRowSums) {
     if constexpr (kRowsBySigns) {
-#pragma unroll
-      for (int v = 0; v < V; ++v) {
-        const uint32_t word = by_signs.signs[v * by_signs.words + (j0 >> 5)];
-#pragma unroll
-        for (int k = 0; k < kLaneColumns; ++k) {
-          x_sign[v][k] = SignOf(word, static_cast<int>((j0 & 31) + k));
-          // Inline PTX (nothing in CCCL does this): keeps the sign in a
-          // register rather than worked out again at every element.
-          asm volatile("" : "+d"(x_sign[v][k]));
-        }
-      }
+      LaneSigns(by_signs.signs, by_signs.words, j0, x_sign);
     } else {
 #pragma unroll
       for (int k = 0; k < kLaneColumns; ++k) {
@@ -127,10 +117,8 @@ __global__ void __launch_bounds__(kWarps * 32, kPasses == OperandPasses::kBySign
   double column[kSums][kLaneColumns] = {};
 
   // What is the same along each of the warp's rows, read once before them:
-  // x's signs where they go with the rows, whose bits for all of the warp's
-  // rows lie in one word of each vector (rows_per_warp divides 32, and i0
-  // is a multiple of it); else the rows' k-vector entries and weights,
-  // through shared memory, one row's a lane.
+  // x's sign words where the signs go with the rows; else the rows'
+  // k-vector entries and weights, through shared memory, one row's a lane.
   uint32_t x_word[V] = {};
   if constexpr (kRowsBySigns && kColumnSums) {
     if (lane < rows_per_warp && i0 + lane < i1) {
@@ -140,10 +128,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPasses == OperandPasses::kBySign
     }
     __syncwarp();
   } else if constexpr (!kRowsBySigns && kColumnSums) {
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      if (i0 < i1) x_word[v] = by_signs.signs[v * by_signs.words + (i0 >> 5)];
-    }
+    RowSignWords(by_signs.signs, by_signs.words, i0, i1, x_word);
   }
 
   // A group of rows is loaded while the group before it is summed
@@ -228,21 +213,12 @@ __global__ void __launch_bounds__(kWarps * 32, kPasses == OperandPasses::kBySign
       }
       // The rows' sums across the lanes, as sketch_d_tiles.cu adds them.
       if constexpr (kRowSums) {
-#pragma unroll
-        for (int q = 0; q < kRowsReduced; ++q) {
-#pragma unroll
-          for (int s = 0; s < kSums; ++s) mine[lane * kLanePitch + q * kSums + s] = part[q][s];
-        }
-        __syncwarp();
-        const int o = lane % kHalfWarp, half = lane / kHalfWarp;
-        double total = 0.0;
-#pragma unroll
-        for (int t = 0; t < kHalfWarp; ++t) total += mine[(half * kHalfWarp + t) * kLanePitch + o];
-        total += __shfl_xor_sync(0xffffffffu, total, kHalfWarp);
+        const double total = AddUpAcrossLanes(part, mine, lane);
+        const int o = lane % kOutputs;
         const int64_t row = i + g * kRowsReduced + o / kSums;
         const int s = o % kSums;
         const bool read = !(kRowsBySigns && s == V + 1);  // the sign lines' Σb² is never read
-        if (half == 0 && row < i1 && read) atomicAdd(row_op.Out(e, s, row), total);
+        if (lane < kOutputs && row < i1 && read) atomicAdd(row_op.Out(e, s, row), total);
         __syncwarp();
       }
     }

@@ -118,18 +118,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   // a warp never waits a whole round trip to memory between groups.
   auto load = [&](int64_t i, uint2 (&raw)[kRowsInFlight], uint2 (&raw_c)[kRowsInFlight]) {
     if (!active) return;
-    // A row's address from the one above it: one 64-bit add, where a
-    // multiply and a bounds test a row cost four instructions an element.
-    const uint16_t* at = d + i * p.d.row_stride;
-    if (i + kRowsInFlight <= i1) {
-#pragma unroll
-      for (int u = 0; u < kRowsInFlight; ++u, at += p.d.row_stride) raw[u] = *reinterpret_cast<const uint2*>(at);
-    } else {
-#pragma unroll
-      for (int u = 0; u < kRowsInFlight; ++u, at += p.d.row_stride) {
-        if (i + u < i1) raw[u] = *reinterpret_cast<const uint2*>(at);
-      }
-    }
+    LoadRows(d + i * p.d.row_stride, p.d.row_stride, i, i1, raw);
     if constexpr (kReadsC) {
       const uint16_t* at_c = c + i * p.c.row_stride;
 #pragma unroll

@@ -134,17 +134,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPasses == OperandPasses::kBySign
   // A group of rows is loaded while the group before it is summed
   // (sketch_d_tiles.cu says why).
   auto load = [&](int64_t i, uint2 (&raw)[kRowsInFlight]) {
-    if (!active) return;
-    const uint16_t* at = base + i * b.pitch;
-    if (i + kRowsInFlight <= i1) {
-#pragma unroll
-      for (int u = 0; u < kRowsInFlight; ++u, at += b.pitch) raw[u] = *reinterpret_cast<const uint2*>(at);
-    } else {
-#pragma unroll
-      for (int u = 0; u < kRowsInFlight; ++u, at += b.pitch) {
-        if (i + u < i1) raw[u] = *reinterpret_cast<const uint2*>(at);
-      }
-    }
+    if (active) LoadRows(base + i * b.pitch, b.pitch, i, i1, raw);
   };
   uint2 next[kRowsInFlight] = {};
   load(i0, next);

@@ -53,6 +53,23 @@ __device__ inline void LaneSigns(const uint32_t* signs, int64_t words, int64_t j
   }
 }
 
+// A lane's eight bytes of rows i .. i + kRows - 1 below i1, `pitch`
+// elements apart from `at`, row i's. A row's address is stepped from the
+// one above it: one 64-bit add, where a multiply and a bounds test a row
+// cost four instructions an element.
+template <int kRows>
+__device__ inline void LoadRows(const uint16_t* at, int64_t pitch, int64_t i, int64_t i1, uint2 (&raw)[kRows]) {
+  if (i + kRows <= i1) {
+#pragma unroll
+    for (int u = 0; u < kRows; ++u, at += pitch) raw[u] = *reinterpret_cast<const uint2*>(at);
+  } else {
+#pragma unroll
+    for (int u = 0; u < kRows; ++u, at += pitch) {
+      if (i + u < i1) raw[u] = *reinterpret_cast<const uint2*>(at);
+    }
+  }
+}
+
 // The sign words that hold a warp's rows i0 .. i1 - 1 (none where i1 <= i0),
 // one a vector: rows_per_warp divides 32 and i0 is a multiple of it.
 template <int kVectors>
